@@ -1,0 +1,494 @@
+#!/usr/bin/env python3
+"""Local Elasticsearch 8.17.2 launcher: builds a node home from Maven Central jars and runs 1..N nodes on loopback.
+
+Commands: start [--nodes N] [--heap 1g] [--http-port 9200], stop, status, wipe.
+Stdlib only, so it runs before the project's virtualenv exists.
+
+Layout (all under local-es/.state/, git-ignored; override with ES_LOCAL_STATE):
+  dist/                  the node home shared by every node: lib/, modules/, plugins/, bin/
+  cluster-<N>/node-<i>/  one node: config/, data/, logs/, tmp/, serverargs.bin, node.pid
+  running.json           what is running: cluster size, ports, pids (only these pids are ever signalled)
+"""
+
+import argparse
+import json
+import os
+import pwd
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+ES_VERSION = "8.17.2"
+SUPPORTED_JAVA = range(17, 24)  # 17 is tested; 8.17 needs the Security Manager, gone in JDK 24
+HERE = Path(__file__).resolve().parent
+STATE = Path(os.environ.get("ES_LOCAL_STATE", HERE / ".state")).resolve()
+DIST = STATE / "dist"
+RUNNING = STATE / "running.json"
+CLUSTER_NAME = "cluster-metrics-local"
+UNPRIVILEGED_USER = "nobody"  # Elasticsearch refuses to run as root
+
+
+class LauncherError(Exception):
+    """A failure with a message that names the input and the fix."""
+
+
+def log(msg):
+    print(f"[local-es] {msg}", flush=True)
+
+
+# ---------------------------------------------------------------- checks
+
+def find_java():
+    """The java binary from ES_JAVA_HOME, JAVA_HOME or PATH, with its major version checked."""
+    for var in ("ES_JAVA_HOME", "JAVA_HOME"):
+        home = os.environ.get(var)
+        if home:
+            java = Path(home) / "bin" / "java"
+            if not java.is_file():
+                raise LauncherError(
+                    f"{var}={home} has no bin/java. Point {var} at a JDK {SUPPORTED_JAVA.start} "
+                    f"(e.g. /usr/lib/jvm/java-17-openjdk-amd64) or unset it to use java from PATH.")
+            source = f"{var}={home}"
+            break
+    else:
+        found = shutil.which("java")
+        if not found:
+            raise LauncherError(
+                "no Java found (ES_JAVA_HOME, JAVA_HOME and PATH checked). Install a JDK 17: "
+                "apt-get install openjdk-17-jdk-headless, or set ES_JAVA_HOME.")
+        java = Path(found)
+        source = "PATH"
+    out = subprocess.run([str(java), "-version"], capture_output=True, text=True).stderr
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    if not match:
+        raise LauncherError(f"cannot read the Java version of {java} (from {source}): {out.strip()[:200]}")
+    major = int(match.group(1))
+    if major == 1:  # "1.8.0_x" style
+        major = int(match.group(2))
+    if major not in SUPPORTED_JAVA:
+        raise LauncherError(
+            f"Java {major} at {java} (from {source}) is not supported: Elasticsearch {ES_VERSION} here needs "
+            f"JDK {SUPPORTED_JAVA.start} (tested) to {SUPPORTED_JAVA.stop - 1}. Set ES_JAVA_HOME to such a JDK.")
+    javac = java.parent / "javac"
+    return java, javac, major
+
+
+def parse_heap(heap):
+    match = re.fullmatch(r"(\d+)([mMgG])", heap)
+    if not match or int(match.group(1)) <= 0:
+        raise LauncherError(f"heap size {heap!r} is not valid: use e.g. HEAP=1g or HEAP=512m.")
+    return int(match.group(1)) * (1024 if match.group(2).lower() == "g" else 1)
+
+
+def check_memory(heap_mb, nodes):
+    available_kb = None
+    with open("/proc/meminfo") as meminfo:
+        for line in meminfo:
+            if line.startswith("MemAvailable:"):
+                available_kb = int(line.split()[1])
+    if available_kb is None:
+        return
+    needed_mb = nodes * (heap_mb + 512)  # heap plus off-heap (direct buffers, metaspace, threads)
+    available_mb = available_kb // 1024
+    if needed_mb > available_mb:
+        raise LauncherError(
+            f"not enough memory: {nodes} node(s) with HEAP={heap_mb}m need about {needed_mb} MB, "
+            f"{available_mb} MB is available. Use a smaller HEAP (e.g. HEAP=512m) or fewer NODES.")
+
+
+def port_is_free(port):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # like Elasticsearch itself: TIME_WAIT leftovers of a stopped node must not count, a listener must
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+# ---------------------------------------------------------------- building the node home
+
+def run_checked(cmd, what, fix, **kwargs):
+    result = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
+    if result.returncode != 0:
+        tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
+        raise LauncherError(f"{what} failed (exit {result.returncode}):\n{tail}\n{fix}")
+    return result
+
+
+def build_dist(javac):
+    """Builds dist/ once; a marker file written last makes a half-built home count as absent."""
+    marker = DIST / ".built"
+    if marker.is_file() and marker.read_text().strip() == ES_VERSION:
+        return False
+    mvn = shutil.which("mvn")
+    if not mvn:
+        raise LauncherError("Maven (mvn) is not installed; it fetches Elasticsearch's jars from Maven Central. "
+                            "Install it: apt-get install maven.")
+    if not javac.is_file():
+        raise LauncherError(f"no javac beside {javac.parent}/java: install a full JDK 17 "
+                            "(apt-get install openjdk-17-jdk-headless), not only a JRE.")
+    log(f"building a node home for Elasticsearch {ES_VERSION} from Maven Central (first use only)")
+    STATE.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix="dist-", dir=STATE))
+    staging.chmod(0o755)  # mkdtemp makes it private; the unprivileged node user must read it
+    try:
+        fix = ("Check that Maven Central is reachable (or the mirror in ~/.m2/settings.xml) "
+               "and retry with: make es-start")
+        for profile, target in (("server", staging / "lib"), ("netty4", staging / "netty")):
+            run_checked([mvn, "-q", "-B", "-f", str(HERE / "pom.xml"), f"-P{profile}",
+                         "dependency:copy-dependencies", "-DincludeScope=runtime",
+                         f"-DoutputDirectory={target}", f"-Des.version={ES_VERSION}"],
+                        f"Maven resolution of the {profile} jars", fix)
+        netty_module = staging / "modules" / "transport-netty4"
+        netty_module.mkdir(parents=True)
+        for jar in (staging / "netty").glob("*.jar"):
+            # elasticsearch-core is already in lib/; a second copy breaks the module checks
+            if not jar.name.startswith("elasticsearch-core-"):
+                shutil.move(str(jar), netty_module / jar.name)
+        shutil.rmtree(staging / "netty")
+        write_descriptor(netty_module, name="transport-netty4", classname="org.elasticsearch.transport.netty4.Netty4Plugin",
+                         description="Netty 4 based HTTP and transport layer", modulename="org.elasticsearch.transport.netty4")
+        (netty_module / "plugin-security.policy").write_text(
+            "grant {\n"
+            '  permission java.net.SocketPermission "*", "accept,connect";\n'
+            '  permission java.util.PropertyPermission "sun.nio.ch.bugLevel", "write";\n'
+            '  permission java.lang.RuntimePermission "setContextClassLoader";\n'
+            "};\n")
+        classpath = f"{staging / 'lib'}/*"
+        compile_jar(javac, "ansi-console", classpath, staging / "lib" / "tools" / "ansi-console" / "ansi-console-stub.jar")
+        root_module = staging / "modules" / "root-info"
+        compile_jar(javac, "root-info", classpath, root_module / "root-info.jar")
+        write_descriptor(root_module, name="root-info", classname="org.clustermetrics.rootinfo.RootInfoPlugin",
+                         description="Serves GET / in place of the unpublished rest-root module")
+        compile_classes(javac, "bootstrap", classpath, staging / "bootstrap")
+        for folder in ("plugins", "bin", "config"):  # security setup needs an existing bin/
+            (staging / folder).mkdir()
+        (staging / ".built").write_text(ES_VERSION + "\n")
+        if DIST.exists():
+            shutil.rmtree(DIST)
+        staging.rename(DIST)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+    return True
+
+
+def compile_classes(javac, source_dir, classpath, out_dir):
+    sources = [str(p) for p in (HERE / "java" / source_dir).rglob("*.java")]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    run_checked([str(javac), "-nowarn", "-d", str(out_dir), "-cp", classpath, *sources],
+                f"compiling local-es/java/{source_dir}", "This is a bug in the launcher's Java sources.")
+
+
+def compile_jar(javac, source_dir, classpath, jar_path):
+    classes = jar_path.parent / f".{source_dir}-classes"
+    compile_classes(javac, source_dir, classpath, classes)
+    jar_tool = javac.parent / "jar"
+    run_checked([str(jar_tool), "cf", str(jar_path), "-C", str(classes), "."], f"packaging {jar_path.name}",
+                "The JDK's jar tool is needed beside javac.")
+    shutil.rmtree(classes)
+
+
+def write_descriptor(folder, name, classname, description, modulename=None):
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [f"name={name}", f"description={description}", f"version={ES_VERSION}", f"classname={classname}",
+             "java.version=17", f"elasticsearch.version={ES_VERSION}", "extended.plugins=",
+             "has.native.controller=false", "licensed=false"]
+    if modulename:
+        lines.append(f"modulename={modulename}")
+    (folder / "plugin-descriptor.properties").write_text("\n".join(lines) + "\n")
+
+
+# ---------------------------------------------------------------- nodes
+
+LOG4J2 = """status = error
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = ${sys:es.logs.base_path}${sys:file.separator}${sys:es.logs.cluster_name}.log
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d{ISO8601}][%-5p][%-25c{1.}] [%node_name]%marker %m%n
+rootLogger.level = info
+rootLogger.appenderRef.file.ref = file
+"""
+
+
+def node_layout(nodes, http_port, transport_port):
+    cluster_dir = STATE / f"cluster-{nodes}"
+    return [{"name": f"node-{i + 1}", "dir": str(cluster_dir / f"node-{i + 1}"),
+             "http_port": http_port + i, "transport_port": transport_port + i} for i in range(nodes)]
+
+
+def write_node_config(node, layout):
+    node_dir = Path(node["dir"])
+    for sub in ("config", "data", "logs", "tmp"):
+        (node_dir / sub).mkdir(parents=True, exist_ok=True)
+    settings = [
+        f"cluster.name: {CLUSTER_NAME}",
+        f"node.name: {node['name']}",
+        "network.host: 127.0.0.1",
+        f"http.port: {node['http_port']}",
+        f"transport.port: {node['transport_port']}",
+        f"path.data: {node_dir / 'data'}",
+        f"path.logs: {node_dir / 'logs'}",
+        # a shared benchmark host's disk fill level must not turn the cluster red mid-race
+        "cluster.routing.allocation.disk.threshold_enabled: false",
+    ]
+    if len(layout) == 1:
+        settings.append("discovery.type: single-node")
+    else:
+        seeds = ", ".join(f'"127.0.0.1:{n["transport_port"]}"' for n in layout)
+        masters = ", ".join(f'"{n["name"]}"' for n in layout)
+        settings += [f"discovery.seed_hosts: [{seeds}]", f"cluster.initial_master_nodes: [{masters}]"]
+    (node_dir / "config" / "elasticsearch.yml").write_text("\n".join(settings) + "\n")
+    (node_dir / "config" / "log4j2.properties").write_text(LOG4J2)
+
+
+def drop_privileges_prefix():
+    if os.geteuid() != 0:
+        return [], None
+    user = pwd.getpwnam(UNPRIVILEGED_USER)
+    return ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups", "--"], user
+
+
+def chown_tree(path, user):
+    for root, dirs, files in os.walk(path):
+        os.chown(root, user.pw_uid, user.pw_gid)
+        for name in files:
+            os.chown(os.path.join(root, name), user.pw_uid, user.pw_gid)
+
+
+def check_unprivileged_access(prefix):
+    if not prefix:
+        return
+    probe = subprocess.run(prefix + ["test", "-r", str(DIST / "lib" / f"elasticsearch-{ES_VERSION}.jar")])
+    if probe.returncode != 0:
+        raise LauncherError(
+            f"Elasticsearch refuses to run as root, so it runs as '{UNPRIVILEGED_USER}', which cannot read {DIST}. "
+            f"Move the checkout to a world-readable path, or set ES_LOCAL_STATE to a folder '{UNPRIVILEGED_USER}' can read.")
+
+
+def java_command(java, node, heap_mb, major):
+    node_dir = Path(node["dir"])
+    cmd = [str(java), f"-Xms{heap_mb}m", f"-Xmx{heap_mb}m", "-XX:+UseG1GC", "-Xss1m",
+           "-Djava.security.manager=allow", "-Des.networkaddress.cache.ttl=60",
+           "-Des.networkaddress.cache.negative.ttl=10", "-Djava.awt.headless=true", "-Dfile.encoding=UTF-8",
+           "-Djna.nosys=true", "-XX:-OmitStackTraceInFastThrow", "-Dio.netty.noUnsafe=true",
+           "-Dio.netty.noKeySetOptimization=true", "-Dio.netty.recycler.maxCapacityPerThread=0",
+           "-Dlog4j.shutdownHookEnabled=false", "-Dlog4j2.disable.jmx=true", "-Dlog4j2.formatMsgNoLookups=true",
+           "-Djava.locale.providers=CLDR", "-Des.distribution.type=tar",
+           f"-Des.path.home={DIST}", f"-Des.path.conf={node_dir / 'config'}",
+           f"-Djava.io.tmpdir={node_dir / 'tmp'}", f"-XX:ErrorFile={node_dir / 'logs' / 'hs_err_pid%p.log'}"]
+    if major >= 21:
+        cmd.append("--enable-native-access=org.elasticsearch.nativeaccess,org.apache.lucene.core")
+    cmd += [f"--module-path={DIST / 'lib'}", "--add-modules=jdk.net", "--add-modules=jdk.management.agent",
+            "--add-modules=ALL-MODULE-PATH", "-m", "org.elasticsearch.server/org.elasticsearch.bootstrap.Elasticsearch"]
+    return cmd
+
+
+def pid_is_our_node(pid):
+    """True only for a live process whose command line names our node home: pids are never trusted blindly."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return False
+    return f"-Des.path.home={DIST}" in cmdline
+
+
+def read_running():
+    if not RUNNING.is_file():
+        return None
+    running = json.loads(RUNNING.read_text())
+    live = [n for n in running["nodes"] if pid_is_our_node(n["pid"])]
+    return running if live else None
+
+
+def http_json(port, path, timeout=5.0):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout) as response:
+        return json.loads(response.read())
+
+
+def last_log_lines(node, count=25):
+    logs = Path(node["dir"]) / "logs"
+    chunks = []
+    for candidate in (logs / f"{CLUSTER_NAME}.log", Path(node["dir"]) / "stdout.log"):
+        if candidate.is_file():
+            lines = candidate.read_text(errors="replace").splitlines()[-count:]
+            chunks.append(f"--- last lines of {candidate}:\n" + "\n".join(lines))
+    return "\n".join(chunks) or f"(no log files under {node['dir']})"
+
+
+def wait_for_health(layout, procs, timeout):
+    port = layout[0]["http_port"]
+    deadline = time.monotonic() + timeout
+    query = f"/_cluster/health?wait_for_status=yellow&wait_for_nodes={len(layout)}&timeout=2s"
+    while time.monotonic() < deadline:
+        for node, proc in zip(layout, procs):
+            if proc.poll() is not None:
+                raise LauncherError(f"{node['name']} exited during start-up (exit code {proc.returncode}).\n{last_log_lines(node)}")
+        try:
+            health = http_json(port, query)
+            if health["status"] in ("green", "yellow") and health["number_of_nodes"] == len(layout):
+                return health
+        except (urllib.error.URLError, OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.5)
+    raise LauncherError(
+        f"the cluster was not healthy within {timeout:.0f} s (ES_START_TIMEOUT to wait longer).\n"
+        + "\n".join(last_log_lines(n) for n in layout))
+
+
+def start(args):
+    nodes = args.nodes
+    if nodes < 1 or nodes > 9:
+        raise LauncherError(f"NODES={nodes} is not valid: use 1 to 9.")
+    heap_mb = parse_heap(args.heap)
+    running = read_running()
+    if running:
+        if running["size"] != nodes:
+            raise LauncherError(f"a {running['size']}-node local cluster is already running; "
+                                f"run make es-stop before starting one with NODES={nodes}.")
+        health = http_json(running["nodes"][0]["http_port"], "/_cluster/health")
+        log(f"already running: {nodes} node(s), status {health['status']}, "
+            f"http://127.0.0.1:{running['nodes'][0]['http_port']}")
+        return 0
+    java, javac, major = find_java()
+    layout = node_layout(nodes, args.http_port, args.transport_port)
+    for node in layout:
+        for port in (node["http_port"], node["transport_port"]):
+            if not port_is_free(port):
+                raise LauncherError(
+                    f"port {port} on 127.0.0.1 is in use by a process this launcher did not start. "
+                    f"Stop that process, or pick other ports with PORT=<http port> (transport uses PORT+100).")
+    check_memory(heap_mb, nodes)
+    began = time.monotonic()
+    built = build_dist(javac)
+    prefix, user = drop_privileges_prefix()
+    check_unprivileged_access(prefix)
+    for node in layout:
+        write_node_config(node, layout)
+        node_dir = Path(node["dir"])
+        serverargs = node_dir / "serverargs.bin"
+        run_checked([str(java), "-cp", f"{DIST / 'bootstrap'}:{DIST / 'lib'}/*", "WriteServerArgs",
+                     str(DIST), str(node_dir / "config"), str(node_dir / "node.pid"), str(serverargs)],
+                    "writing the server arguments", "Check the node's config/elasticsearch.yml.")
+        if user:
+            chown_tree(node_dir, user)
+    procs = []
+    for node in layout:
+        node_dir = Path(node["dir"])
+        env = dict(os.environ, LIBFFI_TMPDIR=str(node_dir / "tmp"), ES_TMPDIR=str(node_dir / "tmp"))
+        with open(node_dir / "serverargs.bin", "rb") as stdin, open(node_dir / "stdout.log", "wb") as out:
+            proc = subprocess.Popen(prefix + java_command(java, node, heap_mb, major), stdin=stdin, stdout=out,
+                                    stderr=subprocess.STDOUT, cwd=node_dir, env=env, start_new_session=True)
+        node["pid"] = proc.pid  # setpriv execs java, so this is the JVM's pid
+        procs.append(proc)
+    RUNNING.write_text(json.dumps({"size": nodes, "heap_mb": heap_mb, "nodes": layout}, indent=2))
+    try:
+        health = wait_for_health(layout, procs, float(os.environ.get("ES_START_TIMEOUT", "120")))
+    except LauncherError:
+        for proc in procs:  # the handles, not /proc: a JVM mid-exec has an empty cmdline
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        RUNNING.unlink(missing_ok=True)
+        raise
+    info = http_json(layout[0]["http_port"], "/")
+    took = time.monotonic() - began
+    log(f"Elasticsearch {info['version']['number']} is up: {nodes} node(s), status {health['status']}, "
+        f"http://127.0.0.1:{layout[0]['http_port']} ({'cold, node home built' if built else 'warm'} start, {took:.1f} s)")
+    return 0
+
+
+def stop_nodes(nodes, timeout=30.0):
+    ours = [n for n in nodes if pid_is_our_node(n["pid"])]
+    for node in ours:
+        os.kill(node["pid"], signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(pid_is_our_node(n["pid"]) for n in ours):
+        time.sleep(0.2)
+    for node in ours:
+        if pid_is_our_node(node["pid"]):
+            log(f"{node['name']} (pid {node['pid']}) did not stop within {timeout:.0f} s: killing it")
+            os.kill(node["pid"], signal.SIGKILL)
+    for node in ours:
+        while pid_is_our_node(node["pid"]):
+            time.sleep(0.1)
+        log(f"stopped {node['name']} (pid {node['pid']})")
+    RUNNING.unlink(missing_ok=True)
+    return len(ours)
+
+
+def stop(args):
+    if not RUNNING.is_file():
+        log("no local node is running")
+        return 0
+    stopped = stop_nodes(json.loads(RUNNING.read_text())["nodes"])
+    if not stopped:
+        log("no local node is running (stale state removed)")
+    return 0
+
+
+def status(args):
+    running = read_running()
+    if not running:
+        log("no local node is running")
+        return 3
+    for node in running["nodes"]:
+        alive = pid_is_our_node(node["pid"])
+        log(f"{node['name']}: pid {node['pid']} {'running' if alive else 'GONE'}, http://127.0.0.1:{node['http_port']}")
+    try:
+        health = http_json(running["nodes"][0]["http_port"], "/_cluster/health")
+        log(f"cluster {health['cluster_name']}: status {health['status']}, {health['number_of_nodes']} node(s)")
+    except (urllib.error.URLError, OSError) as e:
+        log(f"cluster not answering on HTTP: {e}")
+        return 1
+    return 0
+
+
+def wipe(args):
+    if read_running():
+        raise LauncherError("a local node is running; run make es-stop before make es-wipe.")
+    removed = [d for d in STATE.glob("cluster-*") if d.is_dir()]
+    for folder in removed:
+        shutil.rmtree(folder)
+    log(f"removed the data of {len(removed)} local cluster layout(s); the node home (jars) is kept")
+    return 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_start = sub.add_parser("start", help="start (building the node home on first use)")
+    p_start.add_argument("--nodes", type=int, default=int(os.environ.get("NODES", "1")))
+    p_start.add_argument("--heap", default=os.environ.get("HEAP", "1g"))
+    p_start.add_argument("--http-port", type=int, default=int(os.environ.get("PORT", "9200")))
+    p_start.add_argument("--transport-port", type=int, default=None)
+    sub.add_parser("stop", help="stop gracefully, forcibly after 30 s")
+    sub.add_parser("status", help="show the nodes and cluster health")
+    sub.add_parser("wipe", help="delete the data (node must be stopped)")
+    args = parser.parse_args(argv)
+    if args.command == "start" and args.transport_port is None:
+        args.transport_port = args.http_port + 100
+    try:
+        return {"start": start, "stop": stop, "status": status, "wipe": wipe}[args.command](args)
+    except LauncherError as e:
+        print(f"[local-es] ERROR: {e}", file=sys.stderr, flush=True)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
