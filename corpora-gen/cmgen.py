@@ -1,0 +1,305 @@
+"""Deterministic generator of the cluster-metrics corpus, its manifest and its exact ground truth.
+
+Rows are built column-wise with numpy and formatted into one byte matrix per chunk (fixed-width fields,
+padding stripped with a single boolean mask), so 5M rows never mean 5M json.dumps calls.
+"""
+
+import hashlib
+import json
+import math
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+GENERATOR_VERSION = 1
+INDEX = "cluster-metrics"
+META_DIR = "cluster-metrics"  # manifest + ground truth, beside the per-epoch corpus folders
+MANIFEST = "manifest.json"
+GROUND_TRUTH = "ground-truth.json"
+TEST_MODE_DOCS = 1000  # Rally's --test-mode replaces every document set over 1000 docs by its -1k sibling
+FIELDS = ("cpu", "mem", "net")
+# percentiles kept in the ground truth; requests for others have no exact answer to compare with
+GROUND_TRUTH_PERCENTS = (0, 1, 5, 10, 25, 50, 75, 90, 95, 99, 100)
+CHUNK_ROWS = 250_000
+NET_MAX_CENTS = 99_999_999  # net is clipped below 1,000,000.00 so it fits its fixed-width field
+
+
+@dataclass(frozen=True)
+class Params:
+    epochs: int = 5
+    rows_per_epoch: int = 1_000_000
+    nodes: int = 30
+    tasks: int = 200
+    seed: int = 42
+
+    def validate(self):
+        for name in ("epochs", "rows_per_epoch", "nodes", "tasks"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value <= 0:
+                raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
+        if self.nodes > 999:
+            raise ValueError(f"--nodes must be at most 999 (names are N001..N999), got {self.nodes}")
+        if self.tasks > 9999:
+            raise ValueError(f"--tasks must be at most 9999 (names are T0001..T9999), got {self.tasks}")
+        if self.rows_per_epoch < self.nodes:
+            raise ValueError(f"--rows-per-epoch ({self.rows_per_epoch}) must be at least --nodes ({self.nodes}) "
+                             "so that every node reports in every epoch")
+        if not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"--seed must be a non-negative integer, got {self.seed!r}")
+
+
+def corpus_name(epoch):
+    return f"{INDEX}-epoch-{epoch}"
+
+
+def file_name(epoch, test_mode=False):
+    return f"{corpus_name(epoch)}{'-1k' if test_mode else ''}.json"
+
+
+def name_width(count):
+    return max(3, len(str(count)))
+
+
+def node_names(nodes):
+    return [f"N{i:0{name_width(nodes)}d}" for i in range(1, nodes + 1)]
+
+
+# ------------------------------------------------------------------ values
+
+def _cluster_profile(params):
+    """Per-task base cpu load and net rate, per-node cpu factor and memory baseline: fixed for the whole corpus."""
+    rng = np.random.default_rng([params.seed, 0])
+    task_cpu = rng.gamma(shape=2.0, scale=12.0, size=params.tasks)          # most tasks light, a few heavy
+    task_net = rng.lognormal(mean=1.5, sigma=1.0, size=params.tasks)        # MB/s, orders of magnitude apart
+    node_cpu = rng.uniform(0.7, 1.3, size=params.nodes)                     # faster and slower hardware
+    node_mem = rng.uniform(25.0, 75.0, size=params.nodes)                   # % memory in use at epoch 1
+    node_mem_drift = rng.normal(0.0, 3.0, size=params.nodes)                # % per epoch, slow leak or release
+    return task_cpu, task_net, node_cpu, node_mem, node_mem_drift
+
+
+def epoch_columns(params, epoch, profile=None):
+    """All rows of one epoch as integer columns: node index, task index, cpu/mem/net in hundredths."""
+    task_cpu, task_net, node_cpu, node_mem, node_mem_drift = profile or _cluster_profile(params)
+    rng = np.random.default_rng([params.seed, epoch])
+    rows, nodes = params.rows_per_epoch, params.nodes
+    # every block of `nodes` rows holds each node once, in a shuffled order: any prefix of k*nodes rows
+    # (the -1k test file included) has every node, and each node gets rows/nodes rows (+1 for a remainder)
+    blocks = -(-rows // nodes)
+    node = np.argsort(rng.random((blocks, nodes)), axis=1).astype(np.int32).ravel()[:rows]
+    task = rng.integers(0, params.tasks, size=rows, dtype=np.int32)
+    progress = np.arange(rows, dtype=np.float64) / rows  # position within the epoch, for the memory drift
+    cpu = task_cpu[task] * node_cpu[node] + rng.normal(0.0, 6.0, size=rows)
+    mem = (node_mem[node] + node_mem_drift[node] * (epoch - 1 + progress) + rng.normal(0.0, 1.5, size=rows))
+    net = task_net[task] * rng.lognormal(0.0, 0.75, size=rows)
+    return {
+        "node": node,
+        "task": task,
+        "cpu": np.rint(np.clip(cpu, 0.0, 100.0) * 100).astype(np.int64),
+        "mem": np.rint(np.clip(mem, 0.0, 100.0) * 100).astype(np.int64),
+        "net": np.minimum(np.rint(np.clip(net, 0.0, None) * 100), NET_MAX_CENTS).astype(np.int64),
+    }
+
+
+def as_float32(cents):
+    """The value Elasticsearch stores for the text "12.34" in a float field: parsed as double, rounded to float."""
+    return (cents.astype(np.float64) / 100.0).astype(np.float32)
+
+
+# ------------------------------------------------------------------ formatting
+
+_SPACE = ord(" ")
+_DIGITS = np.frombuffer(b"0123456789", dtype=np.uint8)
+
+
+def _fixed_digits(count, width):
+    """(count, width) ASCII table: row v holds v zero-padded, e.g. 7 -> b"007"."""
+    values = np.arange(count, dtype=np.int64)[:, None] // 10 ** np.arange(width - 1, -1, -1) % 10
+    return _DIGITS[values]
+
+
+def _blank_leading_zeros(table, keep_last):
+    """Leading zeros become spaces, except the last `keep_last` columns ("0.25", never ".25")."""
+    table = table.copy()
+    lead = np.cumsum(table[:, :-keep_last] != ord("0"), axis=1) == 0
+    table[:, :-keep_last][lead] = _SPACE
+    return table
+
+
+def _cents_table(count, int_width):
+    """(count, int_width + 3) ASCII table: row c holds c/100 as d.dd, left-padded with spaces."""
+    digits = _fixed_digits(count, int_width + 2)
+    table = np.hstack([digits[:, :int_width], np.full((count, 1), ord("."), np.uint8), digits[:, int_width:]])
+    return _blank_leading_zeros(table, keep_last=4)
+
+
+_PERCENT_TABLE = _cents_table(10_001, 3)        # cpu, mem: 0.00 .. 100.00
+_LOW_PADDED = _cents_table(10_000, 2)           # net below 100.00, or the low part of a larger value
+_LOW_FULL = _fixed_digits(10_000, 4)            # low part after a non-zero high part: "0512" -> 05.12
+_LOW_FULL = np.hstack([_LOW_FULL[:, :2], np.full((10_000, 1), ord("."), np.uint8), _LOW_FULL[:, 2:]])
+_HIGH = _blank_leading_zeros(_fixed_digits(10_000, 4), keep_last=1)
+_HIGH[0] = _SPACE                               # no high part at all
+
+
+def _net_field(cents):
+    """(rows, 9) ASCII of net (below 1,000,000.00) as d.dd, left-padded with spaces."""
+    high, low = np.divmod(cents, 10_000)
+    low_part = np.where((high > 0)[:, None], _LOW_FULL[low], _LOW_PADDED[low])
+    return np.hstack([_HIGH[high], low_part])
+
+
+def format_rows(epoch, columns, start, stop, nodes, tasks):
+    """NDJSON bytes of rows [start, stop): table look-ups fill one fixed-width byte matrix, whose padding
+    spaces are then removed in one pass (no key or name holds a space)."""
+    node_w, task_w = name_width(nodes), name_width(tasks)
+    pieces = [
+        f'{{"epoch":{epoch},"node":"N'.encode(), _fixed_digits(nodes + 1, node_w)[columns["node"][start:stop] + 1],
+        b'","task":"T', _fixed_digits(tasks + 1, task_w)[columns["task"][start:stop] + 1],
+        b'","cpu":', _PERCENT_TABLE[columns["cpu"][start:stop]],
+        b',"mem":', _PERCENT_TABLE[columns["mem"][start:stop]],
+        b',"net":', _net_field(columns["net"][start:stop]),
+        b"}\n",
+    ]
+    width = sum(len(p) if isinstance(p, bytes) else p.shape[1] for p in pieces)
+    matrix = np.empty((stop - start, width), dtype=np.uint8)
+    col = 0
+    for piece in pieces:
+        if isinstance(piece, bytes):
+            matrix[:, col:col + len(piece)] = np.frombuffer(piece, dtype=np.uint8)
+            col += len(piece)
+        else:
+            matrix[:, col:col + piece.shape[1]] = piece
+            col += piece.shape[1]
+    flat = matrix.ravel()
+    return flat[flat != _SPACE].tobytes()
+
+
+# ------------------------------------------------------------------ ground truth
+
+def exact_percentiles(sorted_values):
+    """Linear interpolation between closest ranks (numpy's default method): rank = p/100 * (n - 1);
+    p0 is the minimum, p100 the maximum."""
+    n = len(sorted_values)
+    result = {}
+    for p in GROUND_TRUTH_PERCENTS:
+        rank = p / 100 * (n - 1)
+        lo = int(math.floor(rank))
+        hi = min(lo + 1, n - 1)
+        low, high = float(sorted_values[lo]), float(sorted_values[hi])
+        result[str(p)] = low + (high - low) * (rank - lo)
+    return result
+
+
+def ground_truth(columns, rows, nodes):
+    """Per node of the first `rows` rows: count, sums and exact percentiles of the float32 values ES stores."""
+    node = columns["node"][:rows].astype(np.int64)
+    counts = np.bincount(node, minlength=nodes)
+    bounds = np.concatenate([[0], np.cumsum(counts)])
+    result = {name: {"count": int(counts[i]), "sum": {}, "percentiles": {}} for i, name in enumerate(node_names(nodes))}
+    for field in FIELDS:
+        # one sort on (node, value) orders every node's values at once; float32 rounding keeps the order of cents
+        keyed = np.sort((node << 32) | columns[field][:rows])
+        values = as_float32(keyed & 0xFFFFFFFF).astype(np.float64)
+        for i, name in enumerate(node_names(nodes)):
+            group = values[bounds[i]:bounds[i + 1]]
+            result[name]["sum"][field] = math.fsum(group.tolist())  # exact; ES accumulates in double
+            result[name]["percentiles"][field] = exact_percentiles(group)
+    return result
+
+
+# ------------------------------------------------------------------ files
+
+def sha256_of(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(8 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def planned_files(params):
+    for epoch in range(1, params.epochs + 1):
+        yield epoch, False
+        if params.rows_per_epoch > TEST_MODE_DOCS:
+            yield epoch, True
+
+
+def check_files(out, manifest):
+    """Names of files that are missing or differ from the manifest (size first, then sha256)."""
+    problems = []
+    for entry in manifest["files"]:
+        path = Path(out) / entry["corpus"] / entry["file"]
+        if not path.is_file():
+            problems.append(f"{path}: missing")
+        elif path.stat().st_size != entry["bytes"]:
+            problems.append(f"{path}: {path.stat().st_size} bytes, the manifest says {entry['bytes']} (truncated or edited)")
+        elif sha256_of(path) != entry["sha256"]:
+            problems.append(f"{path}: content differs from the manifest (edited)")
+    return problems
+
+
+def load_manifest(out):
+    path = Path(out) / META_DIR / MANIFEST
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text())
+
+
+def _atomic_write(path, data):
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def generate(params, out, progress=None):
+    """Writes every corpus file, the ground truth and, last, the manifest. Returns the manifest."""
+    params.validate()
+    out = Path(out)
+    profile = _cluster_profile(params)
+    files, truth = [], {"full": {}, "test_mode": {}}
+    total_rows = params.epochs * params.rows_per_epoch
+    done_rows = 0
+    for epoch in range(1, params.epochs + 1):
+        columns = epoch_columns(params, epoch, profile)
+        folder = out / corpus_name(epoch)
+        folder.mkdir(parents=True, exist_ok=True)
+        for test_mode in (False, True):
+            rows = min(TEST_MODE_DOCS, params.rows_per_epoch) if test_mode else params.rows_per_epoch
+            if test_mode and params.rows_per_epoch <= TEST_MODE_DOCS:
+                continue
+            path = folder / file_name(epoch, test_mode)
+            digest, size = hashlib.sha256(), 0
+            tmp = path.with_suffix(".json.tmp")
+            with open(tmp, "wb", buffering=16 << 20) as f:
+                for start in range(0, rows, CHUNK_ROWS):
+                    stop = min(rows, start + CHUNK_ROWS)
+                    data = format_rows(epoch, columns, start, stop, params.nodes, params.tasks)
+                    f.write(data)
+                    digest.update(data)
+                    size += len(data)
+                    if progress and not test_mode:
+                        done_rows += stop - start
+                        progress(done_rows, total_rows)
+            os.replace(tmp, path)
+            files.append({"corpus": corpus_name(epoch), "epoch": epoch, "file": path.name, "test_mode": test_mode,
+                          "documents": rows, "bytes": size, "sha256": digest.hexdigest()})
+            truth["test_mode" if test_mode else "full"][str(epoch)] = ground_truth(columns, rows, params.nodes)
+    meta = out / META_DIR
+    meta.mkdir(parents=True, exist_ok=True)
+    truth_bytes = json.dumps({"generator": asdict(params), "percents": list(GROUND_TRUTH_PERCENTS),
+                              "epochs": truth}, sort_keys=True, indent=1).encode()
+    _atomic_write(meta / GROUND_TRUTH, truth_bytes)
+    manifest = {
+        "generator": dict(asdict(params), version=GENERATOR_VERSION),
+        "index": INDEX,
+        "nodes": node_names(params.nodes),
+        "files": files,
+        "ground_truth": {"file": GROUND_TRUTH, "sha256": hashlib.sha256(truth_bytes).hexdigest()},
+    }
+    _atomic_write(meta / MANIFEST, json.dumps(manifest, sort_keys=True, indent=2).encode())
+    return manifest
+
+
+def manifest_matches_params(manifest, params):
+    return manifest is not None and manifest.get("generator") == dict(asdict(params), version=GENERATOR_VERSION)
