@@ -179,16 +179,18 @@ def format_rows(epoch, columns, start, stop, nodes, tasks):
 
 def exact_percentiles(sorted_values):
     """Linear interpolation between closest ranks (numpy's default method): rank = p/100 * (n - 1);
-    p0 is the minimum, p100 the maximum."""
+    p0 is the minimum, p100 the maximum. Also the bracket of order statistics one rank either side, within which
+    every common percentile definition (nearest rank, as HDR uses; interpolated, as t-digest approximates) falls."""
     n = len(sorted_values)
-    result = {}
+    values, brackets = {}, {}
     for p in GROUND_TRUTH_PERCENTS:
         rank = p / 100 * (n - 1)
         lo = int(math.floor(rank))
         hi = min(lo + 1, n - 1)
         low, high = float(sorted_values[lo]), float(sorted_values[hi])
-        result[str(p)] = low + (high - low) * (rank - lo)
-    return result
+        values[str(p)] = low + (high - low) * (rank - lo)
+        brackets[str(p)] = [float(sorted_values[max(lo - 1, 0)]), float(sorted_values[min(hi + 1, n - 1)])]
+    return values, brackets
 
 
 def ground_truth(columns, rows, nodes):
@@ -196,7 +198,8 @@ def ground_truth(columns, rows, nodes):
     node = columns["node"][:rows].astype(np.int64)
     counts = np.bincount(node, minlength=nodes)
     bounds = np.concatenate([[0], np.cumsum(counts)])
-    result = {name: {"count": int(counts[i]), "sum": {}, "percentiles": {}} for i, name in enumerate(node_names(nodes))}
+    result = {name: {"count": int(counts[i]), "sum": {}, "percentiles": {}, "brackets": {}}
+              for i, name in enumerate(node_names(nodes))}
     for field in FIELDS:
         # one sort on (node, value) orders every node's values at once; float32 rounding keeps the order of cents
         keyed = np.sort((node << 32) | columns[field][:rows])
@@ -204,7 +207,7 @@ def ground_truth(columns, rows, nodes):
         for i, name in enumerate(node_names(nodes)):
             group = values[bounds[i]:bounds[i + 1]]
             result[name]["sum"][field] = math.fsum(group.tolist())  # exact; ES accumulates in double
-            result[name]["percentiles"][field] = exact_percentiles(group)
+            result[name]["percentiles"][field], result[name]["brackets"][field] = exact_percentiles(group)
     return result
 
 

@@ -1,0 +1,62 @@
+"""profile: true for one node and epoch: each aggregation's share of the shard-level time."""
+
+import logging
+
+from runners import queries, records
+from runners.context import CONTEXT_KEY
+from runners.coverage import load_truth
+from runners.validation import CoverageErrors, PercentileErrors, check_node_response
+
+LOG = logging.getLogger(__name__)
+PROFILE_RECORD = "profile.json"
+
+
+def breakdown(profile):
+    """Nanoseconds of the query phase and of each aggregation, summed over shards, and each one's share."""
+    parts = {}
+    for shard in profile.get("shards", []):
+        for search in shard.get("searches", []):
+            for query in search.get("query", []):
+                parts["query (filter)"] = parts.get("query (filter)", 0) + query["time_in_nanos"]
+            for collector in search.get("collector", []):
+                parts["collector"] = parts.get("collector", 0) + collector["time_in_nanos"]
+        for agg in shard.get("aggregations", []):
+            name = f"{agg['description']} ({agg['type']})"
+            parts[name] = parts.get(name, 0) + agg["time_in_nanos"]
+    total = sum(parts.values())
+    return {name: {"nanos": nanos, "share": nanos / total if total else 0.0} for name, nanos in parts.items()}
+
+
+class ProfileBreakdown:
+    """Runs one node's search for one epoch with profile: true (the seed's D_td by default).
+
+    Profiling inserts timers into per-document loops and inflates absolute time (the seed saw ~75-80%), so only the
+    shares are meaningful. Returns weight 1, unit "ops"; writes the shares to <race>/cluster-metrics/profile.json
+    and validates the answer against the ground truth like a coverage."""
+
+    async def __call__(self, es, params):
+        context = params[CONTEXT_KEY]
+        variant, epoch, node = params.get("variant", "D_td"), params["epoch"], params["node"]
+        percents = params.get("percents", queries.DEFAULT_PERCENTS)
+        body = queries.node_search(variant, epoch, node, percents, params.get("hdr-digits", 3))
+        body["profile"] = True
+        response = (await es.perform_request("POST", f"/{context['index']}/_search",
+                                             params={"request_cache": "false"}, body=body)).body
+        errors, pct_errors = CoverageErrors(), PercentileErrors()
+        expected = load_truth(context).get(str(epoch), {}).get(node)
+        if expected is None:
+            errors.add(f"epoch {epoch} node {node}: not in the generated corpus")
+        else:
+            check_node_response(response, node, epoch, expected, variant, percents, errors, pct_errors)
+        shares = breakdown(response.get("profile", {}))
+        records.write(context["record-dir"], PROFILE_RECORD,
+                      {"variant": variant, "epoch": epoch, "node": node, "took_ms": response.get("took"), "parts": shares})
+        result = {"weight": 1, "unit": "ops", "success": not errors, "took": response.get("took"),
+                  **{f"share {name}": part["share"] for name, part in shares.items()}}
+        if errors:
+            result["error-type"] = "cluster-metrics-validation"
+            result["error-description"] = errors.description()
+        return result
+
+    def __repr__(self):
+        return "profile-breakdown"

@@ -1,0 +1,86 @@
+"""Request bodies of the 30-node coverage, built once from composable pieces.
+
+The seed's query: size 0, a bool filter of term node + term epoch, and the variant's metric aggregations.
+"""
+
+import json
+
+FIELDS = ("cpu", "mem", "net")
+# variant -> the aggregation pieces it holds, each piece applied to all three fields
+VARIANTS = {
+    "A": (),                       # filter only
+    "B": ("sum",),                 # 3x sum
+    "C_td": ("tdigest",),          # 3x percentiles, t-digest (Elasticsearch's default)
+    "C_hdr": ("hdr",),             # 3x percentiles, HDR histogram
+    "D_td": ("sum", "tdigest"),    # the production query
+    "D_hdr": ("sum", "hdr"),
+}
+TRANSPORTS = ("serial", "msearch", "terms")
+DEFAULT_PERCENTS = (0, 50, 90, 100)
+TERMS_AGG = "per_node"
+
+
+def validate_variant(variant):
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown coverage variant {variant!r}: use one of {', '.join(VARIANTS)}")
+
+
+def validate_transport(transport):
+    if transport not in TRANSPORTS:
+        raise ValueError(f"unknown coverage transport {transport!r}: use one of {', '.join(TRANSPORTS)}")
+
+
+def has_sums(variant):
+    return "sum" in VARIANTS[variant]
+
+
+def has_percentiles(variant):
+    return any(piece in ("tdigest", "hdr") for piece in VARIANTS[variant])
+
+
+def metric_aggs(variant, percents=DEFAULT_PERCENTS, hdr_digits=3):
+    """The variant's aggregations: <field>_sum and/or <field>_pct for cpu, mem and net."""
+    validate_variant(variant)
+    aggs = {}
+    for piece in VARIANTS[variant]:
+        for field in FIELDS:
+            if piece == "sum":
+                aggs[f"{field}_sum"] = {"sum": {"field": field}}
+            else:
+                percentiles = {"field": field, "percents": list(percents)}
+                if piece == "hdr":
+                    percentiles["hdr"] = {"number_of_significant_value_digits": hdr_digits}
+                aggs[f"{field}_pct"] = {"percentiles": percentiles}
+    return aggs
+
+
+def _search(filters, aggs):
+    # track_total_hits: exact hit counts (~33k per node and epoch, above the default 10,000 cap) for validation;
+    # the aggregations visit every matching document anyway, so counting them costs next to nothing
+    body = {"size": 0, "track_total_hits": True, "query": {"bool": {"filter": filters}}}
+    if aggs:
+        body["aggs"] = aggs
+    return body
+
+
+def node_search(variant, epoch, node, percents=DEFAULT_PERCENTS, hdr_digits=3):
+    """One node's search for one epoch, as the seed sends it."""
+    return _search([{"term": {"node": node}}, {"term": {"epoch": epoch}}], metric_aggs(variant, percents, hdr_digits))
+
+
+def terms_search(variant, epoch, node_count, percents=DEFAULT_PERCENTS, hdr_digits=3):
+    """The whole coverage in one search: the epoch filter, a terms bucket per node holding the variant's aggs."""
+    per_node = {"terms": {"field": "node", "size": node_count}}
+    aggs = metric_aggs(variant, percents, hdr_digits)
+    if aggs:
+        per_node["aggs"] = aggs
+    return _search([{"term": {"epoch": epoch}}], {TERMS_AGG: per_node})
+
+
+def msearch_body(index, searches):
+    """NDJSON of one _msearch: the request cache is switched off in each header (the URL parameter is refused)."""
+    header = json.dumps({"index": index, "request_cache": False})
+    lines = []
+    for body in searches:
+        lines += [header, json.dumps(body)]
+    return ("\n".join(lines) + "\n").encode()

@@ -1,0 +1,33 @@
+"""A race's own record folder beside race.json: what race.json cannot hold (per-epoch ingest cost, profile shares).
+
+Rally keeps only task-level aggregates in race.json when no Elasticsearch metrics store is configured, and drops
+sample meta-data. Runners therefore write their measurements here as small JSON files; `make report` reads them.
+"""
+
+import json
+import os
+
+
+def read(record_dir, name, default=None):
+    path = os.path.join(record_dir, name)
+    if not os.path.isfile(path):
+        return default
+    with open(path) as f:
+        return json.load(f)
+
+
+def write(record_dir, name, data):
+    os.makedirs(record_dir, exist_ok=True)
+    path = os.path.join(record_dir, name)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=2, sort_keys=True)
+    os.replace(tmp, path)
+
+
+def append_line(record_dir, name, line):
+    """O_APPEND writes of one short line: safe from several client processes at once."""
+    path = os.path.join(record_dir, name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "a") as f:
+        f.write(line + "\n")
