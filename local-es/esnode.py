@@ -6,8 +6,9 @@ Stdlib only, so it runs before the project's virtualenv exists.
 
 Layout (all under local-es/.state/, git-ignored; override with ES_LOCAL_STATE):
   dist/                  the node home shared by every node: lib/, modules/, plugins/, bin/
-  cluster-<N>/node-<i>/  one node: config/, data/, logs/, tmp/, serverargs.bin, node.pid
-  running.json           what is running: cluster size, ports, pids (only these pids are ever signalled)
+  cluster-<N>-<port>/node-<i>/  one node: config/, data/, logs/, tmp/, serverargs.bin, node.pid
+  running-<port>.json    what runs on that HTTP port: cluster size, ports, pids (only these pids are ever signalled)
+Clusters on different HTTP ports (PORT=...) are independent: the test suite runs its own beside yours.
 """
 
 import argparse
@@ -31,7 +32,6 @@ SUPPORTED_JAVA = range(17, 24)  # 17 is tested; 8.17 needs the Security Manager,
 HERE = Path(__file__).resolve().parent
 STATE = Path(os.environ.get("ES_LOCAL_STATE", HERE / ".state")).resolve()
 DIST = STATE / "dist"
-RUNNING = STATE / "running.json"
 CLUSTER_NAME = "cluster-metrics-local"
 UNPRIVILEGED_USER = "nobody"  # Elasticsearch refuses to run as root
 
@@ -222,8 +222,12 @@ rootLogger.appenderRef.file.ref = file
 """
 
 
+def running_file(http_port):
+    return STATE / f"running-{http_port}.json"
+
+
 def node_layout(nodes, http_port, transport_port):
-    cluster_dir = STATE / f"cluster-{nodes}"
+    cluster_dir = STATE / f"cluster-{nodes}-{http_port}"
     return [{"name": f"node-{i + 1}", "dir": str(cluster_dir / f"node-{i + 1}"),
              "http_port": http_port + i, "transport_port": transport_port + i} for i in range(nodes)]
 
@@ -304,10 +308,10 @@ def pid_is_our_node(pid):
     return f"-Des.path.home={DIST}" in cmdline
 
 
-def read_running():
-    if not RUNNING.is_file():
+def read_running(http_port):
+    if not running_file(http_port).is_file():
         return None
-    running = json.loads(RUNNING.read_text())
+    running = json.loads(running_file(http_port).read_text())
     live = [n for n in running["nodes"] if pid_is_our_node(n["pid"])]
     return running if live else None
 
@@ -352,7 +356,7 @@ def start(args):
     if nodes < 1 or nodes > 9:
         raise LauncherError(f"NODES={nodes} is not valid: use 1 to 9.")
     heap_mb = parse_heap(args.heap)
-    running = read_running()
+    running = read_running(args.http_port)
     if running:
         if running["size"] != nodes:
             raise LauncherError(f"a {running['size']}-node local cluster is already running; "
@@ -392,7 +396,7 @@ def start(args):
                                     stderr=subprocess.STDOUT, cwd=node_dir, env=env, start_new_session=True)
         node["pid"] = proc.pid  # setpriv execs java, so this is the JVM's pid
         procs.append(proc)
-    RUNNING.write_text(json.dumps({"size": nodes, "heap_mb": heap_mb, "nodes": layout}, indent=2))
+    running_file(args.http_port).write_text(json.dumps({"size": nodes, "heap_mb": heap_mb, "nodes": layout}, indent=2))
     try:
         health = wait_for_health(layout, procs, float(os.environ.get("ES_START_TIMEOUT", "120")))
     except LauncherError:
@@ -404,7 +408,7 @@ def start(args):
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 proc.kill()
-        RUNNING.unlink(missing_ok=True)
+        running_file(args.http_port).unlink(missing_ok=True)
         raise
     info = http_json(layout[0]["http_port"], "/")
     took = time.monotonic() - began
@@ -413,7 +417,7 @@ def start(args):
     return 0
 
 
-def stop_nodes(nodes, timeout=30.0):
+def stop_nodes(nodes, http_port, timeout=30.0):
     ours = [n for n in nodes if pid_is_our_node(n["pid"])]
     for node in ours:
         os.kill(node["pid"], signal.SIGTERM)
@@ -428,24 +432,24 @@ def stop_nodes(nodes, timeout=30.0):
         while pid_is_our_node(node["pid"]):
             time.sleep(0.1)
         log(f"stopped {node['name']} (pid {node['pid']})")
-    RUNNING.unlink(missing_ok=True)
+    running_file(http_port).unlink(missing_ok=True)
     return len(ours)
 
 
 def stop(args):
-    if not RUNNING.is_file():
-        log("no local node is running")
+    if not running_file(args.http_port).is_file():
+        log(f"no local node is running on port {args.http_port}")
         return 0
-    stopped = stop_nodes(json.loads(RUNNING.read_text())["nodes"])
+    stopped = stop_nodes(json.loads(running_file(args.http_port).read_text())["nodes"], args.http_port)
     if not stopped:
         log("no local node is running (stale state removed)")
     return 0
 
 
 def status(args):
-    running = read_running()
+    running = read_running(args.http_port)
     if not running:
-        log("no local node is running")
+        log(f"no local node is running on port {args.http_port}")
         return 3
     for node in running["nodes"]:
         alive = pid_is_our_node(node["pid"])
@@ -460,9 +464,9 @@ def status(args):
 
 
 def wipe(args):
-    if read_running():
-        raise LauncherError("a local node is running; run make es-stop before make es-wipe.")
-    removed = [d for d in STATE.glob("cluster-*") if d.is_dir()]
+    if read_running(args.http_port):
+        raise LauncherError(f"a local node is running on port {args.http_port}; run make es-stop before make es-wipe.")
+    removed = [d for d in STATE.glob(f"cluster-*-{args.http_port}") if d.is_dir()]
     for folder in removed:
         shutil.rmtree(folder)
     log(f"removed the data of {len(removed)} local cluster layout(s); the node home (jars) is kept")
@@ -475,11 +479,12 @@ def main(argv=None):
     p_start = sub.add_parser("start", help="start (building the node home on first use)")
     p_start.add_argument("--nodes", type=int, default=int(os.environ.get("NODES", "1")))
     p_start.add_argument("--heap", default=os.environ.get("HEAP", "1g"))
-    p_start.add_argument("--http-port", type=int, default=int(os.environ.get("PORT", "9200")))
     p_start.add_argument("--transport-port", type=int, default=None)
-    sub.add_parser("stop", help="stop gracefully, forcibly after 30 s")
-    sub.add_parser("status", help="show the nodes and cluster health")
-    sub.add_parser("wipe", help="delete the data (node must be stopped)")
+    others = [sub.add_parser("stop", help="stop gracefully, forcibly after 30 s"),
+              sub.add_parser("status", help="show the nodes and cluster health"),
+              sub.add_parser("wipe", help="delete the data (node must be stopped)")]
+    for p in [p_start, *others]:
+        p.add_argument("--http-port", type=int, default=int(os.environ.get("PORT", "9200")))
     args = parser.parse_args(argv)
     if args.command == "start" and args.transport_port is None:
         args.transport_port = args.http_port + 100

@@ -1,0 +1,116 @@
+"""make report / make compare: a race (or several) as the study's tables, markdown and PNG charts.
+
+    python -m report [--race ID] [--rally-home DIR] [--out reports]
+    python -m report --race ID1 --race ID2 --compare
+"""
+
+import argparse
+from pathlib import Path
+
+from report import charts, races, tables
+
+SECTIONS = [
+    ("Ingest per epoch", tables.ingest_table,
+     "this race has no ingest tasks (run ingest-baseline, ingest-tuned or full)"),
+    ("30-node coverage: service time per coverage", tables.coverage_table,
+     "this race has no coverage tasks (run query-decomposition, production-comparison or full)"),
+    ("Subtractive cost attribution (median per coverage)", tables.attribution_table,
+     "this race lacks one of the cells A, B, C_td, C_hdr needed for the attribution"),
+    ("Speedup against D_td serial (median)", tables.speedup_table,
+     "this race has no coverage-D_td-serial task to compare against"),
+    ("Profile breakdown (profile: true, shares only)", tables.profile_table,
+     "this race has no profile-breakdown task"),
+]
+
+
+def single_report(race, out_root):
+    out = Path(out_root) / race.race_id
+    out.mkdir(parents=True, exist_ok=True)
+    parts = [f"# cluster-metrics race {race.race_id}", "",
+             f"challenge `{race.challenge}`, Elasticsearch {race.data.get('cluster', {}).get('distribution-version', '?')}, "
+             f"track params `{race.data.get('track-params', {})}`, {race.data.get('race-timestamp', '')}", ""]
+    summary = []
+    for title, build, missing in SECTIONS:
+        parts.append(f"## {title}\n")
+        table = build(race)
+        parts.append(tables.markdown(*table) if table else f"_{missing}._")
+        parts.append("")
+        if table and title.startswith("Speedup"):
+            summary.append(_speedup_summary(race))
+    accuracy = Path(out_root) / "accuracy.md"
+    parts.append("## Percentile accuracy\n")
+    parts.append(accuracy.read_text().split("\n", 2)[2] if accuracy.is_file() else
+                 "_no accuracy measurement yet: make accuracy (queries the running cluster)._")
+    parts.append("")
+    for name, draw, caption in (("coverage.png", charts.coverage_bars, "Coverage by variant and transport"),
+                                ("ingest.png", charts.ingest_stacked, "Ingest per epoch by phase")):
+        if draw(race, out / name):
+            parts.append(f"![{caption}]({name})\n")
+    path = out / "report.md"
+    path.write_text("\n".join(parts))
+    return path, summary
+
+
+def _speedup_summary(race):
+    cells = tables.coverage_cells(race)
+    base = tables.service_ms(cells[tables.BASELINE], "median")
+    best = min(cells, key=lambda k: tables.service_ms(cells[k], "median"))
+    return (f"D_td serial: {base:.0f} ms per coverage; fastest cell {best[0]} {best[1]}: "
+            f"{tables.service_ms(cells[best], 'median'):.0f} ms ({base / tables.service_ms(cells[best], 'median'):.1f}x)")
+
+
+def compare_report(race_list, out_root):
+    """The coverage medians and ingest totals of several races side by side, with ratios against the first."""
+    first = race_list[0]
+    header = ["quantity"] + [r.label for r in race_list] + [f"ratio {r.race_id[:8]} / {first.race_id[:8]}"
+                                                            for r in race_list[1:]]
+    rows = []
+    keys = sorted({k for r in race_list for k in tables.coverage_cells(r)},
+                  key=lambda k: (tables.VARIANTS.index(k[0]), tables.TRANSPORTS.index(k[1])))
+    for v, t in keys:
+        values = [tables.service_ms(tables.coverage_cells(r).get((v, t)), "median") for r in race_list]
+        rows.append([f"coverage-{v}-{t} median (ms)"] + values + _ratios(values))
+    for label, key in (("ingest wall (s)", "wall_s"), ("bulk took (s)", "bulk_took_s"), ("ES indexing (s)", "index_s"),
+                       ("refresh (s)", "refresh_s"), ("merge (s)", "merge_s"), ("flush (s)", "flush_s")):
+        values = [sum(row[key] or 0 for row in tables.ingest_rows(r)) if tables.ingest_rows(r) else None
+                  for r in race_list]
+        if any(v is not None for v in values):
+            rows.append([label] + values + _ratios(values))
+    out = Path(out_root) / ("compare-" + "-".join(r.race_id[:8] for r in race_list))
+    out.mkdir(parents=True, exist_ok=True)
+    text = f"# cluster-metrics: {len(race_list)} races side by side\n\n" + (
+        tables.markdown(header, rows) if rows else "_these races share no coverage or ingest tasks._") + "\n"
+    (out / "compare.md").write_text(text)
+    return out / "compare.md", text
+
+
+def _ratios(values):
+    base = values[0]
+    return [(v / base) if (v is not None and base) else None for v in values[1:]]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--race", action="append", help="race id (a unique prefix works); repeat for --compare")
+    parser.add_argument("--compare", action="store_true")
+    parser.add_argument("--rally-home", default=None, help="default: $RALLY_HOME or your home")
+    parser.add_argument("--out", default="reports")
+    args = parser.parse_args(argv)
+    if args.compare:
+        if not args.race or len(args.race) < 2:
+            parser.error("--compare needs at least two races: make compare RACES=\"id1 id2\"")
+        path, text = compare_report([races.find(r, args.rally_home) for r in args.race], args.out)
+        print(text)
+        print(f"written: {path}")
+        return 0
+    race = races.find(args.race[0] if args.race else None, args.rally_home)
+    path, summary = single_report(race, args.out)
+    print(f"race {race.race_id} ({race.challenge})")
+    for line in summary:
+        print(line)
+    print(f"report: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,64 @@
+"""Finding and loading races of this track in a Rally home."""
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TRACK_NAME = "cluster-metrics"
+RECORD_DIR = "cluster-metrics"
+
+
+def races_root(rally_home=None):
+    home = Path(rally_home or os.environ.get("RALLY_HOME", Path.home()))
+    return home / ".rally" / "benchmarks" / "races"
+
+
+@dataclass
+class Race:
+    race_id: str
+    path: Path
+    data: dict
+    ingest: dict = field(default_factory=dict)
+    profile: dict = field(default_factory=dict)
+
+    @property
+    def challenge(self):
+        return self.data.get("challenge")
+
+    @property
+    def label(self):
+        tags = self.data.get("user-tags") or {}
+        tag_text = ",".join(f"{k}:{v}" for k, v in sorted(tags.items()))
+        return f"{self.race_id[:8]} {self.challenge}" + (f" [{tag_text}]" if tag_text else "")
+
+    def op_metrics(self):
+        return {op["task"]: op for op in self.data.get("results", {}).get("op_metrics", [])}
+
+
+def load(race_dir):
+    race_dir = Path(race_dir)
+    data = json.loads((race_dir / "race.json").read_text())
+    race = Race(data["race-id"], race_dir, data)
+    for name, attr in (("ingest.json", "ingest"), ("profile.json", "profile")):
+        record = race_dir / RECORD_DIR / name
+        if record.is_file():
+            setattr(race, attr, json.loads(record.read_text()))
+    return race
+
+
+def find(race_id=None, rally_home=None):
+    """The race with that id (a unique prefix is enough), or the newest race of this track."""
+    root = races_root(rally_home)
+    candidates = list(root.glob("*/race.json"))
+    if race_id:
+        matches = [p for p in candidates if p.parent.name.startswith(race_id)]
+        if len(matches) != 1:
+            raise SystemExit(f"{'no' if not matches else 'more than one'} race matching {race_id!r} under {root}; "
+                             "list them with: esrally list races")
+        return load(matches[0].parent)
+    ours = [(data["race-timestamp"], path) for path in candidates
+            if (data := json.loads(path.read_text())).get("track") == TRACK_NAME]
+    if ours:
+        return load(max(ours)[1].parent)  # by Rally's own race timestamp: file times mean nothing in a clone
+    raise SystemExit(f"no race of the {TRACK_NAME} track under {root}; run one first: make race")

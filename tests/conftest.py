@@ -1,0 +1,108 @@
+"""Shared fixtures: one real Elasticsearch node for the whole session (port 9250, its own data), an isolated Rally
+home (RALLY_HOME under .rally-test/, never the user's), and a small generated corpus in it."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "corpora-gen"))
+
+TEST_PORT = int(os.environ.get("TEST_ES_PORT", "9250"))
+PYTHON = sys.executable
+ESRALLY = str(Path(sys.executable).with_name("esrally"))
+LAUNCHER = str(REPO / "local-es" / "esnode.py")
+SMALL_CORPUS = ["--epochs", "5", "--rows-per-epoch", "3000", "--nodes", "30", "--tasks", "200"]
+
+
+def es_url(path="", port=TEST_PORT):
+    return f"http://127.0.0.1:{port}{path}"
+
+
+def http(method, path, body=None, port=TEST_PORT):
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(es_url(path, port), data=data, method=method,
+                                     headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
+
+
+def launcher(*args, env=None, port=TEST_PORT):
+    return subprocess.run([sys.executable, LAUNCHER, *args, "--http-port", str(port)], capture_output=True, text=True,
+                          env=env or os.environ.copy(), timeout=300)
+
+
+@pytest.fixture(scope="session")
+def es_node():
+    result = launcher("start", "--heap", "1g")
+    assert result.returncode == 0, result.stdout + result.stderr
+    yield es_url()
+    stopped = launcher("stop")
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+
+
+@pytest.fixture(scope="session")
+def rally_home():
+    home = REPO / ".rally-test"
+    if home.exists():
+        shutil.rmtree(home)
+    home.mkdir()
+    return home
+
+
+def data_root(home):
+    return home / ".rally" / "benchmarks" / "data"
+
+
+def generate(home, *extra):
+    env = dict(os.environ, RALLY_HOME=str(home))
+    result = subprocess.run([PYTHON, str(REPO / "corpora-gen" / "generate"), *SMALL_CORPUS, *extra],
+                            capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+@pytest.fixture(scope="session")
+def small_corpus(rally_home):
+    generate(rally_home)
+    return data_root(rally_home)
+
+
+class Race:
+    def __init__(self, returncode, output, race):
+        self.returncode, self.output, self.race = returncode, output, race
+
+    def error_rates(self):
+        return {op["task"]: op["error_rate"] for op in self.race["results"]["op_metrics"]}
+
+
+def run_race(home, challenge, *extra, track=None, port=TEST_PORT, test_mode=True):
+    """A real `esrally race`; waits while another Rally of ours is still shutting down."""
+    env = dict(os.environ, RALLY_HOME=str(home))
+    track_args = track or [f"--track-path={REPO / 'tracks' / 'cluster-metrics'}"]
+    cmd = [ESRALLY, "race", *track_args, f"--challenge={challenge}", "--pipeline=benchmark-only", "--offline",
+           f"--target-hosts=127.0.0.1:{port}", "--quiet", *extra]
+    if test_mode:
+        cmd.append("--test-mode")
+    races = home / ".rally" / "benchmarks" / "races"
+    before = set(races.glob("*/race.json")) if races.exists() else set()
+    for _ in range(30):
+        result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1200)
+        output = result.stdout + result.stderr
+        if "other Rally processes running" not in output:
+            break
+        time.sleep(2)
+    after = set(races.glob("*/race.json")) if races.exists() else set()
+    new = sorted(after - before, key=lambda p: p.stat().st_mtime)
+    race = json.loads(new[-1].read_text()) if new else None
+    return Race(result.returncode, output, race)

@@ -1,0 +1,123 @@
+"""corpora-gen: determinism, ground truth against an independent computation, option checks, corruption detection."""
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import cmgen
+from conftest import REPO
+
+GENERATE = str(REPO / "corpora-gen" / "generate")
+SMALL = ["--epochs", "2", "--rows-per-epoch", "2500", "--nodes", "7", "--tasks", "11", "--seed", "7"]
+
+
+def run(*args, env=None):
+    return subprocess.run([sys.executable, GENERATE, *args], capture_output=True, text=True, env=env)
+
+
+def tree_bytes(root):
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_same_parameters_give_identical_files_across_processes(tmp_path):
+    assert run(*SMALL, "--out", str(tmp_path / "a")).returncode == 0
+    assert run(*SMALL, "--out", str(tmp_path / "b")).returncode == 0
+    a, b = tree_bytes(tmp_path / "a"), tree_bytes(tmp_path / "b")
+    assert a.keys() == b.keys() and len(a) == 6  # 2 epochs x (full + -1k) + manifest + ground truth
+    assert a == b
+
+
+def test_other_seed_gives_other_data(tmp_path):
+    run(*SMALL, "--out", str(tmp_path / "a"))
+    run(*SMALL[:-1], "8", "--out", str(tmp_path / "b"))
+    name = "cluster-metrics-epoch-1/cluster-metrics-epoch-1.json"
+    assert (tmp_path / "a" / name).read_bytes() != (tmp_path / "b" / name).read_bytes()
+
+
+def _read_rows(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f]
+
+
+@pytest.mark.parametrize("section,suffix", [("full", ""), ("test_mode", "-1k")])
+def test_ground_truth_matches_an_independent_computation(tmp_path, section, suffix):
+    run(*SMALL, "--out", str(tmp_path))
+    truth = json.loads((tmp_path / "cluster-metrics" / "ground-truth.json").read_text())["epochs"][section]
+    for epoch in (1, 2):
+        rows = _read_rows(tmp_path / f"cluster-metrics-epoch-{epoch}" / f"cluster-metrics-epoch-{epoch}{suffix}.json")
+        assert all(r["epoch"] == epoch for r in rows)
+        nodes = sorted({r["node"] for r in rows})
+        assert nodes == [f"N{i:03d}" for i in range(1, 8)]  # every node present, the -1k file included
+        for node in nodes:
+            expected = truth[str(epoch)][node]
+            mine = [r for r in rows if r["node"] == node]
+            assert expected["count"] == len(mine)
+            for field in ("cpu", "mem", "net"):
+                # as Elasticsearch stores a float field: the decimal text parsed, rounded to float32
+                values = np.array([r[field] for r in mine], dtype=np.float32).astype(np.float64)
+                assert expected["sum"][field] == pytest.approx(float(np.sum(values)), rel=1e-12)
+                assert expected["sum"][field] == math.fsum(values)
+                for p in (0, 50, 90, 100):
+                    assert expected["percentiles"][field][str(p)] == pytest.approx(float(np.percentile(values, p)), rel=1e-12)
+
+
+def test_float32_rounding_is_what_is_summed(tmp_path):
+    run(*SMALL, "--out", str(tmp_path))
+    truth = json.loads((tmp_path / "cluster-metrics" / "ground-truth.json").read_text())["epochs"]["full"]["1"]
+    rows = _read_rows(tmp_path / "cluster-metrics-epoch-1" / "cluster-metrics-epoch-1.json")
+    decimals = math.fsum(r["cpu"] for r in rows if r["node"] == "N001")
+    float32s = math.fsum(float(np.float32(r["cpu"])) for r in rows if r["node"] == "N001")
+    assert truth["N001"]["sum"]["cpu"] == float32s
+    assert decimals != float32s  # the rounding is real, so a checker that ignores it would be wrong
+
+
+def test_rows_per_node_are_balanced():
+    columns = cmgen.epoch_columns(cmgen.Params(epochs=1, rows_per_epoch=1000, nodes=30, tasks=5), 1)
+    counts = np.bincount(columns["node"], minlength=30)
+    assert counts.min() >= 33 and counts.max() <= 34
+
+
+def test_rerun_is_a_noop_and_damage_is_detected_and_repaired(tmp_path):
+    assert run(*SMALL, "--out", str(tmp_path)).returncode == 0
+    again = run(*SMALL, "--out", str(tmp_path))
+    assert "nothing to do" in again.stdout
+    victim = tmp_path / "cluster-metrics-epoch-2" / "cluster-metrics-epoch-2.json"
+    original = victim.read_bytes()
+    victim.write_bytes(original[: len(original) // 2])
+    check = run(*SMALL, "--out", str(tmp_path), "--check")
+    assert check.returncode == 1
+    assert "truncated or edited" in check.stderr and "make corpus" in check.stderr
+    edited = bytearray(original)
+    edited[10] = ord("9") if edited[10] != ord("9") else ord("8")
+    victim.write_bytes(bytes(edited))
+    assert "content differs" in run(*SMALL, "--out", str(tmp_path), "--check").stderr
+    repaired = run(*SMALL, "--out", str(tmp_path))
+    assert "regenerating" in repaired.stderr and victim.read_bytes() == original
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--rows-per-epoch", "0"], "--rows-per-epoch must be a positive integer"),
+    (["--epochs", "-1"], "--epochs must be a positive integer"),
+    (["--nodes", "1000"], "--nodes must be at most 999"),
+    (["--seed", "abc"], "--seed must be a non-negative integer"),
+])
+def test_bad_options_name_the_option(tmp_path, args, message):
+    result = run(*args, "--out", str(tmp_path))
+    assert result.returncode == 2 and message in result.stderr
+
+
+def test_unwritable_out_is_named(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    result = run(*SMALL, "--out", str(blocker / "sub"))
+    assert result.returncode == 2 and "--out" in result.stderr and "not writable" in result.stderr
+
+
+def test_default_out_honours_rally_home(tmp_path):
+    env = dict(os.environ, RALLY_HOME=str(tmp_path))
+    assert run(*SMALL, env=env).returncode == 0
+    assert (tmp_path / ".rally" / "benchmarks" / "data" / "cluster-metrics" / "manifest.json").is_file()

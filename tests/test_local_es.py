@@ -1,0 +1,82 @@
+"""The local node launcher against a real Elasticsearch 8.17.2."""
+import os
+import socket
+import subprocess
+import sys
+
+from conftest import LAUNCHER, http, launcher
+
+
+def test_index_and_search_round_trip(es_node):
+    assert http("PUT", "/roundtrip", {"mappings": {"properties": {"node": {"type": "keyword"}}}})[0] == 200
+    assert http("POST", "/roundtrip/_doc?refresh=true", {"node": "N001"})[0] == 201
+    status, body = http("POST", "/roundtrip/_search", {"query": {"term": {"node": "N001"}}})
+    assert status == 200 and body["hits"]["total"]["value"] == 1
+    http("DELETE", "/roundtrip")
+
+
+def test_root_endpoint_reports_version(es_node):
+    status, body = http("GET", "/")
+    assert status == 200
+    assert body["version"]["number"] == "8.17.2"
+    assert body["version"]["lucene_version"] == "9.12.0"
+    assert body["cluster_uuid"] and body["tagline"] == "You Know, for Search"
+
+
+def test_start_is_idempotent(es_node):
+    result = launcher("start")
+    assert result.returncode == 0
+    assert "already running" in result.stdout
+
+
+def _our_java_processes(port):
+    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if f"cluster-1-{port}/" in line and "java" in line]
+
+
+def test_stop_leaves_no_process(es_node):
+    port = 9261  # a node of its own: the session node stays up
+    started = launcher("start", "--heap", "512m", port=port)
+    assert started.returncode == 0, started.stderr
+    assert _our_java_processes(port)
+    stopped = launcher("stop", port=port)
+    assert stopped.returncode == 0 and "stopped node-1" in stopped.stdout
+    assert _our_java_processes(port) == []
+    assert launcher("status", port=port).returncode == 3
+
+
+def test_foreign_listener_on_port_is_named():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        result = launcher("start", port=port)
+    assert result.returncode == 2
+    assert f"port {port} on 127.0.0.1 is in use by a process this launcher did not start" in result.stderr
+
+
+def test_bad_java_path_is_named(tmp_path):
+    env = dict(os.environ, ES_JAVA_HOME=str(tmp_path / "no-jdk"))
+    result = launcher("start", env=env, port=9262)
+    assert result.returncode == 2
+    assert f"ES_JAVA_HOME={tmp_path / 'no-jdk'} has no bin/java" in result.stderr
+
+
+def test_unsupported_java_version_is_named(tmp_path):
+    fake = tmp_path / "jdk" / "bin"
+    fake.mkdir(parents=True)
+    (fake / "java").write_text('#!/bin/sh\necho \'openjdk version "11.0.2" 2019-01-15\' >&2\n')
+    (fake / "java").chmod(0o755)
+    result = launcher("start", env=dict(os.environ, ES_JAVA_HOME=str(tmp_path / "jdk")), port=9262)
+    assert result.returncode == 2
+    assert "Java 11" in result.stderr and "not supported" in result.stderr and "JDK 17" in result.stderr
+
+
+def test_too_large_heap_is_refused():
+    result = launcher("start", "--heap", "100000g", port=9263)
+    assert result.returncode == 2
+    assert "not enough memory" in result.stderr and "HEAP" in result.stderr
+
+
+def test_help_runs_without_venv():
+    assert subprocess.run([sys.executable, LAUNCHER, "--help"], capture_output=True).returncode == 0

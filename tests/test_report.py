@@ -1,0 +1,102 @@
+"""make report / make compare on race.json fixtures copied from real --test-mode races of this track
+(tests/fixtures/races is a Rally home holding them), and make accuracy against the real node."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import matplotlib.image
+import pytest
+
+from conftest import REPO, TEST_PORT, data_root, run_race
+from report import races, tables
+from report.__main__ import main as report_main
+
+HOME = Path(__file__).parent / "fixtures" / "races"
+FULL, PROFILE, PRODUCTION = "b8b9bc99", "806ed06c", "87d33580"
+
+
+def test_newest_race_of_the_track_is_the_default():
+    race = races.find(rally_home=HOME)
+    stamps = {json.loads(p.read_text())["race-timestamp"]: p.parent.name
+              for p in (HOME / ".rally/benchmarks/races").glob("*/race.json")}
+    assert len(stamps) == 3 and race.race_id == stamps[max(stamps)]
+
+
+def test_unknown_race_is_said_plainly():
+    with pytest.raises(SystemExit, match="no race matching 'ffffffff'"):
+        races.find("ffffffff", rally_home=HOME)
+
+
+def test_full_race_report_has_every_table_and_real_numbers(tmp_path, capsys):
+    assert report_main(["--race", FULL, "--rally-home", str(HOME), "--out", str(tmp_path)]) == 0
+    race = races.find(FULL, rally_home=HOME)
+    text = (tmp_path / race.race_id / "report.md").read_text()
+    for title in ("Ingest per epoch", "service time per coverage", "Subtractive cost attribution", "Speedup against D_td serial"):
+        assert title in text
+    assert "this race has no profile-breakdown task" in text
+    # numbers come from race.json: D_td serial's median is in the table, and its speedup is 1.00
+    d_td_serial = race.op_metrics()["coverage-D_td-serial"]["service_time"]["mean"]
+    assert tables.fmt(d_td_serial) in text
+    speedups = dict((row[0], row) for row in tables.speedup_table(race)[1])
+    assert speedups["D_td"][1] == pytest.approx(1.0)
+    ingest = tables.ingest_rows(race)
+    assert [r["epoch"] for r in ingest] == [1, 2, 3, 4, 5] and all(r["docs"] == 1000 and r["wall_s"] > 0 for r in ingest)
+    assert "D_td serial:" in capsys.readouterr().out
+
+
+def test_charts_are_produced_and_not_empty(tmp_path):
+    report_main(["--race", FULL, "--rally-home", str(HOME), "--out", str(tmp_path)])
+    race = races.find(FULL, rally_home=HOME)
+    for name in ("coverage.png", "ingest.png"):
+        path = tmp_path / race.race_id / name
+        assert path.stat().st_size > 10_000
+        pixels = matplotlib.image.imread(path)
+        assert pixels.std() > 0.05  # something drawn, not a blank canvas
+
+
+def test_query_only_race_says_it_has_no_ingest(tmp_path):
+    report_main(["--race", PRODUCTION, "--rally-home", str(HOME), "--out", str(tmp_path)])
+    text = next(tmp_path.glob("*/report.md")).read_text()
+    assert "this race has no ingest tasks" in text
+    assert "lacks one of the cells A, B, C_td, C_hdr" in text
+    assert not list(tmp_path.glob("*/ingest.png"))
+
+
+def test_profile_shares_sum_to_one(tmp_path):
+    race = races.find(PROFILE, rally_home=HOME)
+    header, rows = tables.profile_table(race)
+    assert sum(p["share"] for p in race.profile["parts"].values()) == pytest.approx(1.0)
+    assert any("TDigestPercentilesAggregator" in row[0] for row in rows)
+
+
+def test_compare_puts_races_side_by_side_with_ratios(tmp_path, capsys):
+    assert report_main(["--race", FULL, "--race", PRODUCTION, "--compare", "--rally-home", str(HOME), "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    full, production = races.find(FULL, rally_home=HOME), races.find(PRODUCTION, rally_home=HOME)
+    line = next(l for l in out.splitlines() if l.startswith("| coverage-D_td-serial median"))
+    a = full.op_metrics()["coverage-D_td-serial"]["service_time"]["mean"]
+    b = production.op_metrics()["coverage-D_td-serial"]["service_time"]["mean"]
+    assert tables.fmt(b / a) in line
+    assert "ingest wall (s)" in out
+
+
+def test_compare_needs_two_races():
+    with pytest.raises(SystemExit):
+        report_main(["--race", FULL, "--compare", "--rally-home", str(HOME)])
+
+
+def test_accuracy_against_the_real_node(es_node, rally_home, small_corpus, tmp_path):
+    status = subprocess.run(["curl", "-s", f"127.0.0.1:{TEST_PORT}/cluster-metrics/_count"], capture_output=True, text=True)
+    if '"count":5000' not in status.stdout:
+        assert run_race(rally_home, "ingest-baseline").returncode == 0
+    result = subprocess.run([sys.executable, "-m", "report.accuracy", "--target-hosts", f"127.0.0.1:{TEST_PORT}",
+                             "--data-root", str(small_corpus), "--out", str(tmp_path)],
+                            capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    data = json.loads((tmp_path / "accuracy.json").read_text())
+    assert data["section"] == "test_mode"
+    assert {row[0] for row in data["rows"]} == {"t-digest", "HDR"}
+    # p0 and p100 are exact for t-digest (it keeps min and max)
+    t_digest_extremes = [row for row in data["rows"] if row[0] == "t-digest" and row[2] in (0, 100)]
+    assert t_digest_extremes and all(float(row[3]) == 0.0 for row in t_digest_extremes)
