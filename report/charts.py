@@ -40,7 +40,7 @@ def ingest_stacked(race, path):
         return None
     epochs = [str(r["epoch"]) for r in rows]
     phases = [("index_s", "indexing"), ("refresh_s", "refresh"), ("merge_s", "merge"), ("flush_s", "flush")]
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, ax = plt.subplots(figsize=(10, 4.5))
     bottom = [0.0] * len(rows)
     for key, label in phases:
         values = [r[key] for r in rows]
@@ -52,7 +52,7 @@ def ingest_stacked(race, path):
     ax.set_xlabel("epoch")
     ax.set_ylabel("seconds")
     ax.set_title(f"Ingest per epoch — race {race.race_id[:8]}")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

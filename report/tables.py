@@ -30,7 +30,7 @@ def ingest_rows(race):
     rows = []
     for e in sorted(epochs, key=lambda r: r["epoch"]):
         bulk = ops.get(f"bulk-epoch-{e['epoch']}", {})
-        wall = bulk.get("duration")
+        wall = bulk["duration"] / 1000 if bulk.get("duration") is not None else None  # race.json keeps ms
         throughput = bulk.get("throughput", {}).get("median")
         rows.append({"epoch": e["epoch"], "docs": e["docs"], "wall_s": wall, "bulk_took_s": e["bulk_took_ms"] / 1000,
                      "took_share": (e["bulk_took_ms"] / 1000 / wall) if wall else None,

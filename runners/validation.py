@@ -68,23 +68,25 @@ def check_shards(response, where, errors):
         errors.add(f"{where}: {shards['failed']} of {shards.get('total')} shards failed ({'; '.join(reasons[:2])})")
 
 
+def _present(aggs, suffix, where, errors):
+    """(field, aggregation) for each field's <field>_<suffix> aggregation; a missing one is an error."""
+    for field in FIELDS:
+        agg = aggs.get(f"{field}_{suffix}")
+        if agg is None:
+            errors.add(f"{where} {field}_{suffix}: missing from the response")
+        else:
+            yield field, agg
+
+
 def check_metrics(aggs, expected, variant, percents, where, errors, pct_errors):
     """Sums and percentiles of one node (in a search response's aggregations or in a terms bucket)."""
     if has_sums(variant):
-        for field in FIELDS:
-            agg = aggs.get(f"{field}_sum")
-            if agg is None:
-                errors.add(f"{where} {field}_sum: missing from the response")
-                continue
+        for field, agg in _present(aggs, "sum", where, errors):
             value, exact = agg.get("value"), expected["sum"][field]
             if value is None or abs(value - exact) > SUM_RELATIVE_TOLERANCE * max(abs(exact), 1.0):
                 errors.add(f"{where} {field}_sum: {value} != expected {exact}")
     if has_percentiles(variant):
-        for field in FIELDS:
-            agg = aggs.get(f"{field}_pct")
-            if agg is None:
-                errors.add(f"{where} {field}_pct: missing from the response")
-                continue
+        for field, agg in _present(aggs, "pct", where, errors):
             exact_by_p, brackets = expected["percentiles"][field], expected["brackets"][field]
             margin = PERCENTILE_ERROR_BOUND * max(exact_by_p["100"] - exact_by_p["0"], 1e-9)
             for p in percents:

@@ -91,7 +91,7 @@ def run_race(home, challenge, *extra, track=None, port=TEST_PORT, test_mode=True
     env = dict(os.environ, RALLY_HOME=str(home))
     track_args = track or [f"--track-path={REPO / 'tracks' / 'cluster-metrics'}"]
     cmd = [ESRALLY, "race", *track_args, f"--challenge={challenge}", "--pipeline=benchmark-only", "--offline",
-           f"--target-hosts=127.0.0.1:{port}", "--quiet", *extra]
+           f"--target-hosts=127.0.0.1:{port}", *extra]
     if test_mode:
         cmd.append("--test-mode")
     races = home / ".rally" / "benchmarks" / "races"

@@ -26,7 +26,8 @@ def doc_count():
 
 def test_ingest_baseline(rally_home, small_corpus):
     race = run_race(rally_home, "ingest-baseline")
-    assert_clean(race, ["bulk-epoch-1", "bulk-epoch-5", "refresh-epoch-5", "ingest-cost-epoch-5", "verify-doc-count"])
+    # refresh, like Rally's other admin operations, is not reported in race.json
+    assert_clean(race, ["bulk-epoch-1", "bulk-epoch-5", "ingest-cost-epoch-5", "verify-doc-count"])
     assert doc_count() == 5000  # 5 epochs x the 1000-doc test-mode files
     record = race_dir(rally_home, race) / "cluster-metrics" / "ingest.json"
     import json
@@ -68,18 +69,31 @@ def test_full_challenge(rally_home, small_corpus):
     assert_clean(race, ["bulk-epoch-1", "verify-doc-count", "coverage-D_hdr-terms"])
 
 
-def test_track_loads_from_a_git_track_repository(rally_home, small_corpus, tmp_path):
-    clone = tmp_path / "team-tracks"
+def test_track_loads_from_a_git_track_repository(rally_home, small_corpus):
+    """As a team shares it: rally.ini names the repository, Rally's tracks folder holds its clone (offline: as is)."""
+    import configparser
+    ini_path = rally_home / ".rally" / "rally.ini"
+    if not ini_path.is_file():
+        run_race(rally_home, "production-comparison")  # the first race writes rally.ini
+    clone = rally_home / ".rally" / "benchmarks" / "tracks" / "team"
+    if clone.exists():
+        shutil.rmtree(clone)
     subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
     # the clone holds what is committed; overlay the working tree so that uncommitted work is what gets tested
     for folder in ("tracks", "runners", "challenges"):
         shutil.rmtree(clone / folder)
         shutil.copytree(REPO / folder, clone / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    race = run_race(rally_home, "production-comparison", f"--track-repository={clone}", "--track-revision=main",
+    ini = configparser.ConfigParser(interpolation=None)
+    ini.read(ini_path)
+    if not ini.has_section("tracks"):
+        ini.add_section("tracks")
+    ini.set("tracks", "team.url", str(REPO))
+    with open(ini_path, "w") as f:
+        ini.write(f)
+    race = run_race(rally_home, "production-comparison", "--track-repository=team", "--track-revision=main",
                     track=["--track=tracks/cluster-metrics"])
-    if "does not have a branch" in race.output or "revision" in race.output and race.returncode:
-        pytest.fail(race.output[-2000:])
-    assert_clean(race, ["coverage-D_td-serial"])
+    assert_clean(race, ["coverage-D_td-serial", "coverage-D_hdr-terms"])
+    assert race.race["track"] == "tracks/cluster-metrics"  # a repository names its tracks by path
 
 
 # ---------------------------------------------------------------- bad input: clear message, cluster unchanged
@@ -87,7 +101,7 @@ def test_track_loads_from_a_git_track_repository(rally_home, small_corpus, tmp_p
 def test_unknown_track_parameter_is_named(rally_home, small_corpus):
     before = doc_count()
     race = run_race(rally_home, "ingest-baseline", "--track-params=bulk_sise:500")
-    assert race.returncode != 0 and "bulk_sise" in race.output and "not used by this track" in race.output
+    assert race.returncode != 0 and "Unused track parameters ['bulk_sise']" in race.output
     assert doc_count() == before
 
 
@@ -100,7 +114,7 @@ def test_non_positive_bulk_size_is_named(rally_home, small_corpus):
 
 
 def test_unknown_variant_is_named(rally_home, small_corpus):
-    race = run_race(rally_home, "query-decomposition", "--track-params=variants:A,E_td")
+    race = run_race(rally_home, "query-decomposition", "--track-params=variants:E_td")
     assert race.returncode != 0 and "unknown coverage variant 'E_td'" in race.output
 
 
@@ -166,9 +180,11 @@ def test_corpus_cluster_mismatch_fails_samples(rally_home, small_corpus):
 
 
 def test_lost_documents_fail_the_count_check(rally_home, small_corpus):
-    """verify-doc-count against an index missing documents (one epoch deleted after ingest)."""
+    """verify-doc-count against an index that lost one document after ingest (no _delete_by_query on this node:
+    the reindex module is not published, so one document is deleted by id)."""
     assert_clean(run_race(rally_home, "ingest-baseline"))
-    http("POST", "/cluster-metrics/_delete_by_query?refresh=true", {"query": {"term": {"epoch": 2}}})
+    hit = http("POST", "/cluster-metrics/_search", {"size": 1, "query": {"term": {"epoch": 2}}})[1]["hits"]["hits"][0]
+    assert http("DELETE", f"/cluster-metrics/_doc/{hit['_id']}?refresh=true")[0] == 200
     from runners.ingest import VerifyDocCount  # the runner itself, on the real node through Rally's client
     import asyncio
     from esrally.client.factory import EsClientFactory
@@ -184,4 +200,4 @@ def test_lost_documents_fail_the_count_check(rally_home, small_corpus):
 
     result = asyncio.run(check())
     assert result["success"] is False
-    assert result["error-description"] == "index cluster-metrics holds 4000 documents, the ingested corpus has 5000"
+    assert result["error-description"] == "index cluster-metrics holds 4999 documents, the ingested corpus has 5000"

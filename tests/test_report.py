@@ -42,6 +42,7 @@ def test_full_race_report_has_every_table_and_real_numbers(tmp_path, capsys):
     assert speedups["D_td"][1] == pytest.approx(1.0)
     ingest = tables.ingest_rows(race)
     assert [r["epoch"] for r in ingest] == [1, 2, 3, 4, 5] and all(r["docs"] == 1000 and r["wall_s"] > 0 for r in ingest)
+    assert ingest[0]["wall_s"] == race.op_metrics()["bulk-epoch-1"]["duration"] / 1000  # race.json keeps ms
     assert "D_td serial:" in capsys.readouterr().out
 
 
