@@ -35,6 +35,11 @@ def single_report(race, out_root):
         table = build(race)
         parts.append(tables.markdown(*table) if table else f"_{missing}._")
         parts.append("")
+        if table and title.startswith("Ingest"):
+            parts.append("wall: the duration of task bulk-epoch-N in race.json. bulk took: the sum of the bulk responses' "
+                         "`took` (Elasticsearch's clock ticks every 200 ms, so only sums are meaningful; with several "
+                         "clients the requests overlap and took / wall can exceed 100%). index / refresh / merge / "
+                         "flush: `/_stats` deltas, summed over shards and threads.\n")
         if table and title.startswith("Speedup"):
             summary.append(_speedup_summary(race))
     accuracy = Path(out_root) / "accuracy.md"
