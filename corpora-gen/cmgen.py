@@ -8,6 +8,7 @@ import hashlib
 import json
 import math
 import os
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -171,8 +172,8 @@ def format_rows(epoch, columns, start, stop, nodes, tasks):
         else:
             matrix[:, col:col + piece.shape[1]] = piece
             col += piece.shape[1]
-    flat = matrix.ravel()
-    return flat[flat != _SPACE].tobytes()
+    # bytes.replace runs in C over the whole buffer: ~5x faster than a numpy boolean mask here
+    return matrix.tobytes().replace(b" ", b"")
 
 
 # ------------------------------------------------------------------ ground truth
@@ -255,39 +256,54 @@ def _atomic_write(path, data):
     os.replace(tmp, path)
 
 
-def generate(params, out, progress=None):
-    """Writes every corpus file, the ground truth and, last, the manifest. Returns the manifest."""
+def _generate_epoch(params, out, epoch):
+    """One epoch's files (full and -1k) and ground truth; epochs are independent, so they can run in parallel."""
+    columns = epoch_columns(params, epoch)
+    folder = Path(out) / corpus_name(epoch)
+    folder.mkdir(parents=True, exist_ok=True)
+    files, truth = [], {}
+    for test_mode in (False, True):
+        if test_mode and params.rows_per_epoch <= TEST_MODE_DOCS:
+            continue
+        rows = TEST_MODE_DOCS if test_mode else params.rows_per_epoch
+        path = folder / file_name(epoch, test_mode)
+        digest, size = hashlib.sha256(), 0
+        tmp = path.with_suffix(".json.tmp")
+        with open(tmp, "wb", buffering=16 << 20) as f:
+            for start in range(0, rows, CHUNK_ROWS):
+                data = format_rows(epoch, columns, start, min(rows, start + CHUNK_ROWS), params.nodes, params.tasks)
+                f.write(data)
+                digest.update(data)
+                size += len(data)
+        os.replace(tmp, path)
+        files.append({"corpus": corpus_name(epoch), "epoch": epoch, "file": path.name, "test_mode": test_mode,
+                      "documents": rows, "bytes": size, "sha256": digest.hexdigest()})
+        truth["test_mode" if test_mode else "full"] = ground_truth(columns, rows, params.nodes)
+    return epoch, files, truth
+
+
+def generate(params, out, progress=None, jobs=1):
+    """Writes every corpus file, the ground truth and, last, the manifest. Returns the manifest.
+    jobs > 1 generates epochs in that many processes; the bytes do not depend on it."""
     params.validate()
     out = Path(out)
-    profile = _cluster_profile(params)
-    files, truth = [], {"full": {}, "test_mode": {}}
-    total_rows = params.epochs * params.rows_per_epoch
-    done_rows = 0
-    for epoch in range(1, params.epochs + 1):
-        columns = epoch_columns(params, epoch, profile)
-        folder = out / corpus_name(epoch)
-        folder.mkdir(parents=True, exist_ok=True)
-        for test_mode in (False, True):
-            rows = min(TEST_MODE_DOCS, params.rows_per_epoch) if test_mode else params.rows_per_epoch
-            if test_mode and params.rows_per_epoch <= TEST_MODE_DOCS:
-                continue
-            path = folder / file_name(epoch, test_mode)
-            digest, size = hashlib.sha256(), 0
-            tmp = path.with_suffix(".json.tmp")
-            with open(tmp, "wb", buffering=16 << 20) as f:
-                for start in range(0, rows, CHUNK_ROWS):
-                    stop = min(rows, start + CHUNK_ROWS)
-                    data = format_rows(epoch, columns, start, stop, params.nodes, params.tasks)
-                    f.write(data)
-                    digest.update(data)
-                    size += len(data)
-                    if progress and not test_mode:
-                        done_rows += stop - start
-                        progress(done_rows, total_rows)
-            os.replace(tmp, path)
-            files.append({"corpus": corpus_name(epoch), "epoch": epoch, "file": path.name, "test_mode": test_mode,
-                          "documents": rows, "bytes": size, "sha256": digest.hexdigest()})
-            truth["test_mode" if test_mode else "full"][str(epoch)] = ground_truth(columns, rows, params.nodes)
+    results = {}
+    if jobs > 1 and params.epochs > 1:
+        with ProcessPoolExecutor(max_workers=min(jobs, params.epochs)) as pool:
+            futures = [pool.submit(_generate_epoch, params, out, e) for e in range(1, params.epochs + 1)]
+            for future in as_completed(futures):
+                epoch, files, truth = future.result()
+                results[epoch] = (files, truth)
+                if progress:
+                    progress(len(results) * params.rows_per_epoch, params.epochs * params.rows_per_epoch)
+    else:
+        for e in range(1, params.epochs + 1):
+            results[e] = _generate_epoch(params, out, e)[1:]
+            if progress:
+                progress(e * params.rows_per_epoch, params.epochs * params.rows_per_epoch)
+    files = [f for e in sorted(results) for f in results[e][0]]
+    truth = {section: {str(e): results[e][1][section] for e in sorted(results) if section in results[e][1]}
+             for section in ("full", "test_mode")}
     meta = out / META_DIR
     meta.mkdir(parents=True, exist_ok=True)
     truth_bytes = json.dumps({"generator": asdict(params), "percents": list(GROUND_TRUTH_PERCENTS),

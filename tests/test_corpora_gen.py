@@ -121,3 +121,9 @@ def test_default_out_honours_rally_home(tmp_path):
     env = dict(os.environ, RALLY_HOME=str(tmp_path))
     assert run(*SMALL, env=env).returncode == 0
     assert (tmp_path / ".rally" / "benchmarks" / "data" / "cluster-metrics" / "manifest.json").is_file()
+
+
+def test_parallel_generation_gives_the_same_bytes(tmp_path):
+    assert run(*SMALL, "--jobs", "1", "--out", str(tmp_path / "one")).returncode == 0
+    assert run(*SMALL, "--jobs", "2", "--out", str(tmp_path / "two")).returncode == 0
+    assert tree_bytes(tmp_path / "one") == tree_bytes(tmp_path / "two")
