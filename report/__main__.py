@@ -18,7 +18,8 @@ SECTIONS = [
      "this race lacks one of the cells A, B, C_td, C_hdr needed for the attribution"),
     ("Speedup against D_td serial (median)", tables.speedup_table,
      "this race has no coverage-D_td-serial task to compare against"),
-    ("Profile breakdown (profile: true, shares only)", tables.profile_table,
+    ("Profile breakdown (profile: true, shares of filter + aggregations; profiling inflates absolute time)",
+     tables.profile_table,
      "this race has no profile-breakdown task"),
 ]
 

@@ -12,14 +12,14 @@ PROFILE_RECORD = "profile.json"
 
 
 def breakdown(profile):
-    """Nanoseconds of the query phase and of each aggregation, summed over shards, and each one's share."""
+    """Nanoseconds of the query (the filter) and of each aggregation, summed over shards, and each one's share of
+    their total. The collector tree is left out: its time contains the aggregations' collect time, so adding it
+    would count that work twice."""
     parts = {}
     for shard in profile.get("shards", []):
         for search in shard.get("searches", []):
             for query in search.get("query", []):
                 parts["query (filter)"] = parts.get("query (filter)", 0) + query["time_in_nanos"]
-            for collector in search.get("collector", []):
-                parts["collector"] = parts.get("collector", 0) + collector["time_in_nanos"]
         for agg in shard.get("aggregations", []):
             name = f"{agg['description']} ({agg['type']})"
             parts[name] = parts.get(name, 0) + agg["time_in_nanos"]
