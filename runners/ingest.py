@@ -1,5 +1,6 @@
 """Ingest: per-epoch bulk that records each response's `took`, per-epoch cost from /_stats, document-count check."""
 
+import copy
 import glob
 import logging
 import os
@@ -24,14 +25,14 @@ class EpochBulkParamSource:
     """Rally's own bulk parameter source (corpus slicing per client, test mode, progress), plus the epoch and the
     race's record folder so that the bulk runner can file each response's `took` under its epoch."""
 
-    def __init__(self, track, params, inner=None, **kwargs):
-        self._inner = inner or rally_params.BulkIndexParamSource(track, params, **kwargs)
-        context = params.get(CONTEXT_KEY, {})
-        self._extra = {"epoch": params["epoch"], "record-dir": context.get("record-dir")}
+    def __init__(self, track, params, **kwargs):
+        self._inner = rally_params.BulkIndexParamSource(track, params, **kwargs)
+        self._extra = {"epoch": params["epoch"], "record-dir": params.get(CONTEXT_KEY, {}).get("record-dir")}
 
     def partition(self, partition_index, total_partitions):
-        return EpochBulkParamSource(None, {"epoch": self._extra["epoch"], CONTEXT_KEY: {"record-dir": self._extra["record-dir"]}},
-                                    inner=self._inner.partition(partition_index, total_partitions))
+        part = copy.copy(self)
+        part._inner = self._inner.partition(partition_index, total_partitions)
+        return part
 
     def params(self):
         result = dict(self._inner.params())
@@ -39,6 +40,8 @@ class EpochBulkParamSource:
         return result
 
     def __getattr__(self, name):  # infinite, size(), percent_completed, ... come from Rally's source
+        if name.startswith("_"):  # copy.copy probes dunders before _inner exists
+            raise AttributeError(name)
         return getattr(self._inner, name)
 
 

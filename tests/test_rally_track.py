@@ -1,10 +1,13 @@
 """Real `esrally race --test-mode` runs of every challenge against the session's Elasticsearch node, bad input
 rejected before the cluster changes, and injected faults that must come out as failed samples."""
-import os
+import asyncio
+import configparser
+import json
 import shutil
 import subprocess
 
 import pytest
+from esrally.client.factory import EsClientFactory
 
 from conftest import REPO, TEST_PORT, data_root, generate, http, run_race
 
@@ -30,7 +33,6 @@ def test_ingest_baseline(rally_home, small_corpus):
     assert_clean(race, ["bulk-epoch-1", "bulk-epoch-5", "ingest-cost-epoch-5", "verify-doc-count"])
     assert doc_count() == 5000  # 5 epochs x the 1000-doc test-mode files
     record = race_dir(rally_home, race) / "cluster-metrics" / "ingest.json"
-    import json
     epochs = json.loads(record.read_text())["epochs"]
     assert [e["epoch"] for e in epochs] == [1, 2, 3, 4, 5]
     assert all(e["docs"] == 1000 and e["bulk_requests"] == 1 and e["index_ms"] >= 0 for e in epochs)
@@ -71,7 +73,6 @@ def test_full_challenge(rally_home, small_corpus):
 
 def test_track_loads_from_a_git_track_repository(rally_home, small_corpus):
     """As a team shares it: rally.ini names the repository, Rally's tracks folder holds its clone (offline: as is)."""
-    import configparser
     ini_path = rally_home / ".rally" / "rally.ini"
     if not ini_path.is_file():
         run_race(rally_home, "production-comparison")  # the first race writes rally.ini
@@ -186,8 +187,6 @@ def test_lost_documents_fail_the_count_check(rally_home, small_corpus):
     hit = http("POST", "/cluster-metrics/_search", {"size": 1, "query": {"term": {"epoch": 2}}})[1]["hits"]["hits"][0]
     assert http("DELETE", f"/cluster-metrics/_doc/{hit['_id']}?refresh=true")[0] == 200
     from runners.ingest import VerifyDocCount  # the runner itself, on the real node through Rally's client
-    import asyncio
-    from esrally.client.factory import EsClientFactory
 
     async def check():
         es = EsClientFactory(hosts=[{"host": "127.0.0.1", "port": TEST_PORT}], client_options={},
