@@ -222,13 +222,6 @@ def sha256_of(path):
     return digest.hexdigest()
 
 
-def planned_files(params):
-    for epoch in range(1, params.epochs + 1):
-        yield epoch, False
-        if params.rows_per_epoch > TEST_MODE_DOCS:
-            yield epoch, True
-
-
 def check_files(out, manifest):
     """Names of files that are missing or differ from the manifest (size first, then sha256)."""
     problems = []
@@ -310,7 +303,7 @@ def generate(params, out, progress=None, jobs=1):
                               "epochs": truth}, sort_keys=True, indent=1).encode()
     _atomic_write(meta / GROUND_TRUTH, truth_bytes)
     manifest = {
-        "generator": dict(asdict(params), version=GENERATOR_VERSION),
+        "generator": generator_record(params),
         "index": INDEX,
         "nodes": node_names(params.nodes),
         "files": files,
@@ -320,5 +313,10 @@ def generate(params, out, progress=None, jobs=1):
     return manifest
 
 
+def generator_record(params):
+    """The parameters as the manifest records them: same record, same files."""
+    return dict(asdict(params), version=GENERATOR_VERSION)
+
+
 def manifest_matches_params(manifest, params):
-    return manifest is not None and manifest.get("generator") == dict(asdict(params), version=GENERATOR_VERSION)
+    return manifest is not None and manifest.get("generator") == generator_record(params)

@@ -71,15 +71,16 @@ def compare_report(race_list, out_root):
     header = ["quantity"] + [r.label for r in race_list] + [f"ratio {r.race_id[:8]} / {first.race_id[:8]}"
                                                             for r in race_list[1:]]
     rows = []
-    keys = sorted({k for r in race_list for k in tables.coverage_cells(r)},
+    cells = [tables.coverage_cells(r) for r in race_list]
+    ingest = [tables.ingest_rows(r) for r in race_list]
+    keys = sorted({k for c in cells for k in c},
                   key=lambda k: (tables.VARIANTS.index(k[0]), tables.TRANSPORTS.index(k[1])))
     for v, t in keys:
-        values = [tables.service_ms(tables.coverage_cells(r).get((v, t)), "median") for r in race_list]
+        values = [tables.service_ms(c.get((v, t)), "median") for c in cells]
         rows.append([f"coverage-{v}-{t} median (ms)"] + values + _ratios(values))
     for label, key in (("ingest wall (s)", "wall_s"), ("bulk took (s)", "bulk_took_s"), ("ES indexing (s)", "index_s"),
                        ("refresh (s)", "refresh_s"), ("merge (s)", "merge_s"), ("flush (s)", "flush_s")):
-        values = [sum(row[key] or 0 for row in tables.ingest_rows(r)) if tables.ingest_rows(r) else None
-                  for r in race_list]
+        values = [sum(row[key] or 0 for row in epochs) if epochs else None for epochs in ingest]
         if any(v is not None for v in values):
             rows.append([label] + values + _ratios(values))
     out = Path(out_root) / ("compare-" + "-".join(r.race_id[:8] for r in race_list))

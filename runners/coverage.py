@@ -1,7 +1,9 @@
 """The 30-node coverage: one epoch, every node, over three transports, each answer checked against ground truth."""
 
+import functools
 import json
 import logging
+import os
 
 from runners import queries
 from runners.context import CONTEXT_KEY
@@ -11,9 +13,15 @@ LOG = logging.getLogger(__name__)
 
 
 def load_truth(context):
-    with open(context["ground-truth"]) as f:
-        truth = json.load(f)
-    return truth["epochs"][context["truth-section"]]
+    """The ground truth section the race's corpus matches, parsed once per file version in this process."""
+    path = context["ground-truth"]
+    return _parsed_truth(path, os.path.getmtime(path))["epochs"][context["truth-section"]]
+
+
+@functools.lru_cache(maxsize=2)
+def _parsed_truth(path, mtime):  # mtime in the key: a regenerated corpus is read again
+    with open(path) as f:
+        return json.load(f)
 
 
 class CoverageParamSource:
