@@ -23,7 +23,7 @@ RACE_ARGS ?=
 RACE ?=
 RACES ?=
 
-.PHONY: venv es-start es-stop es-status es-wipe corpus race test report accuracy compare
+.PHONY: venv es-start es-stop es-status es-wipe corpus race test test-fast report accuracy validation-proof compare
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt
@@ -52,11 +52,19 @@ race: venv es-start corpus
 test: venv
 	$(VPY) -m pytest tests
 
+# unit tests only (no node, no race): seconds
+test-fast: venv
+	$(VPY) -m pytest -m 'not integration' tests
+
 report: venv
 	$(VPY) -m report $(if $(RACE),--race $(RACE))
 
 accuracy: venv
 	$(VPY) -m report.accuracy --target-hosts $(TARGET_HOSTS)
+
+# the coverage validation fed the cluster's real answers and wrong ones (run it on a full-scale ingest)
+validation-proof: venv
+	$(VPY) -m report.validation_proof --target-hosts $(TARGET_HOSTS)
 
 compare: venv
 	$(VPY) -m report $(foreach r,$(RACES),--race $(r)) --compare

@@ -8,21 +8,17 @@ import hashlib
 import json
 import math
 import os
+import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
-GENERATOR_VERSION = 1
-INDEX = "cluster-metrics"
-META_DIR = "cluster-metrics"  # manifest + ground truth, beside the per-epoch corpus folders
-MANIFEST = "manifest.json"
-GROUND_TRUTH = "ground-truth.json"
-TEST_MODE_DOCS = 1000  # Rally's --test-mode replaces every document set over 1000 docs by its -1k sibling
-FIELDS = ("cpu", "mem", "net")
-# percentiles kept in the ground truth; requests for others have no exact answer to compare with
-GROUND_TRUTH_PERCENTS = (0, 1, 5, 10, 25, 50, 75, 90, 95, 99, 100)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: the corpus contract
+from runners import corpus  # noqa: E402
+from runners.corpus import FIELDS, GROUND_TRUTH_PERCENTS, TEST_MODE_DOCS, corpus_name, file_name  # noqa: E402
+
 CHUNK_ROWS = 250_000
 NET_MAX_CENTS = 99_999_999  # net is clipped below 1,000,000.00 so it fits its fixed-width field
 
@@ -49,14 +45,6 @@ class Params:
                              "so that every node reports in every epoch")
         if not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"--seed must be a non-negative integer, got {self.seed!r}")
-
-
-def corpus_name(epoch):
-    return f"{INDEX}-epoch-{epoch}"
-
-
-def file_name(epoch, test_mode=False):
-    return f"{corpus_name(epoch)}{'-1k' if test_mode else ''}.json"
 
 
 def name_width(count):
@@ -180,67 +168,56 @@ def format_rows(epoch, columns, start, stop, nodes, tasks):
 
 def exact_percentiles(sorted_values):
     """Linear interpolation between closest ranks (numpy's default method): rank = p/100 * (n - 1);
-    p0 is the minimum, p100 the maximum. Also the bracket of order statistics one rank either side, within which
-    every common percentile definition (nearest rank, as HDR uses; interpolated, as t-digest approximates) falls."""
+    p0 is the minimum, p100 the maximum."""
     n = len(sorted_values)
-    values, brackets = {}, {}
+    values = {}
     for p in GROUND_TRUTH_PERCENTS:
         rank = p / 100 * (n - 1)
         lo = int(math.floor(rank))
         hi = min(lo + 1, n - 1)
         low, high = float(sorted_values[lo]), float(sorted_values[hi])
         values[str(p)] = low + (high - low) * (rank - lo)
-        brackets[str(p)] = [float(sorted_values[max(lo - 1, 0)]), float(sorted_values[min(hi + 1, n - 1)])]
-    return values, brackets
+    return values
+
+
+def rank_grid(sorted_cents):
+    """The sorted values (hundredths) at ranks 0, step, 2 step, ... and n - 1: order statistics for rank bounds."""
+    n = len(sorted_cents)
+    step = corpus.rank_grid_step(n)
+    ranks = np.append(np.arange(0, n - 1, step), n - 1)
+    return {"step": step, "cents": sorted_cents[ranks].tolist()}
 
 
 def ground_truth(columns, rows, nodes):
-    """Per node of the first `rows` rows: count, sums and exact percentiles of the float32 values ES stores."""
+    """Per node of the first `rows` rows: count, sums, exact percentiles and the rank grid of the float32 values
+    Elasticsearch stores (float32 rounding keeps the order of the hundredths, so cents sort like the values)."""
     node = columns["node"][:rows].astype(np.int64)
     counts = np.bincount(node, minlength=nodes)
     bounds = np.concatenate([[0], np.cumsum(counts)])
-    result = {name: {"count": int(counts[i]), "sum": {}, "percentiles": {}, "brackets": {}}
+    result = {name: {"count": int(counts[i]), "sum": {}, "percentiles": {}, "ranks": {}}
               for i, name in enumerate(node_names(nodes))}
     for field in FIELDS:
-        # one sort on (node, value) orders every node's values at once; float32 rounding keeps the order of cents
+        # one sort on (node, value) orders every node's values at once
         keyed = np.sort((node << 32) | columns[field][:rows])
-        values = as_float32(keyed & 0xFFFFFFFF).astype(np.float64)
+        cents = keyed & 0xFFFFFFFF
+        values = as_float32(cents).astype(np.float64)
         for i, name in enumerate(node_names(nodes)):
             group = values[bounds[i]:bounds[i + 1]]
             result[name]["sum"][field] = math.fsum(group.tolist())  # exact; ES accumulates in double
-            result[name]["percentiles"][field], result[name]["brackets"][field] = exact_percentiles(group)
+            result[name]["percentiles"][field] = exact_percentiles(group)
+            result[name]["ranks"][field] = rank_grid(cents[bounds[i]:bounds[i + 1]])
     return result
 
 
 # ------------------------------------------------------------------ files
 
-def sha256_of(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(8 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def check_files(out, manifest):
-    """Names of files that are missing or differ from the manifest (size first, then sha256)."""
-    problems = []
-    for entry in manifest["files"]:
-        path = Path(out) / entry["corpus"] / entry["file"]
-        if not path.is_file():
-            problems.append(f"{path}: missing")
-        elif path.stat().st_size != entry["bytes"]:
-            problems.append(f"{path}: {path.stat().st_size} bytes, the manifest says {entry['bytes']} (truncated or edited)")
-        elif sha256_of(path) != entry["sha256"]:
-            problems.append(f"{path}: content differs from the manifest (edited)")
-    return problems
+    """What is wrong with each file of the manifest (size first, then sha256)."""
+    return corpus.check_files(out, manifest)
 
 
 def load_manifest(out):
-    path = Path(out) / META_DIR / MANIFEST
-    if not path.is_file():
-        return None
-    return json.loads(path.read_text())
+    return corpus.load_manifest(out)
 
 
 def _atomic_write(path, data):
@@ -297,25 +274,41 @@ def generate(params, out, progress=None, jobs=1):
     files = [f for e in sorted(results) for f in results[e][0]]
     truth = {section: {str(e): results[e][1][section] for e in sorted(results) if section in results[e][1]}
              for section in ("full", "test_mode")}
-    meta = out / META_DIR
-    meta.mkdir(parents=True, exist_ok=True)
+    corpus.manifest_path(out).parent.mkdir(parents=True, exist_ok=True)
+    # compact: the rank grids are ~450k numbers at full scale
     truth_bytes = json.dumps({"generator": asdict(params), "percents": list(GROUND_TRUTH_PERCENTS),
-                              "epochs": truth}, sort_keys=True, indent=1).encode()
-    _atomic_write(meta / GROUND_TRUTH, truth_bytes)
+                              "epochs": truth}, sort_keys=True, separators=(",", ":")).encode()
+    _atomic_write(corpus.ground_truth_path(out), truth_bytes)
     manifest = {
         "generator": generator_record(params),
-        "index": INDEX,
+        "made_with": made_with(),
+        "index": corpus.INDEX,
         "nodes": node_names(params.nodes),
         "files": files,
-        "ground_truth": {"file": GROUND_TRUTH, "sha256": hashlib.sha256(truth_bytes).hexdigest()},
+        "ground_truth": {"file": corpus.GROUND_TRUTH, "sha256": hashlib.sha256(truth_bytes).hexdigest()},
     }
-    _atomic_write(meta / MANIFEST, json.dumps(manifest, sort_keys=True, indent=2).encode())
+    _atomic_write(corpus.manifest_path(out), json.dumps(manifest, sort_keys=True, indent=2).encode())
     return manifest
 
 
 def generator_record(params):
-    """The parameters as the manifest records them: same record, same files."""
-    return dict(asdict(params), version=GENERATOR_VERSION)
+    """The parameters as the manifest records them: same record, same files (given the same numpy)."""
+    return dict(asdict(params), version=corpus.GENERATOR_VERSION)
+
+
+def made_with():
+    """What made the bytes besides the parameters: numpy's random streams and distributions may change between
+    numpy versions (numpy's policy allows it), so the version is recorded and a difference reported."""
+    return {"numpy": np.__version__}
+
+
+def made_with_difference(manifest):
+    """A sentence when the corpus was made by another numpy than this one, else None."""
+    theirs = (manifest or {}).get("made_with", {}).get("numpy")
+    if theirs and theirs != np.__version__:
+        return (f"the corpus was made with numpy {theirs}, this is numpy {np.__version__}: the same parameters may "
+                "give other bytes (the sha256 check tells; regenerate with --force to make it with this numpy)")
+    return None
 
 
 def manifest_matches_params(manifest, params):

@@ -4,7 +4,8 @@
 Commands: start [--nodes N] [--heap 1g] [--http-port 9200], stop, status, wipe.
 Stdlib only, so it runs before the project's virtualenv exists.
 
-Layout (all under local-es/.state/, git-ignored; override with ES_LOCAL_STATE):
+Layout (under local-es/.state/, git-ignored; override with ES_LOCAL_STATE; as root in a checkout the unprivileged
+node user cannot reach, such as a 0700 folder, under /var/tmp/cluster-metrics-local-es/<checkout hash>/ instead):
   dist/                  the node home shared by every node: lib/, modules/, plugins/, bin/
   cluster-<N>-<port>/node-<i>/  one node: config/, data/, logs/, tmp/, serverargs.bin, node.pid
   running-<port>.json    what runs on that HTTP port: cluster size, ports, pids (only these pids are ever signalled)
@@ -12,6 +13,7 @@ Clusters on different HTTP ports (PORT=...) are independent: the test suite runs
 """
 
 import argparse
+import hashlib
 import json
 import os
 import pwd
@@ -19,6 +21,7 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -30,10 +33,29 @@ from pathlib import Path
 ES_VERSION = "8.17.2"
 SUPPORTED_JAVA = range(17, 24)  # 17 is tested; 8.17 needs the Security Manager, gone in JDK 24
 HERE = Path(__file__).resolve().parent
-STATE = Path(os.environ.get("ES_LOCAL_STATE", HERE / ".state")).resolve()
-DIST = STATE / "dist"
 CLUSTER_NAME = "cluster-metrics-local"
 UNPRIVILEGED_USER = "nobody"  # Elasticsearch refuses to run as root
+SHARED_STATE_ROOT = Path("/var/tmp/cluster-metrics-local-es")  # world-traversable, kept across reboots
+
+
+def reachable_by_others(path):
+    """Whether every folder from / down to path lets other users in (o+x): the unprivileged node user's view."""
+    return all(p.stat().st_mode & stat.S_IXOTH for p in [path, *path.parents] if p.exists())
+
+
+def default_state():
+    """local-es/.state, or, as root in a checkout the node user cannot reach, a folder of its own under
+    SHARED_STATE_ROOT keyed by the checkout's path (the same for every command, so stop finds what start started)."""
+    here_state = HERE / ".state"
+    if os.geteuid() != 0 or reachable_by_others(HERE):
+        return here_state
+    return SHARED_STATE_ROOT / hashlib.sha256(str(HERE).encode()).hexdigest()[:16]
+
+
+STATE = Path(os.environ.get("ES_LOCAL_STATE") or default_state()).resolve()
+STATE_NOTE = ("" if STATE == (HERE / ".state").resolve() else
+              f" (node state in {STATE}: '{UNPRIVILEGED_USER}' cannot reach this checkout)")
+DIST = STATE / "dist"
 
 
 class LauncherError(Exception):
@@ -413,7 +435,8 @@ def start(args):
     info = http_json(layout[0]["http_port"], "/")
     took = time.monotonic() - began
     log(f"Elasticsearch {info['version']['number']} is up: {nodes} node(s), status {health['status']}, "
-        f"http://127.0.0.1:{layout[0]['http_port']} ({'cold, node home built' if built else 'warm'} start, {took:.1f} s)")
+        f"http://127.0.0.1:{layout[0]['http_port']} ({'cold, node home built' if built else 'warm'} start, {took:.1f} s)"
+        f"{STATE_NOTE}")
     return 0
 
 

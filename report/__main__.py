@@ -34,7 +34,11 @@ def single_report(race, out_root):
     for title, build, missing in SECTIONS:
         parts.append(f"## {title}\n")
         table = build(race)
-        parts.append(tables.markdown(*table) if table else f"_{missing}._")
+        if isinstance(table, str):
+            parts.append(f"_{table}._")
+            table = None
+        else:
+            parts.append(tables.markdown(*table) if table else f"_{missing}._")
         parts.append("")
         if table and title.startswith("Ingest"):
             parts.append("wall: the duration of task bulk-epoch-N in race.json. bulk took: the sum of the bulk responses' "
@@ -58,11 +62,14 @@ def single_report(race, out_root):
 
 
 def _speedup_summary(race):
+    """One line: the baseline and the fastest cell that did not fail (failed cells are never ranked)."""
     cells = tables.coverage_cells(race)
-    base = tables.service_ms(cells[tables.BASELINE], "median")
-    best = min(cells, key=lambda k: tables.service_ms(cells[k], "median"))
-    return (f"D_td serial: {base:.0f} ms per coverage; fastest cell {best[0]} {best[1]}: "
-            f"{tables.service_ms(cells[best], 'median'):.0f} ms ({base / tables.service_ms(cells[best], 'median'):.1f}x)")
+    base = tables.valid_median(cells, tables.BASELINE)
+    best = tables.fastest_cell(cells)
+    failed = sorted(f"{v} {t}" for (v, t), op in cells.items() if tables.failed(op))
+    line = (f"D_td serial: {base:.0f} ms per coverage; fastest cell {best[0]} {best[1]}: "
+            f"{tables.valid_median(cells, best):.0f} ms ({base / tables.valid_median(cells, best):.1f}x)")
+    return line + (f"; FAILED cells (not ranked): {', '.join(failed)}" if failed else "")
 
 
 def compare_report(race_list, out_root):
@@ -74,10 +81,10 @@ def compare_report(race_list, out_root):
     cells = [tables.coverage_cells(r) for r in race_list]
     ingest = [tables.ingest_rows(r) for r in race_list]
     keys = sorted({k for c in cells for k in c},
-                  key=lambda k: (tables.VARIANTS.index(k[0]), tables.TRANSPORTS.index(k[1])))
+                  key=lambda k: (list(tables.VARIANTS).index(k[0]), tables.TRANSPORTS.index(k[1])))
     for v, t in keys:
-        values = [tables.service_ms(c.get((v, t)), "median") for c in cells]
-        rows.append([f"coverage-{v}-{t} median (ms)"] + values + _ratios(values))
+        values = [tables.valid_median(c, (v, t)) if not tables.failed(c.get((v, t))) else "FAILED" for c in cells]
+        rows.append([f"{tables.coverage_task_name(v, t)} median (ms)"] + values + _ratios(values))
     for label, key in (("ingest wall (s)", "wall_s"), ("bulk took (s)", "bulk_took_s"), ("ES indexing (s)", "index_s"),
                        ("refresh (s)", "refresh_s"), ("merge (s)", "merge_s"), ("flush (s)", "flush_s")):
         values = [sum(row[key] or 0 for row in epochs) if epochs else None for epochs in ingest]
@@ -92,8 +99,10 @@ def compare_report(race_list, out_root):
 
 
 def _ratios(values):
+    """Ratios against the first race; none where either side failed or is missing."""
     base = values[0]
-    return [(v / base) if (v is not None and base) else None for v in values[1:]]
+    ok = lambda v: isinstance(v, (int, float)) and v  # noqa: E731
+    return [(v / base) if ok(v) and ok(base) else None for v in values[1:]]
 
 
 def main(argv=None):

@@ -7,7 +7,6 @@ reports/accuracy.md and reports/accuracy.json (the report includes the table whe
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import urllib.error
@@ -15,7 +14,7 @@ import urllib.request
 from pathlib import Path
 
 from report.tables import fmt, markdown
-from runners import queries
+from runners import corpus, queries
 
 ALGORITHMS = {"t-digest": "C_td", "HDR": "C_hdr"}
 
@@ -31,17 +30,16 @@ def pick_section(url, index, manifest):
     """Which ground truth matches what the cluster holds: the full files or the -1k test-mode files."""
     with urllib.request.urlopen(f"{url}/{index}/_count", timeout=60) as response:
         count = json.loads(response.read())["count"]
-    for section, test_mode in (("full", False), ("test_mode", True)):
+    for test_mode, section in corpus.SECTIONS.items():
         if count == sum(f["documents"] for f in manifest["files"] if f["test_mode"] == test_mode):
             return section
     raise SystemExit(f"index {index} holds {count} documents, which matches neither the generated corpus nor its "
                      "test-mode files: ingest it first (make race) or regenerate the corpus it was ingested from")
 
 
-def measure(url, data_root, hdr_digits=3):
-    meta = Path(data_root) / "cluster-metrics"
-    manifest = json.loads((meta / "manifest.json").read_text())
-    truth = json.loads((meta / "ground-truth.json").read_text())
+def measure(url, data_root, hdr_digits=queries.DEFAULT_HDR_DIGITS):
+    manifest = corpus.require_manifest(data_root)
+    truth = corpus.load_ground_truth(data_root, manifest)
     percents = truth["percents"]
     section = pick_section(url, manifest["index"], manifest)
     errors = {}  # (algorithm, field, percent) -> list of (abs, rel)
@@ -77,15 +75,15 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--target-hosts", default="127.0.0.1:9200")
     parser.add_argument("--data-root", default=None, help="default: Rally's data dir ($RALLY_HOME/.rally/benchmarks/data)")
-    parser.add_argument("--hdr-digits", type=int, default=3)
+    parser.add_argument("--hdr-digits", type=int, default=queries.DEFAULT_HDR_DIGITS)
     parser.add_argument("--out", default="reports")
     args = parser.parse_args(argv)
     url = "http://" + args.target_hosts.split(",")[0]
-    data_root = args.data_root or Path(os.environ.get("RALLY_HOME", Path.home())) / ".rally" / "benchmarks" / "data"
-    if not (Path(data_root) / "cluster-metrics" / "manifest.json").is_file():
-        raise SystemExit(f"no corpus manifest under {data_root}: generate it with make corpus")
+    data_root = args.data_root or corpus.data_root()
     try:
         section, errors = measure(url, data_root, args.hdr_digits)
+    except corpus.CorpusError as e:
+        raise SystemExit(str(e))
     except urllib.error.URLError as e:
         raise SystemExit(f"cannot reach Elasticsearch at {url} ({e.reason}): start it with make es-start, "
                          "or pass TARGET_HOSTS=host:port")

@@ -18,10 +18,16 @@ def coverage_bars(race, path):
     width = 0.8 / len(transports)
     fig, ax = plt.subplots(figsize=(9, 4.5))
     for i, t in enumerate(transports):
-        xs = [j + i * width for j, v in enumerate(variants) if (v, t) in cells]
-        ys = [tables.service_ms(cells[(v, t)], "median") for v in variants if (v, t) in cells]
+        # a failed cell answered wrongly or not at all: no bar (its time means nothing), a FAILED mark instead
+        valid = [(j, v) for j, v in enumerate(variants) if tables.valid_median(cells, (v, t)) is not None]
+        xs = [j + i * width for j, _ in valid]
+        ys = [tables.valid_median(cells, (v, t)) for _, v in valid]
         bars = ax.bar(xs, ys, width, label=t)
         ax.bar_label(bars, labels=[f"{y:.0f}" for y in ys], fontsize=7)
+        for j, v in enumerate(variants):
+            if tables.failed(cells.get((v, t))):
+                ax.text(j + i * width, 0.02, "FAILED", transform=ax.get_xaxis_transform(), rotation=90,
+                        ha="center", va="bottom", color="red", fontsize=8, fontweight="bold")
     ax.set_xticks([j + width * (len(transports) - 1) / 2 for j in range(len(variants))], variants)
     ax.set_yscale("log")
     ax.set_ylabel("median service time per 30-node coverage (ms)")

@@ -1,17 +1,11 @@
 """Finding and loading races of this track in a Rally home."""
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-TRACK_NAME = "cluster-metrics"
-RECORD_DIR = "cluster-metrics"
-
-
-def races_root(rally_home=None):
-    home = Path(rally_home or os.environ.get("RALLY_HOME", Path.home()))
-    return home / ".rally" / "benchmarks" / "races"
+from runners import records
+from runners.corpus import races_root
 
 
 @dataclass
@@ -40,8 +34,8 @@ def load(race_dir):
     race_dir = Path(race_dir)
     data = json.loads((race_dir / "race.json").read_text())
     race = Race(data["race-id"], race_dir, data)
-    for name, attr in (("ingest.json", "ingest"), ("profile.json", "profile")):
-        record = race_dir / RECORD_DIR / name
+    for name, attr in ((records.INGEST, "ingest"), (records.PROFILE, "profile")):
+        record = race_dir / records.RECORD_DIR / name
         if record.is_file():
             setattr(race, attr, json.loads(record.read_text()))
     return race
@@ -58,7 +52,7 @@ def find(race_id=None, rally_home=None):
                              "list them with: esrally list races")
         return load(matches[0].parent)
     ours = [(data["race-timestamp"], path) for path in candidates
-            if (data := json.loads(path.read_text())).get("track") == TRACK_NAME]
+            if records.is_our_track((data := json.loads(path.read_text())).get("track"))]
     if ours:
         return load(max(ours)[1].parent)  # by Rally's own race timestamp: file times mean nothing in a clone
-    raise SystemExit(f"no race of the {TRACK_NAME} track under {root}; run one first: make race")
+    raise SystemExit(f"no race of the {records.TRACK_NAME} track under {root}; run one first: make race")

@@ -1,8 +1,12 @@
-"""The study's tables, computed from measured data only. Each returns (header, rows) or None when the race has
-no data for it, so that the report can say so plainly."""
+"""The study's tables, computed from measured data only. Each returns (header, rows), or None when the race has
+no data for it, or a sentence saying why it cannot be built, so that the report can say so plainly.
 
-VARIANTS = ("A", "B", "C_td", "C_hdr", "D_td", "D_hdr")
-TRANSPORTS = ("serial", "msearch", "terms")
+A cell (task) with an error rate above 0 answered wrongly or not at all: it is marked FAILED in every table and chart
+and is never a baseline, a speedup or the fastest cell."""
+
+from runners.queries import TRANSPORTS, VARIANTS
+from runners.tasks import bulk_task_name, coverage_task_name
+
 BASELINE = ("D_td", "serial")
 
 
@@ -15,10 +19,30 @@ def service_ms(op, stat):
     return times.get({"median": "50_0", "p90": "90_0"}[stat], times.get("mean"))
 
 
+def failed(op):
+    return op is not None and (op.get("error_rate") or 0) > 0
+
+
+def failed_label(op):
+    return f"FAILED ({100 * op['error_rate']:.0f}% errors)"
+
+
 def coverage_cells(race):
     ops = race.op_metrics()
-    return {(v, t): ops.get(f"coverage-{v}-{t}") for v in VARIANTS for t in TRANSPORTS
-            if ops.get(f"coverage-{v}-{t}") is not None}
+    return {(v, t): ops[coverage_task_name(v, t)] for v in VARIANTS for t in TRANSPORTS
+            if coverage_task_name(v, t) in ops}
+
+
+def valid_median(cells, key):
+    """The cell's median service time, or None when the cell is missing or failed."""
+    op = cells.get(key)
+    return None if op is None or failed(op) else service_ms(op, "median")
+
+
+def fastest_cell(cells):
+    """The fastest cell that did not fail, or None."""
+    valid = {k: valid_median(cells, k) for k in cells if valid_median(cells, k) is not None}
+    return min(valid, key=valid.get) if valid else None
 
 
 def ingest_rows(race):
@@ -29,7 +53,7 @@ def ingest_rows(race):
         return None
     rows = []
     for e in sorted(epochs, key=lambda r: r["epoch"]):
-        bulk = ops.get(f"bulk-epoch-{e['epoch']}", {})
+        bulk = ops.get(bulk_task_name(e["epoch"]), {})
         wall = bulk["duration"] / 1000 if bulk.get("duration") is not None else None  # race.json keeps ms
         throughput = bulk.get("throughput", {}).get("median")
         rows.append({"epoch": e["epoch"], "docs": e["docs"], "wall_s": wall, "bulk_took_s": e["bulk_took_ms"] / 1000,
@@ -71,7 +95,10 @@ def coverage_table(race):
         errors = 0.0
         for t in transports:
             op = cells.get((v, t))
-            row += [service_ms(op, "median"), service_ms(op, "p90")]
+            if failed(op):
+                row += [failed_label(op), "-"]
+            else:
+                row += [service_ms(op, "median"), service_ms(op, "p90")]
             errors = max(errors, op.get("error_rate", 0) if op else 0)
         body.append(row + [_pct(errors)])
     return header, body
@@ -83,13 +110,17 @@ def attribution_table(race):
     transports = [t for t in TRANSPORTS if all((v, t) in cells for v in ("A", "B", "C_td", "C_hdr"))]
     if not transports:
         return None
-    med = {k: service_ms(op, "median") for k, op in cells.items()}
     header = ["component"] + [f"{t} (ms)" for t in transports]
+
+    def component(variant, t, minus=None):
+        value, base = valid_median(cells, (variant, t)), valid_median(cells, (minus, t)) if minus else 0.0
+        return "FAILED" if value is None or base is None else value - base
+
     body = [
-        ["filter + framework (A)"] + [med[("A", t)] for t in transports],
-        ["3x sum (B - A)"] + [med[("B", t)] - med[("A", t)] for t in transports],
-        ["3x t-digest percentiles (C_td - A)"] + [med[("C_td", t)] - med[("A", t)] for t in transports],
-        ["3x HDR percentiles (C_hdr - A)"] + [med[("C_hdr", t)] - med[("A", t)] for t in transports],
+        ["filter + framework (A)"] + [component("A", t) for t in transports],
+        ["3x sum (B - A)"] + [component("B", t, "A") for t in transports],
+        ["3x t-digest percentiles (C_td - A)"] + [component("C_td", t, "A") for t in transports],
+        ["3x HDR percentiles (C_hdr - A)"] + [component("C_hdr", t, "A") for t in transports],
     ]
     return header, body
 
@@ -98,14 +129,16 @@ def speedup_table(race):
     cells = coverage_cells(race)
     if BASELINE not in cells:
         return None
-    base = service_ms(cells[BASELINE], "median")
+    if failed(cells[BASELINE]):
+        return f"the baseline D_td serial {failed_label(cells[BASELINE])}: no speedup can be measured against it"
+    base = valid_median(cells, BASELINE)
     transports = [t for t in TRANSPORTS if any((v, t) in cells for v in VARIANTS)]
     header = ["variant"] + [f"{t} (x)" for t in transports]
     body = []
     for v in VARIANTS:
         if any((v, t) in cells for t in transports):
-            body.append([v] + [(base / service_ms(cells[(v, t)], "median")) if (v, t) in cells else None
-                               for t in transports])
+            body.append([v] + [None if (v, t) not in cells else "FAILED" if failed(cells[(v, t)])
+                               else base / valid_median(cells, (v, t)) for t in transports])
     return header, body
 
 

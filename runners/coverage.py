@@ -1,60 +1,64 @@
 """The 30-node coverage: one epoch, every node, over three transports, each answer checked against ground truth."""
 
-import functools
 import json
 import logging
-import os
 
-from runners import queries
-from runners.context import CONTEXT_KEY
-from runners.validation import (CoverageErrors, PercentileErrors, check_node_response, check_terms_response)
+import elasticsearch
+
+from runners import parameters, queries
+from runners.context import RaceContext
+from runners.validation import (CoverageErrors, NodeExpectation, PercentileErrors, check_node_response,
+                                check_terms_response)
 
 LOG = logging.getLogger(__name__)
-
-
-def load_truth(context):
-    """The ground truth section the race's corpus matches, parsed once per file version in this process."""
-    path = context["ground-truth"]
-    return _parsed_truth(path, os.path.getmtime(path))["epochs"][context["truth-section"]]
-
-
-@functools.lru_cache(maxsize=2)
-def _parsed_truth(path, mtime):  # mtime in the key: a regenerated corpus is read again
-    with open(path) as f:
-        return json.load(f)
+JSON = {"content-type": "application/json", "accept": "application/json"}
+NDJSON = {"content-type": "application/x-ndjson", "accept": "application/json"}
+NO_CACHE = {"request_cache": "false"}  # _search takes it in the URL; _msearch in each header line (queries.py)
 
 
 class CoverageParamSource:
-    """Builds every epoch's request bodies once (serial: one per node; msearch: the NDJSON bytes; terms: one body)
-    and cycles through the epochs, one coverage per call.
+    """Builds every epoch's requests once, serialized to bytes (serial: one _search per node; msearch: the NDJSON of
+    one _msearch; terms: one _search), and the expected answer of every node; cycles through the epochs, one
+    coverage per call.
 
-    Operation parameters: variant, transport (required); epochs (default: all generated), nodes (default: all),
-    percents ([0, 50, 90, 100]), hdr-digits (3), request-timeout (seconds, 120)."""
+    Operation parameters: variant, transport (required); epochs (default: the race's), nodes (default: all),
+    percents, hdr-digits, request-timeout (seconds), assertions (Rally's, checked with --enable-assertions)."""
 
     def __init__(self, track, params, **kwargs):
-        context = params[CONTEXT_KEY]
+        context = RaceContext.of(params)
         self.variant, self.transport = params["variant"], params["transport"]
         queries.validate_variant(self.variant)
         queries.validate_transport(self.transport)
-        self.index = context["index"]
-        self.epochs = list(params.get("epochs") or context["epochs"])
-        self.nodes = list(params.get("nodes") or context["nodes"])
-        self.percents = list(params.get("percents", queries.DEFAULT_PERCENTS))
-        self.request_timeout = params.get("request-timeout", 120)
-        hdr_digits = params.get("hdr-digits", 3)
-        truth = load_truth(context)
+        self.index = context.index
+        self.epochs = list(params.get("epochs") or context.epochs)
+        self.nodes = list(params.get("nodes") or context.nodes)
+        percents = list(params.get("percents", queries.DEFAULT_PERCENTS))
+        hdr_digits = params.get("hdr-digits", queries.DEFAULT_HDR_DIGITS)
+        self._fixed = {"name": params.get("name"), "variant": self.variant, "transport": self.transport, "nodes": self.nodes,
+                       "request-timeout": params.get("request-timeout", 120)}
+        if "assertions" in params:
+            self._fixed["assertions"] = params["assertions"]
+        truth = context.truth()
         self._per_epoch = {}
         for epoch in self.epochs:
-            searches = [queries.node_search(self.variant, epoch, n, self.percents, hdr_digits) for n in self.nodes]
+            searches = [queries.node_search(self.variant, epoch, n, percents, hdr_digits) for n in self.nodes]
             self._per_epoch[epoch] = {
-                "expected": {n: truth[str(epoch)][n] for n in self.nodes},
-                "searches": searches if self.transport == "serial" else None,
-                "msearch-body": queries.msearch_body(self.index, searches) if self.transport == "msearch" else None,
-                "terms-body": (queries.terms_search(self.variant, epoch, len(self.nodes), self.percents, hdr_digits)
-                               if self.transport == "terms" else None),
+                "expected": {n: NodeExpectation(truth[str(epoch)][n], self.variant, percents, hdr_digits)
+                             for n in self.nodes},
+                "requests": self._requests(epoch, searches, percents, hdr_digits),
             }
         self._next = 0
         self.infinite = True
+
+    def _requests(self, epoch, searches, percents, hdr_digits):
+        """(path, URL parameters, body bytes, headers) of each HTTP request of one coverage."""
+        search_path = f"/{self.index}/_search"
+        if self.transport == "serial":
+            return [(search_path, NO_CACHE, queries.json_bytes(body), JSON) for body in searches]
+        if self.transport == "msearch":
+            return [("/_msearch", None, queries.msearch_body(self.index, searches), NDJSON)]
+        body = queries.terms_search(self.variant, epoch, len(self.nodes), percents, hdr_digits)
+        return [(search_path, NO_CACHE, queries.json_bytes(body), JSON)]
 
     def partition(self, partition_index, total_partitions):
         return self
@@ -62,59 +66,100 @@ class CoverageParamSource:
     def params(self):
         epoch = self.epochs[self._next % len(self.epochs)]
         self._next += 1
-        return {"variant": self.variant, "transport": self.transport, "index": self.index, "epoch": epoch,
-                "nodes": self.nodes, "percents": self.percents, "request-timeout": self.request_timeout,
-                **self._per_epoch[epoch]}
+        return {**self._fixed, "epoch": epoch, **self._per_epoch[epoch]}
 
 
 class Coverage:
     """One 30-node coverage of one epoch.
 
-    Measures: service_time is the wall time of the whole coverage (first request sent to last response read):
-    30 serial _search calls, one _msearch with 30 sub-searches, or one _search with a terms bucket per node.
-    Returns weight 1, unit "coverages"; meta: server-side `took` summed over the coverage's responses, the number
-    of HTTP requests, and the percentile error against the exact ground truth.
-    Every response is validated (errors, shard failures, timed_out, hit counts, sums, percentile bound); any
-    mismatch makes the sample fail with a description naming epoch, node and field."""
+    Measures: service_time is the wall time of the whole coverage, from the first request sent to the last byte of
+    the last response: 30 serial _search calls, one _msearch with 30 sub-searches, or one _search with a terms
+    bucket per node. Every transport sends bytes serialized before the timed window and keeps the raw responses;
+    decoding and validation happen after it, so no transport is charged for client work the others are not.
+
+    Returns weight 1, unit "coverages", and: hits (summed over the coverage), checks and failed-checks (validation),
+    took (server-side, summed), requests (HTTP requests), epoch, and the percentile error against the exact ground
+    truth. Rally assertions (--enable-assertions) can use any of these.
+
+    Errors, each a failed sample with a description naming variant, transport, epoch and, where known, the node:
+    - any mismatch against the ground truth, an _msearch sub-response error, a shard failure, timed_out;
+    - an HTTP error status (429, 5xx, ...): requests are sent without client retries (max_retries 0, no retry on
+      status or timeout), so a rejected request is never retried away inside the timed window;
+    - a request timeout (request-timeout seconds) is recorded by Rally as "network connection timed out".
+    A refused or reset connection is left to Rally: it records the failed sample and, unless --on-error is
+    continue-on-network, ends the race (a node that refuses connections is gone); it is never retried."""
 
     async def __call__(self, es, params):
-        transport, epoch, nodes = params["transport"], params["epoch"], params["nodes"]
-        client = es.options(request_timeout=params["request-timeout"])
+        client = es.options(request_timeout=params["request-timeout"], max_retries=0, retry_on_status=(),
+                            retry_on_timeout=False)
+        variant, transport, epoch, nodes = params["variant"], params["transport"], params["epoch"], params["nodes"]
+        requests = params["requests"]
+        bodies = []
+        es.return_raw_response()  # keep the bytes: decoding waits until the timed window is closed
+        for i, (path, query, body, headers) in enumerate(requests):
+            try:
+                response = await client.perform_request("POST", path, params=query, body=body, headers=dict(headers))
+            except elasticsearch.ApiError as e:
+                target = f"node {nodes[i]}" if transport == "serial" else f"{len(nodes)} nodes"
+                return _http_error(e, f"{variant}/{transport}: epoch {epoch} {target}, request {i + 1} of "
+                                      f"{len(requests)}")
+            bodies.append(response.body)
+        # the timed window is closed: decode and check
         errors, pct_errors = CoverageErrors(), PercentileErrors()
-        took = 0
-        if transport == "serial":
-            requests = len(nodes)
-            for node, body in zip(nodes, params["searches"]):
-                response = (await client.perform_request("POST", f"/{params['index']}/_search",
-                                                         params={"request_cache": "false"}, body=body)).body
-                took += response.get("took", 0)
-                check_node_response(response, node, epoch, params["expected"][node], params["variant"],
-                                    params["percents"], errors, pct_errors)
-        elif transport == "msearch":
-            requests = 1
-            response = (await client.perform_request("POST", "/_msearch", body=params["msearch-body"],
-                                                     headers={"content-type": "application/x-ndjson"})).body
-            responses = response.get("responses", [])
-            if len(responses) != len(nodes):
-                errors.add(f"epoch {epoch}: _msearch returned {len(responses)} responses for {len(nodes)} searches")
-            for node, sub in zip(nodes, responses):
-                took += sub.get("took", 0)
-                check_node_response(sub, node, epoch, params["expected"][node], params["variant"],
-                                    params["percents"], errors, pct_errors)
+        decoded = [json.load(body) for body in bodies]
+        expected = params["expected"]
+        if transport == "terms":
+            hits = check_terms_response(decoded[0], nodes, epoch, expected, errors, pct_errors)
+            took = decoded[0].get("took", 0)
         else:
-            requests = 1
-            response = (await client.perform_request("POST", f"/{params['index']}/_search",
-                                                     params={"request_cache": "false"}, body=params["terms-body"])).body
-            took = response.get("took", 0)
-            check_terms_response(response, nodes, epoch, params["expected"], params["variant"], params["percents"],
-                                 errors, pct_errors)
-        result = {"weight": 1, "unit": "coverages", "success": not errors, "took": took, "requests": requests,
-                  "epoch": epoch, **pct_errors.as_meta()}
+            responses = decoded if transport == "serial" else decoded[0].get("responses", [])
+            errors.check(len(responses) == len(nodes),
+                         lambda: f"epoch {epoch}: {len(responses)} responses for {len(nodes)} searches")
+            counts = [check_node_response(r, n, epoch, expected[n], errors, pct_errors) for n, r in zip(nodes, responses)]
+            hits = sum(c for c in counts if c is not None)
+            took = sum(r.get("took", 0) for r in responses)
+        result = {"weight": 1, "unit": "coverages", "success": not errors, "hits": hits or 0, "took": took,
+                  "requests": len(requests), "epoch": epoch, **errors.as_meta(), **pct_errors.as_meta()}
         if errors:
             result["error-type"] = "cluster-metrics-validation"
-            result["error-description"] = f"{params['variant']}/{transport}: {errors.description()}"
+            result["error-description"] = f"{variant}/{transport}: {errors.description()}"
             LOG.warning("coverage failed validation: %s", result["error-description"])
         return result
 
     def __repr__(self):
         return "coverage"
+
+
+def _http_error(error, where):
+    """An HTTP error status as a failed sample whose description names the status and Elasticsearch's reason."""
+    body = error.body
+    if hasattr(body, "read"):
+        body = body.read()
+    if isinstance(body, bytes):
+        try:
+            body = json.loads(body)
+        except ValueError:
+            body = body.decode("utf-8", "replace")[:200]
+    reason = body
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        reason = f"{body['error'].get('type')}: {body['error'].get('reason')}"
+    description = f"{where}: HTTP {error.status_code} ({reason}); not retried"
+    LOG.warning("coverage failed: %s", description)
+    return {"weight": 1, "unit": "coverages", "success": False, "error-type": "http",
+            "http-status": error.status_code, "error-description": description}
+
+
+def validate_coverage(params, clients, context):
+    """Load-time check of a coverage operation against the race context; raises ValueError naming the problem."""
+    queries.validate_variant(params.get("variant"))
+    queries.validate_transport(params.get("transport"))
+    for epoch in params.get("epochs") or context.epochs:
+        if epoch not in context.epochs:
+            raise ValueError(f"epoch {epoch} is not ingested by this race (epochs {list(context.epochs)}, track "
+                             "parameter epochs)")
+    unknown = [n for n in params.get("nodes") or () if n not in context.nodes]
+    if unknown:
+        raise ValueError(f"node(s) {', '.join(unknown)} are not in the generated corpus")
+    parameters.check_operation_value("percents", params.get("percents", list(queries.DEFAULT_PERCENTS)), "percents")
+    parameters.check_operation_value("hdr-digits", params.get("hdr-digits", queries.DEFAULT_HDR_DIGITS), "hdr_digits")
+    parameters.check_operation_value("request-timeout", params.get("request-timeout", 120), "request_timeout")

@@ -8,17 +8,15 @@ import os
 from esrally.driver import runner as rally_runner
 from esrally.track import params as rally_params
 
-from runners import records
-from runners.context import CONTEXT_KEY
+from runners import parameters, records
+from runners.context import RaceContext
 
 LOG = logging.getLogger(__name__)
-INGEST_RECORD = "ingest.json"
-TOOK_DIR = "bulk-took"
 STATS_METRICS = "indexing,refresh,merge,flush"
 
 
 def _took_file(epoch):
-    return os.path.join(TOOK_DIR, f"epoch-{epoch}-{os.getpid()}.txt")
+    return os.path.join(records.TOOK_DIR, f"epoch-{epoch}-{os.getpid()}.txt")
 
 
 class EpochBulkParamSource:
@@ -27,7 +25,7 @@ class EpochBulkParamSource:
 
     def __init__(self, track, params, **kwargs):
         self._inner = rally_params.BulkIndexParamSource(track, params, **kwargs)
-        self._extra = {"epoch": params["epoch"], "record-dir": params.get(CONTEXT_KEY, {}).get("record-dir")}
+        self._extra = {"epoch": params["epoch"], "record-dir": RaceContext.of(params).record_dir}
 
     def partition(self, partition_index, total_partitions):
         part = copy.copy(self)
@@ -62,7 +60,8 @@ class BulkWithTook:
         return "cluster-metrics-bulk"
 
 
-def _stats_snapshot(stats):
+def stats_snapshot(stats):
+    """The cumulative /_stats counters an epoch's cost is the difference of."""
     total = stats["_all"]["total"]
     return {
         "index_ms": total["indexing"]["index_time_in_millis"],
@@ -74,47 +73,63 @@ def _stats_snapshot(stats):
     }
 
 
+def epoch_cost(epoch, previous, snapshot, tooks):
+    """One epoch's row: the /_stats deltas between two snapshots and the sum and count of its bulk `took`s."""
+    return {
+        "epoch": epoch,
+        "docs": snapshot["index_docs"] - previous["index_docs"],
+        "bulk_requests": len(tooks),
+        "bulk_took_ms": sum(tooks),
+        "index_ms": snapshot["index_ms"] - previous["index_ms"],
+        "refresh_ms": snapshot["refresh_ms"] - previous["refresh_ms"],
+        "merge_ms": snapshot["merge_ms"] - previous["merge_ms"],
+        "flush_ms": snapshot["flush_ms"] - previous["flush_ms"],
+        "merged_mb": (snapshot["merged_bytes"] - previous["merged_bytes"]) / 2**20,
+    }
+
+
+async def _snapshot(es, context):
+    return stats_snapshot((await es.perform_request("GET", f"/{context.index}/_stats/{STATS_METRICS}")).body)
+
+
+class IngestCostStart:
+    """Takes the starting /_stats snapshot of an ingest (after the index is created, before the first bulk) and
+    starts the race's ingest record. Returns 1 op."""
+
+    async def __call__(self, es, params):
+        context = RaceContext.of(params)
+        records.write(context.record_dir, records.INGEST,
+                      {"epochs": [], "snapshot": await _snapshot(es, context), "challenge": params.get("challenge")})
+        return {"weight": 1, "unit": "ops", "success": True}
+
+    def __repr__(self):
+        return "ingest-cost-start"
+
+
 class IngestEpochCost:
-    """Measures one epoch's ingest cost: /_stats deltas (indexing, refresh, merge, flush time, merged MB) since the
-    previous snapshot, and the sum and count of the epoch's bulk `took`. epoch 0 only takes the starting snapshot.
+    """Measures one epoch's ingest cost (after its bulk and refresh): /_stats deltas (indexing, refresh, merge,
+    flush time, merged MB) since the previous snapshot, and the sum and count of the epoch's bulk `took`.
 
     Writes the epoch's row to <race>/cluster-metrics/ingest.json; returns 1 op and the row as sample meta.
     The epoch's wall time is not here: Rally's task transitions would inflate it. It is the duration of the task
     bulk-epoch-N in race.json."""
 
     async def __call__(self, es, params):
-        context = params[CONTEXT_KEY]
-        record_dir, epoch = context["record-dir"], params["epoch"]
-        response = await es.perform_request("GET", f"/{context['index']}/_stats/{STATS_METRICS}")
-        snapshot = _stats_snapshot(response.body)
-        record = records.read(record_dir, INGEST_RECORD, {"epochs": []})
-        if epoch == 0:
-            record = {"epochs": [], "snapshot": snapshot, "challenge": params.get("challenge")}
-            records.write(record_dir, INGEST_RECORD, record)
-            return {"weight": 1, "unit": "ops", "success": True}
-        previous = record.get("snapshot")
-        if previous is None:
+        context, epoch = RaceContext.of(params), params["epoch"]
+        snapshot = await _snapshot(es, context)
+        record = records.read(context.record_dir, records.INGEST, {})
+        if "snapshot" not in record:
             return {"weight": 1, "unit": "ops", "success": False, "error-type": "cluster-metrics",
                     "error-description": f"epoch {epoch}: no starting /_stats snapshot (the schedule must run "
-                                         "ingest-stats-start before the first bulk)"}
+                                         "ingest-cost-start before the first bulk)"}
         tooks = []
-        for path in glob.glob(os.path.join(record_dir, TOOK_DIR, f"epoch-{epoch}-*.txt")):
+        for path in glob.glob(os.path.join(context.record_dir, records.TOOK_DIR, f"epoch-{epoch}-*.txt")):
             with open(path) as f:
                 tooks += [int(line) for line in f if line.strip()]
-        row = {
-            "epoch": epoch,
-            "docs": snapshot["index_docs"] - previous["index_docs"],
-            "bulk_requests": len(tooks),
-            "bulk_took_ms": sum(tooks),
-            "index_ms": snapshot["index_ms"] - previous["index_ms"],
-            "refresh_ms": snapshot["refresh_ms"] - previous["refresh_ms"],
-            "merge_ms": snapshot["merge_ms"] - previous["merge_ms"],
-            "flush_ms": snapshot["flush_ms"] - previous["flush_ms"],
-            "merged_mb": (snapshot["merged_bytes"] - previous["merged_bytes"]) / 2**20,
-        }
+        row = epoch_cost(epoch, record["snapshot"], snapshot, tooks)
         record["epochs"] = [r for r in record["epochs"] if r["epoch"] != epoch] + [row]
         record["snapshot"] = snapshot
-        records.write(record_dir, INGEST_RECORD, record)
+        records.write(context.record_dir, records.INGEST, record)
         LOG.info("cluster-metrics ingest epoch %s: %s", epoch, row)
         return {"weight": 1, "unit": "ops", "success": True, **row}
 
@@ -122,20 +137,8 @@ class IngestEpochCost:
         return "ingest-epoch-cost"
 
 
-class VerifyDocCount:
-    """Nothing lost: after ingest, _count of the index must equal the document count of the ingested corpus.
-    Returns 1 op; a difference is a failed sample naming both numbers."""
-
-    async def __call__(self, es, params):
-        context = params[CONTEXT_KEY]
-        index, expected = context["index"], context["expected-docs"]
-        response = await es.perform_request("GET", f"/{index}/_count")
-        actual = response.body["count"]
-        if actual != expected:
-            return {"weight": 1, "unit": "ops", "success": False, "error-type": "cluster-metrics",
-                    "error-description": f"index {index} holds {actual} documents, the ingested corpus has {expected}",
-                    "actual": actual, "expected": expected}
-        return {"weight": 1, "unit": "ops", "success": True, "actual": actual, "expected": expected}
-
-    def __repr__(self):
-        return "verify-doc-count"
+def validate_bulk(params, clients, context):
+    """Load-time check of an epoch bulk: a positive bulk size (track parameters bulk_size, tuned_bulk_size)."""
+    parameters.check_operation_value("bulk-size", params.get("bulk-size"), params.get("bulk-size-parameter", "bulk_size"))
+    if str(params.get("epoch")) not in context.epoch_docs:
+        raise ValueError(f"epoch {params.get('epoch')} is not among this race's corpora")

@@ -2,13 +2,11 @@
 
 import logging
 
-from runners import queries, records
-from runners.context import CONTEXT_KEY
-from runners.coverage import load_truth
-from runners.validation import CoverageErrors, PercentileErrors, check_node_response
+from runners import parameters, queries, records
+from runners.context import RaceContext
+from runners.validation import CoverageErrors, NodeExpectation, PercentileErrors, check_node_response
 
 LOG = logging.getLogger(__name__)
-PROFILE_RECORD = "profile.json"
 
 
 def breakdown(profile):
@@ -35,21 +33,20 @@ class ProfileBreakdown:
     and validates the answer against the ground truth like a coverage."""
 
     async def __call__(self, es, params):
-        context = params[CONTEXT_KEY]
+        context = RaceContext.of(params)
         variant, epoch, node = params.get("variant", "D_td"), params["epoch"], params["node"]
         percents = params.get("percents", queries.DEFAULT_PERCENTS)
-        body = queries.node_search(variant, epoch, node, percents, params.get("hdr-digits", 3))
+        hdr_digits = params.get("hdr-digits", queries.DEFAULT_HDR_DIGITS)
+        body = queries.node_search(variant, epoch, node, percents, hdr_digits)
         body["profile"] = True
-        response = (await es.perform_request("POST", f"/{context['index']}/_search",
+        response = (await es.perform_request("POST", f"/{context.index}/_search",
                                              params={"request_cache": "false"}, body=body)).body
         errors, pct_errors = CoverageErrors(), PercentileErrors()
-        expected = load_truth(context).get(str(epoch), {}).get(node)
-        if expected is None:
-            errors.add(f"epoch {epoch} node {node}: not in the generated corpus")
-        else:
-            check_node_response(response, node, epoch, expected, variant, percents, errors, pct_errors)
+        # node and epoch were checked against the corpus when the track loaded
+        expected = NodeExpectation(context.truth()[str(epoch)][node], variant, percents, hdr_digits)
+        check_node_response(response, node, epoch, expected, errors, pct_errors)
         shares = breakdown(response.get("profile", {}))
-        records.write(context["record-dir"], PROFILE_RECORD,
+        records.write(context.record_dir, records.PROFILE,
                       {"variant": variant, "epoch": epoch, "node": node, "took_ms": response.get("took"), "parts": shares})
         result = {"weight": 1, "unit": "ops", "success": not errors, "took": response.get("took"),
                   **{f"share {name}": part["share"] for name, part in shares.items()}}
@@ -60,3 +57,17 @@ class ProfileBreakdown:
 
     def __repr__(self):
         return "profile-breakdown"
+
+
+def validate_profile(params, clients, context):
+    """Load-time check: a known variant, and a node and epoch the race's corpus has (track parameters profile_node,
+    profile_epoch)."""
+    queries.validate_variant(params.get("variant", "D_td"))
+    if params.get("node") not in context.nodes:
+        raise ValueError(f"node {params.get('node')!r} is not in the generated corpus ({context.nodes[0]}.."
+                         f"{context.nodes[-1]}; track parameter profile_node)")
+    if params.get("epoch") not in context.epochs:
+        raise ValueError(f"epoch {params.get('epoch')!r} is not ingested by this race (epochs {list(context.epochs)}; "
+                         "track parameter profile_epoch)")
+    parameters.check_operation_value("percents", params.get("percents", list(queries.DEFAULT_PERCENTS)), "percents")
+    parameters.check_operation_value("hdr-digits", params.get("hdr-digits", queries.DEFAULT_HDR_DIGITS), "hdr_digits")

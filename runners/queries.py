@@ -17,6 +17,7 @@ VARIANTS = {
 }
 TRANSPORTS = ("serial", "msearch", "terms")
 DEFAULT_PERCENTS = (0, 50, 90, 100)
+DEFAULT_HDR_DIGITS = 3  # Elasticsearch's default number_of_significant_value_digits
 TERMS_AGG = "per_node"
 
 
@@ -34,11 +35,21 @@ def has_sums(variant):
     return "sum" in VARIANTS[variant]
 
 
+def percentile_algorithm(variant):
+    """"tdigest", "hdr", or None for a variant without percentiles."""
+    return next((piece for piece in VARIANTS[variant] if piece in ("tdigest", "hdr")), None)
+
+
 def has_percentiles(variant):
-    return any(piece in ("tdigest", "hdr") for piece in VARIANTS[variant])
+    return percentile_algorithm(variant) is not None
 
 
-def metric_aggs(variant, percents=DEFAULT_PERCENTS, hdr_digits=3):
+def json_bytes(body):
+    """A request body serialized once, ahead of the timed window."""
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def metric_aggs(variant, percents=DEFAULT_PERCENTS, hdr_digits=DEFAULT_HDR_DIGITS):
     """The variant's aggregations: <field>_sum and/or <field>_pct for cpu, mem and net."""
     validate_variant(variant)
     aggs = {}
@@ -63,12 +74,12 @@ def _search(filters, aggs):
     return body
 
 
-def node_search(variant, epoch, node, percents=DEFAULT_PERCENTS, hdr_digits=3):
+def node_search(variant, epoch, node, percents=DEFAULT_PERCENTS, hdr_digits=DEFAULT_HDR_DIGITS):
     """One node's search for one epoch, as the seed sends it."""
     return _search([{"term": {"node": node}}, {"term": {"epoch": epoch}}], metric_aggs(variant, percents, hdr_digits))
 
 
-def terms_search(variant, epoch, node_count, percents=DEFAULT_PERCENTS, hdr_digits=3):
+def terms_search(variant, epoch, node_count, percents=DEFAULT_PERCENTS, hdr_digits=DEFAULT_HDR_DIGITS):
     """The whole coverage in one search: the epoch filter, a terms bucket per node holding the variant's aggs."""
     per_node = {"terms": {"field": "node", "size": node_count}}
     aggs = metric_aggs(variant, percents, hdr_digits)

@@ -7,6 +7,16 @@ sample meta-data. Runners therefore write their measurements here as small JSON 
 import json
 import os
 
+TRACK_NAME = "cluster-metrics"  # the track's folder; from a track repository Rally names it by path, tracks/<name>
+RECORD_DIR = "cluster-metrics"  # inside Rally's race folder, beside race.json
+INGEST = "ingest.json"      # per-epoch ingest cost
+PROFILE = "profile.json"    # profile-breakdown shares
+TOOK_DIR = "bulk-took"      # each bulk response's took, one file per epoch and client process
+
+
+def is_our_track(track_name):
+    return track_name == TRACK_NAME or str(track_name).endswith("/" + TRACK_NAME)
+
 
 def read(record_dir, name, default=None):
     path = os.path.join(record_dir, name)

@@ -106,3 +106,10 @@ def run_race(home, challenge, *extra, track=None, port=TEST_PORT, test_mode=True
     new = sorted(after - before, key=lambda p: p.stat().st_mtime)
     race = json.loads(new[-1].read_text()) if new else None
     return Race(result.returncode, output, race)
+
+
+def pytest_collection_modifyitems(items):
+    """A test that uses the node or a Rally home is an integration test, whether or not its module says so."""
+    for item in items:
+        if {"es_node", "rally_home"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.integration)

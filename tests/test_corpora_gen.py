@@ -90,11 +90,11 @@ def test_rerun_is_a_noop_and_damage_is_detected_and_repaired(tmp_path):
     victim.write_bytes(original[: len(original) // 2])
     check = run(*SMALL, "--out", str(tmp_path), "--check")
     assert check.returncode == 1
-    assert "truncated or edited" in check.stderr and "make corpus" in check.stderr
+    assert "truncated or edited" in check.stderr and "corpora-gen/generate --out" in check.stderr
     edited = bytearray(original)
     edited[10] = ord("9") if edited[10] != ord("9") else ord("8")
     victim.write_bytes(bytes(edited))
-    assert "content differs" in run(*SMALL, "--out", str(tmp_path), "--check").stderr
+    assert "sha256 differs from the manifest (edited)" in run(*SMALL, "--out", str(tmp_path), "--check").stderr
     repaired = run(*SMALL, "--out", str(tmp_path))
     assert "regenerating" in repaired.stderr and victim.read_bytes() == original
 
@@ -127,3 +127,45 @@ def test_parallel_generation_gives_the_same_bytes(tmp_path):
     assert run(*SMALL, "--jobs", "1", "--out", str(tmp_path / "one")).returncode == 0
     assert run(*SMALL, "--jobs", "2", "--out", str(tmp_path / "two")).returncode == 0
     assert tree_bytes(tmp_path / "one") == tree_bytes(tmp_path / "two")
+
+
+# sha256 of the SMALL corpus as this generator and numpy 2.1.3 (requirements.txt) write it: a change in the bytes,
+# from the generator or from numpy's random streams, is noticed here instead of in a benchmark's numbers
+PINNED = {
+    "cluster-metrics-epoch-1.json": "f091daa11116e0946f0700d9b33c2e5901b578937dbb54fd516e1e03cac40739",
+    "cluster-metrics-epoch-1-1k.json": "203ff28214167010596638df161655a3017da9081ad7301ad92974cbded2d55b",
+    "cluster-metrics-epoch-2.json": "f9346516b2169df07e3565e29ca0628b02f0a5cedefbdc8c1b053b8efb7b7e61",
+    "cluster-metrics-epoch-2-1k.json": "209f9794d635f325c2acbd36cb4b0795613efe8b5bae0c84e022e430b350854e",
+    "ground-truth.json": "8ddbf4bfe7527eee92533d507fe294ec591e740a3ecf338f49f9089c6beb8c92",
+}
+
+
+def test_small_corpus_bytes_are_pinned(tmp_path):
+    assert run(*SMALL, "--out", str(tmp_path)).returncode == 0
+    manifest = json.loads((tmp_path / "cluster-metrics" / "manifest.json").read_text())
+    written = {f["file"]: f["sha256"] for f in manifest["files"]}
+    written["ground-truth.json"] = manifest["ground_truth"]["sha256"]
+    assert written == PINNED
+    assert manifest["made_with"] == {"numpy": np.__version__} and manifest["generator"]["version"] == 2
+
+
+def test_rank_grid_holds_the_exact_order_statistics(tmp_path):
+    run(*SMALL, "--out", str(tmp_path))
+    truth = json.loads((tmp_path / "cluster-metrics" / "ground-truth.json").read_text())["epochs"]["full"]["2"]
+    rows = _read_rows(tmp_path / "cluster-metrics-epoch-2" / "cluster-metrics-epoch-2.json")
+    for node in ("N001", "N007"):
+        for field in ("cpu", "mem", "net"):
+            cents = sorted(round(r[field] * 100) for r in rows if r["node"] == node)
+            grid = truth[node]["ranks"][field]
+            ranks = list(range(0, len(cents) - 1, grid["step"])) + [len(cents) - 1]
+            assert grid["cents"] == [cents[i] for i in ranks]
+
+
+def test_another_numpy_version_is_reported(tmp_path):
+    assert run(*SMALL, "--out", str(tmp_path)).returncode == 0
+    path = tmp_path / "cluster-metrics" / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["made_with"]["numpy"] = "1.26.0"
+    path.write_text(json.dumps(manifest))
+    result = run(*SMALL, "--out", str(tmp_path), "--check")
+    assert "made with numpy 1.26.0" in result.stderr and result.returncode == 0

@@ -1,10 +1,16 @@
 """The local node launcher against a real Elasticsearch 8.17.2."""
 import os
+import re
+import shutil
 import socket
 import subprocess
 import sys
 
-from conftest import LAUNCHER, http, launcher
+import pytest
+
+from conftest import LAUNCHER, REPO, http, launcher
+
+pytestmark = pytest.mark.integration
 
 
 def test_index_and_search_round_trip(es_node):
@@ -43,6 +49,35 @@ def test_stop_leaves_no_process(es_node):
     assert stopped.returncode == 0 and "stopped node-1" in stopped.stdout
     assert _our_java_processes(port) == []
     assert launcher("status", port=port).returncode == 3
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the private-checkout case is root's: the node runs as nobody")
+def test_launcher_in_a_private_folder_as_root(tmp_path):
+    """A checkout in a 0700 folder (mktemp -d, /root): the node user cannot read it, so the launcher keeps the node's
+    state where it can, by itself, and start, status and stop agree on where that is."""
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    shutil.copytree(REPO / "local-es", private / "local-es", ignore=shutil.ignore_patterns(".state", "__pycache__"))
+    script, port = str(private / "local-es" / "esnode.py"), 9264
+    env = {k: v for k, v in os.environ.items() if k != "ES_LOCAL_STATE"}
+
+    def run(*args):
+        return subprocess.run([sys.executable, script, *args, "--http-port", str(port)], capture_output=True, text=True,
+                              env=env, timeout=600)
+
+    started = run("start", "--heap", "512m")
+    state = re.search(r"node state in (\S+):", started.stdout)
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        assert state and not state.group(1).startswith(str(private))
+        assert http("GET", "/_cluster/health", port=port)[1]["status"] == "green"
+        assert run("status").returncode == 0
+    finally:
+        stopped = run("stop")
+        if state:
+            shutil.rmtree(state.group(1), ignore_errors=True)
+    assert stopped.returncode == 0 and "stopped node-1" in stopped.stdout
+    assert _our_java_processes(port) == []
 
 
 def test_foreign_listener_on_port_is_named():

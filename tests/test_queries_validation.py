@@ -9,7 +9,8 @@ import pytest
 
 import cmgen
 from runners import queries
-from runners.validation import CoverageErrors, PercentileErrors, check_node_response, check_terms_response
+from runners.validation import (CoverageErrors, NodeExpectation, PercentileErrors, check_node_response,
+                                check_terms_response)
 
 FIXTURES = json.loads((Path(__file__).parent / "fixtures" / "responses.json").read_text())
 RESPONSES = FIXTURES["responses"]
@@ -17,17 +18,23 @@ RESPONSES = FIXTURES["responses"]
 
 def truth_of(node):
     docs = [d for d in FIXTURES["docs"] if d["node"] == node]
-    entry = {"count": len(docs), "sum": {}, "percentiles": {}, "brackets": {}}
+    entry = {"count": len(docs), "sum": {}, "percentiles": {}, "ranks": {}}
     for field in queries.FIELDS:
-        values = np.sort(np.array([d[field] for d in docs], dtype=np.float32).astype(np.float64))
+        cents = np.sort(np.rint(np.array([d[field] for d in docs]) * 100).astype(np.int64))
+        values = cmgen.as_float32(cents).astype(np.float64)
         entry["sum"][field] = float(values.sum())
-        entry["percentiles"][field], entry["brackets"][field] = cmgen.exact_percentiles(values)
+        entry["percentiles"][field] = cmgen.exact_percentiles(values)
+        entry["ranks"][field] = cmgen.rank_grid(cents)
     return entry
+
+
+def expect(node, variant, percents=(0, 50, 90, 100)):
+    return NodeExpectation(truth_of(node), variant, list(percents))
 
 
 def check(response, variant, node="N001"):
     errors, pct = CoverageErrors(), PercentileErrors()
-    check_node_response(response, node, 1, truth_of(node), variant, [0, 50, 90, 100], errors, pct)
+    check_node_response(response, node, 1, expect(node, variant), errors, pct)
     return errors, pct
 
 
@@ -75,8 +82,7 @@ def test_real_responses_pass(variant):
 def test_real_terms_responses_pass(variant):
     errors, pct = CoverageErrors(), PercentileErrors()
     nodes = ["N001", "N002", "N003"]
-    check_terms_response(RESPONSES[f"terms-{variant}"], nodes, 1, {n: truth_of(n) for n in nodes}, variant,
-                         [0, 50, 90, 100], errors, pct)
+    check_terms_response(RESPONSES[f"terms-{variant}"], nodes, 1, {n: expect(n, variant) for n in nodes}, errors, pct)
     assert not errors, errors.description()
 
 
@@ -131,5 +137,5 @@ def test_missing_terms_bucket_fails():
     response["aggregations"]["per_node"]["buckets"].pop()
     errors = CoverageErrors()
     nodes = ["N001", "N002", "N003"]
-    check_terms_response(response, nodes, 1, {n: truth_of(n) for n in nodes}, "D_td", [50], errors, PercentileErrors())
-    assert "no bucket for node(s)" in errors.description()
+    check_terms_response(response, nodes, 1, {n: expect(n, "D_td", [50]) for n in nodes}, errors, PercentileErrors())
+    assert "buckets differ from the nodes (missing N00" in errors.description()

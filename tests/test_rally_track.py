@@ -8,10 +8,14 @@ import subprocess
 
 import pytest
 from esrally.client.factory import EsClientFactory
+from esrally.track import loader
 
+from answer_proxy import AnswerProxy
 from conftest import REPO, TEST_PORT, data_root, generate, http, run_race
+from runners import corpus
+from runners.operations import OPERATIONS
 
-pytestmark = pytest.mark.usefixtures("es_node")
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("es_node")]
 
 
 def assert_clean(race, expected_tasks=()):
@@ -27,48 +31,66 @@ def doc_count():
     return body["count"] if status == 200 else None
 
 
-def test_ingest_baseline(rally_home, small_corpus):
-    race = run_race(rally_home, "ingest-baseline")
-    # refresh, like Rally's other admin operations, is not reported in race.json
-    assert_clean(race, ["bulk-epoch-1", "bulk-epoch-5", "ingest-cost-epoch-5", "verify-doc-count"])
-    assert doc_count() == 5000  # 5 epochs x the 1000-doc test-mode files
-    record = race_dir(rally_home, race) / "cluster-metrics" / "ingest.json"
-    epochs = json.loads(record.read_text())["epochs"]
-    assert [e["epoch"] for e in epochs] == [1, 2, 3, 4, 5]
-    assert all(e["docs"] == 1000 and e["bulk_requests"] == 1 and e["index_ms"] >= 0 for e in epochs)
+def ensure_test_mode_ingest(rally_home):
+    """The query challenges need the test-mode corpus ingested (by this suite's own corpus and track)."""
+    if doc_count() != 5000 or not corpus_fingerprint_matches(rally_home):
+        assert_clean(run_race(rally_home, "ingest-baseline"))
+
+
+def corpus_fingerprint_matches(rally_home):
+    status, body = http("GET", "/cluster-metrics/_mapping")
+    if status != 200:
+        return False
+    manifest = corpus.load_manifest(data_root(rally_home))
+    found = body["cluster-metrics"]["mappings"].get("_meta", {}).get(corpus.FINGERPRINT_KEY)
+    return found == corpus.fingerprint(manifest, "test_mode")
 
 
 def race_dir(home, race):
     return home / ".rally" / "benchmarks" / "races" / race.race["race-id"]
 
 
-def test_ingest_tuned(rally_home, small_corpus):
+def rendered_challenges():
+    """The track's challenges as Rally renders them: a new challenge is tested without editing a list."""
+    track = json.loads(loader.render_template_from_file(str(REPO / "tracks" / "cluster-metrics" / "track.json"), {}))
+    return {c["name"]: c for c in track["challenges"]}
+
+
+CHALLENGES = rendered_challenges()
+
+
+@pytest.mark.parametrize("challenge", sorted(CHALLENGES))
+def test_every_challenge_in_test_mode(rally_home, small_corpus, challenge):
+    tasks = CHALLENGES[challenge]["schedule"]
+    if not any(t["operation"]["operation-type"] == "cluster-metrics-bulk" for t in tasks):
+        ensure_test_mode_ingest(rally_home)
+    race = run_race(rally_home, challenge)
+    # every task of ours is reported (Rally leaves its own admin operations such as refresh out of race.json)
+    assert_clean(race, [t["operation"]["name"] for t in tasks if t["operation"]["operation-type"] in OPERATIONS])
+    if any(t["operation"]["operation-type"] == "cluster-metrics-bulk" for t in tasks):
+        assert doc_count() == 5000  # nothing lost: 5 epochs x the 1000-doc test-mode files
+        if challenge == "ingest-baseline":
+            epochs = json.loads((race_dir(rally_home, race) / "cluster-metrics" / "ingest.json").read_text())["epochs"]
+            assert [e["epoch"] for e in epochs] == [1, 2, 3, 4, 5]
+            assert all(e["docs"] == 1000 and e["bulk_requests"] == 1 and e["index_ms"] >= 0 for e in epochs)
+        if challenge == "ingest-tuned":
+            index = http("GET", "/cluster-metrics/_settings?include_defaults=false")[1]["cluster-metrics"]["settings"]["index"]
+            assert "refresh_interval" not in index and index.get("translog", {}).get("durability", "request") == "request"
+
+
+def test_ingest_tuned_with_other_clients(rally_home, small_corpus):
     race = run_race(rally_home, "ingest-tuned", "--track-params=tuned_bulk_size:250,tuned_clients:2")
     assert_clean(race, ["bulk-epoch-3", "restore-index-settings", "verify-doc-count"])
-    status, settings = http("GET", "/cluster-metrics/_settings?include_defaults=false")
-    index = settings["cluster-metrics"]["settings"]["index"]
-    assert "refresh_interval" not in index and index.get("translog", {}).get("durability", "request") == "request"
     assert doc_count() == 5000
 
 
-@pytest.mark.parametrize("challenge,tasks", [
-    ("query-decomposition", [f"coverage-{v}-{t}" for v in ("A", "B", "C_td", "C_hdr", "D_td", "D_hdr")
-                             for t in ("serial", "msearch", "terms")]),
-    ("production-comparison", ["coverage-D_td-serial", "coverage-D_td-msearch", "coverage-D_hdr-msearch",
-                               "coverage-D_hdr-terms"]),
-    ("profile-breakdown", ["profile-D_td"]),
-])
-def test_query_challenges(rally_home, small_corpus, challenge, tasks):
-    if doc_count() != 5000:
-        assert_clean(run_race(rally_home, "ingest-baseline"))
-    race = run_race(rally_home, challenge)
-    assert_clean(race, tasks)
-    assert len(race.error_rates()) == len(tasks)
-
-
-def test_full_challenge(rally_home, small_corpus):
-    race = run_race(rally_home, "full")
-    assert_clean(race, ["bulk-epoch-1", "verify-doc-count", "coverage-D_hdr-terms"])
+def test_epochs_bound_what_is_ingested_and_queried(rally_home, small_corpus):
+    """epochs:3 on a 5-epoch corpus: 3 epochs ingested, and only those queried (a coverage of epoch 4 or 5 would
+    find no documents and fail its count check)."""
+    race = run_race(rally_home, "full", "--track-params=epochs:3,variants:'D_hdr'")
+    assert_clean(race, ["bulk-epoch-3", "verify-corpus", "coverage-D_hdr-serial", "coverage-D_hdr-terms"])
+    assert "bulk-epoch-4" not in race.error_rates()
+    assert doc_count() == 3000
 
 
 def test_track_loads_from_a_git_track_repository(rally_home, small_corpus):
@@ -110,13 +132,14 @@ def test_non_positive_bulk_size_is_named(rally_home, small_corpus):
     before = doc_count()
     race = run_race(rally_home, "ingest-baseline", "--track-params=bulk_size:0")
     assert race.returncode != 0
-    assert "bulk-size must be a positive integer, got 0" in race.output and "bulk_size" in race.output
+    assert "track parameter bulk_size must be an integer of at least 1, got 0" in race.output
     assert doc_count() == before
 
 
 def test_unknown_variant_is_named(rally_home, small_corpus):
     race = run_race(rally_home, "query-decomposition", "--track-params=variants:E_td")
-    assert race.returncode != 0 and "unknown coverage variant 'E_td'" in race.output
+    assert race.returncode != 0
+    assert "track parameter variants must be a non-empty list (or comma-separated string) of A, B" in race.output
 
 
 def test_missing_corpus_names_make_corpus(tmp_path, es_node):
@@ -142,6 +165,61 @@ def test_unreachable_cluster_is_reported(rally_home, small_corpus):
     assert race.returncode != 0 and ("9299" in race.output or "connect" in race.output.lower())
 
 
+# ---------------------------------------------------------------- wrong type, wrong corpus: named before any timed request
+
+def test_wrong_type_of_track_parameter_is_named(rally_home, small_corpus):
+    before = doc_count()
+    race = run_race(rally_home, "full", "--track-params=iterations:x")
+    assert race.returncode != 0
+    assert "track parameter iterations must be an integer of at least 1, got 'x'" in race.output
+    assert "JSONDecodeError" not in race.output and doc_count() == before
+
+
+def test_edited_corpus_of_the_same_size_is_caught(tmp_path, es_node):
+    home = tmp_path / "home"
+    generate(home)
+    victim = data_root(home) / "cluster-metrics-epoch-2" / "cluster-metrics-epoch-2-1k.json"
+    data = bytearray(victim.read_bytes())
+    data[data.index(b'"mem":') + 6] ^= 1
+    victim.write_bytes(bytes(data))
+    before = doc_count()
+    race = run_race(home, "ingest-baseline")
+    assert race.returncode != 0 and "sha256 differs from the manifest" in race.output and "make corpus" in race.output
+    assert doc_count() == before
+
+
+def test_index_holding_another_corpus_stops_before_any_timed_query(rally_home, small_corpus):
+    """Ingested from one corpus, ground truth of another of the same scale (other seed): the race must stop at the
+    untimed corpus check, naming the fix, not run and fail timed coverages."""
+    ensure_test_mode_ingest(rally_home)
+    generate(rally_home, "--seed", "4242")
+    try:
+        race = run_race(rally_home, "query-decomposition")
+        assert race.returncode != 0
+        assert "holds another corpus" in race.output and "seed 42 there, 4242 here" in race.output
+        assert "ingest-baseline" in race.output
+        assert race.race is None or not any(t.startswith("coverage-") for t in race.error_rates())
+    finally:
+        generate(rally_home)
+
+
+def test_missing_index_stops_before_any_timed_query(rally_home, small_corpus):
+    http("DELETE", "/cluster-metrics")
+    race = run_race(rally_home, "production-comparison")
+    assert race.returncode != 0 and "index cluster-metrics does not exist" in race.output
+
+
+def test_closed_index_stops_before_any_timed_query(rally_home, small_corpus):
+    ensure_test_mode_ingest(rally_home)
+    http("POST", "/cluster-metrics/_close")
+    try:
+        race = run_race(rally_home, "production-comparison")
+        assert race.returncode != 0 and "index cluster-metrics cannot be searched (HTTP 400" in race.output
+    finally:
+        http("POST", "/cluster-metrics/_open")
+        http("GET", "/_cluster/health/cluster-metrics?wait_for_status=green&timeout=60s")
+
+
 # ---------------------------------------------------------------- injected faults: failed samples, never successes
 
 def _faulty(race, task):
@@ -149,35 +227,47 @@ def _faulty(race, task):
     assert race.error_rates()[task] > 0, race.error_rates()
 
 
-def test_missing_index_fails_samples(rally_home, small_corpus):
-    http("DELETE", "/cluster-metrics")
-    race = run_race(rally_home, "production-comparison")
-    for task in ("coverage-D_td-serial", "coverage-D_td-msearch", "coverage-D_hdr-terms"):
+def rally_log(home):
+    return (home / ".rally" / "logs" / "rally.log").read_text()
+
+
+def test_429_is_a_failed_sample_never_retried_away(rally_home, small_corpus):
+    """Every other search answered 429 by a loopback proxy: with client retries the coverage would succeed."""
+    ensure_test_mode_ingest(rally_home)
+    proxy = AnswerProxy(TEST_PORT, mode="pass")
+    try:
+        proxy.mode = "429-every-other"  # Rally's own start-up requests go through unchanged
+        race = run_race(rally_home, "production-comparison", port=proxy.port)
+    finally:
+        proxy.close()
+    assert proxy.rejected > 0
+    for task in ("coverage-D_td-serial", "coverage-D_td-msearch", "coverage-D_hdr-msearch", "coverage-D_hdr-terms"):
         _faulty(race, task)
+    assert "HTTP 429 (es_rejected_execution_exception: rejected by the test proxy); not retried" in rally_log(rally_home)
 
 
-def test_closed_index_fails_samples(rally_home, small_corpus):
-    assert_clean(run_race(rally_home, "ingest-baseline"))
-    http("POST", "/cluster-metrics/_close")
+def test_wrong_answers_from_the_cluster_are_failed_samples(rally_home, small_corpus):
+    """A proxy doubles every net p50 of Elasticsearch's real answers: every cell with percentiles must fail."""
+    ensure_test_mode_ingest(rally_home)
+    proxy = AnswerProxy(TEST_PORT, mode="double-net-p50")
     try:
-        race = run_race(rally_home, "production-comparison")
-        for task in ("coverage-D_td-serial", "coverage-D_hdr-msearch", "coverage-D_hdr-terms"):
-            _faulty(race, task)
+        race = run_race(rally_home, "query-decomposition", "--track-params=variants:'C_td',warmup_iterations:0",
+                        port=proxy.port)
     finally:
-        http("POST", "/cluster-metrics/_open")
+        proxy.close()
+    for task in ("coverage-C_td-serial", "coverage-C_td-msearch", "coverage-C_td-terms"):
+        _faulty(race, task)
+    assert "net p50" in rally_log(rally_home)
 
 
-def test_corpus_cluster_mismatch_fails_samples(rally_home, small_corpus):
-    """Index ingested from one corpus, ground truth of another (other seed): every sum and count check must fail."""
-    if doc_count() != 5000:
-        assert_clean(run_race(rally_home, "ingest-baseline"))
-    generate(rally_home, "--seed", "4242")
-    try:
-        race = run_race(rally_home, "production-comparison")
-        for task in ("coverage-D_td-serial", "coverage-D_td-msearch", "coverage-D_hdr-msearch", "coverage-D_hdr-terms"):
-            _faulty(race, task)
-    finally:
-        generate(rally_home)
+def test_rally_assertions_apply_to_coverages(rally_home, small_corpus):
+    ensure_test_mode_ingest(rally_home)
+    failing = json.dumps({"coverage_assertions": [{"property": "hits", "condition": "==", "value": 0}]})
+    race = run_race(rally_home, "production-comparison", "--enable-assertions", f"--track-params={failing}")
+    assert race.returncode != 0 and "Expected [hits] in [coverage-D_td-serial] to be == [0] but was [1000]" in race.output
+    passing = json.dumps({"coverage_assertions": [{"property": "failed-checks", "condition": "==", "value": 0},
+                                                  {"property": "hits", "condition": "==", "value": 1000}]})
+    assert_clean(run_race(rally_home, "production-comparison", "--enable-assertions", f"--track-params={passing}"))
 
 
 def test_lost_documents_fail_the_count_check(rally_home, small_corpus):
@@ -186,17 +276,25 @@ def test_lost_documents_fail_the_count_check(rally_home, small_corpus):
     assert_clean(run_race(rally_home, "ingest-baseline"))
     hit = http("POST", "/cluster-metrics/_search", {"size": 1, "query": {"term": {"epoch": 2}}})[1]["hits"]["hits"][0]
     assert http("DELETE", f"/cluster-metrics/_doc/{hit['_id']}?refresh=true")[0] == 200
-    from runners.ingest import VerifyDocCount  # the runner itself, on the real node through Rally's client
+    from runners.index_checks import VerifyDocCount  # the runner itself, on the real node through Rally's client
 
     async def check():
         es = EsClientFactory(hosts=[{"host": "127.0.0.1", "port": TEST_PORT}], client_options={},
                              distribution_version="8.17.2", distribution_flavor="default").create_async(client_id=0)
         try:
             with es.new_request_context():
-                return await VerifyDocCount()(es, {"cluster-metrics": {"index": "cluster-metrics", "expected-docs": 5000}})
+                context = {"index": "cluster-metrics", "expected_docs": 5000}
+                return await VerifyDocCount()(es, {"cluster-metrics": _context_fields(context)})
         finally:
             await es.close()
 
     result = asyncio.run(check())
     assert result["success"] is False
     assert result["error-description"] == "index cluster-metrics holds 4999 documents, the ingested corpus has 5000"
+    http("DELETE", "/cluster-metrics")  # the next test ingests afresh
+
+
+def _context_fields(values):
+    fields = dict(nodes=(), epochs=(), section="test_mode", ground_truth="", ground_truth_sha256="", epoch_docs={},
+                  record_dir="", fingerprint={})
+    return fields | values

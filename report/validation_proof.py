@@ -1,0 +1,190 @@
+"""make validation-proof: the coverage validation, fed Elasticsearch's real answers and wrong ones.
+
+For every epoch and node of the ingested corpus it takes the real responses of D_td (t-digest, default compression)
+and D_hdr (HDR, 3 digits) over _msearch, the terms request and serial _search, and
+- checks them as the track does: any failure here is a false failure (a right answer called wrong);
+- substitutes one wrong answer at a time into each field's percentiles (SUBSTITUTIONS) and checks again: each must
+  be caught. A substitution that is not caught is listed with how far (in ranks) it was from the exact answer.
+Writes reports/validation-proof.md and .json. Run it at full scale: that is where wrong answers are closest.
+
+    python -m report.validation_proof [--target-hosts 127.0.0.1:9200] [--data-root DIR] [--out reports]
+"""
+
+import argparse
+import copy
+import json
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from report.tables import markdown
+from runners import corpus, queries
+from runners.corpus import FIELDS, OrderStatistics
+from runners.validation import (CoverageErrors, NodeExpectation, PercentileErrors, check_metrics, check_node_response,
+                                check_terms_response, es_percent_key)
+
+PERCENTS = [0, 50, 90, 100]
+VARIANTS = ("D_td", "D_hdr")
+TRANSPORTS = ("msearch", "terms", "serial")
+RANK_SHIFT = 0.02  # "a value off by 2% of rank"
+
+
+def _exact(entry, field, p):
+    return entry["percentiles"][field][str(p)]
+
+
+def _rank_shift(entry, field, p, shift):
+    stats = OrderStatistics(entry["ranks"][field], entry["count"])
+    rank = p / 100 * (entry["count"] - 1) + shift * entry["count"]
+    return stats.at_or_above(rank) if shift > 0 else stats.at_or_below(rank)
+
+
+# name -> function(entry, other node's entry, field) -> {percent: wrong value}
+SUBSTITUTIONS = {
+    "0 as p50": lambda e, o, f: {50: 0.0},
+    "p50 doubled": lambda e, o, f: {50: 2 * _exact(e, f, 50)},
+    "p50 + 2% of the value range": lambda e, o, f: {50: _exact(e, f, 50) + 0.02 * (_exact(e, f, 100) - _exact(e, f, 0))},
+    "p75 as p50": lambda e, o, f: {50: _exact(e, f, 75)},
+    "another node's p50": lambda e, o, f: {50: _exact(o, f, 50)},
+    "p50 and p90 swapped": lambda e, o, f: {50: _exact(e, f, 90), 90: _exact(e, f, 50)},
+    "mean as p50": lambda e, o, f: {50: e["sum"][f] / e["count"]},
+    "p50 +2% of rank": lambda e, o, f: {50: _rank_shift(e, f, 50, RANK_SHIFT)},
+    "p50 -2% of rank": lambda e, o, f: {50: _rank_shift(e, f, 50, -RANK_SHIFT)},
+    "p90 +2% of rank": lambda e, o, f: {90: _rank_shift(e, f, 90, RANK_SHIFT)},
+    "p90 -2% of rank": lambda e, o, f: {90: _rank_shift(e, f, 90, -RANK_SHIFT)},
+}
+
+
+def substitute(aggs, field, values):
+    """A copy of one node's aggregations with the field's percentiles replaced by `values`."""
+    wrong = copy.deepcopy(aggs)
+    for p, value in values.items():
+        wrong[f"{field}_pct"]["values"][es_percent_key(p)] = value
+    return wrong
+
+
+def caught(aggs, expectation):
+    errors = CoverageErrors()
+    check_metrics(aggs, expectation, "", errors, PercentileErrors())
+    return bool(errors)
+
+
+def rank_distance(entry, field, p, value):
+    """How far `value` is from percent p of the node's values, in % of its count (from the rank grid)."""
+    stats = OrderStatistics(entry["ranks"][field], entry["count"])
+    below = sum(1 for v in stats.values if v < value) * stats.step
+    return 100 * (below / entry["count"] - p / 100)
+
+
+def _post(url, path, body, ndjson=False):
+    request = urllib.request.Request(url + path, data=body, method="POST", headers={
+        "content-type": "application/x-ndjson" if ndjson else "application/json"})
+    with urllib.request.urlopen(request, timeout=600) as response:
+        return json.loads(response.read())
+
+
+def node_aggregations(url, index, variant, transport, epoch, nodes, truth_epoch):
+    """{node: aggregations} of the real responses, after checking them as the track does; and the errors."""
+    expected = {n: NodeExpectation(truth_epoch[n], variant, PERCENTS) for n in nodes}
+    searches = [queries.node_search(variant, epoch, n, PERCENTS) for n in nodes]
+    errors = CoverageErrors()
+    if transport == "terms":
+        response = _post(url, f"/{index}/_search?request_cache=false",
+                         queries.json_bytes(queries.terms_search(variant, epoch, len(nodes), PERCENTS)))
+        check_terms_response(response, nodes, epoch, expected, errors, PercentileErrors())
+        buckets = {b["key"]: b for b in response["aggregations"][queries.TERMS_AGG]["buckets"]}
+        return {n: buckets[n] for n in nodes}, expected, errors
+    if transport == "msearch":
+        responses = _post(url, "/_msearch", queries.msearch_body(index, searches), ndjson=True)["responses"]
+    else:
+        responses = [_post(url, f"/{index}/_search?request_cache=false", queries.json_bytes(s)) for s in searches]
+    for node, response in zip(nodes, responses):
+        check_node_response(response, node, epoch, expected[node], errors, PercentileErrors())
+    return {n: r["aggregations"] for n, r in zip(nodes, responses)}, expected, errors
+
+
+def prove(url, root):
+    manifest = corpus.require_manifest(root)
+    truth = corpus.load_ground_truth(root, manifest)
+    with urllib.request.urlopen(f"{url}/{manifest['index']}/_count", timeout=60) as response:
+        count = json.loads(response.read())["count"]
+    section = next((s for t, s in corpus.SECTIONS.items()
+                    if count == sum(f["documents"] for f in manifest["files"] if f["test_mode"] == t)), None)
+    if section is None:
+        raise SystemExit(f"index {manifest['index']} holds {count} documents, neither the corpus nor its test-mode "
+                         "files: ingest it first (make race CHALLENGE=ingest-baseline)")
+    nodes = manifest["nodes"]
+    false_failures, checked = [], 0
+    tally = {}  # (substitution, variant, field) -> [caught, total, [uncaught rank distances]]
+    for epoch_key, by_node in sorted(truth["epochs"][section].items(), key=lambda kv: int(kv[0])):
+        epoch = int(epoch_key)
+        for variant in VARIANTS:
+            for transport in TRANSPORTS:
+                aggs, expected, errors = node_aggregations(url, manifest["index"], variant, transport, epoch, nodes,
+                                                           by_node)
+                checked += 1
+                if errors:
+                    false_failures.append(f"{variant}/{transport} epoch {epoch}: {errors.description()}")
+                if transport != "msearch":
+                    continue  # substitutions once per answer set; the other transports prove the real answers pass
+                for i, node in enumerate(nodes):
+                    other = by_node[nodes[(i + 1) % len(nodes)]]
+                    for name, make in SUBSTITUTIONS.items():
+                        for field in FIELDS:
+                            values = make(by_node[node], other, field)
+                            cell = tally.setdefault((name, variant, field), [0, 0, []])
+                            cell[1] += 1
+                            if caught(substitute(aggs[node], field, values), expected[node]):
+                                cell[0] += 1
+                            else:
+                                p, value = next(iter(values.items()))
+                                cell[2].append(rank_distance(by_node[node], field, p, value))
+    return section, checked, false_failures, tally
+
+
+def report(section, checked, false_failures, tally):
+    header = ["substitution", "variant", "field", "caught", "uncaught: rank distance from the exact (% of n)"]
+    rows = [[name, variant, field, f"{c}/{t}", ", ".join(f"{d:+.2f}" for d in sorted(misses)[:6]) or "-"]
+            for (name, variant, field), (c, t, misses) in tally.items()]
+    caught_total, total = sum(v[0] for v in tally.values()), sum(v[1] for v in tally.values())
+    text = (f"# Validation proof ({section} corpus)\n\n"
+            f"Real answers: {checked} coverages (D_td, D_hdr x msearch, terms, serial x every epoch), "
+            f"**{len(false_failures)} false failures**.\n\n"
+            f"Wrong answers substituted into the real _msearch answers: **{caught_total} of {total} caught**.\n\n"
+            + markdown(header, rows) + "\n")
+    if false_failures:
+        text += "\nFalse failures:\n\n" + "\n".join(f"- {f}" for f in false_failures[:20]) + "\n"
+    return text
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--target-hosts", default="127.0.0.1:9200")
+    parser.add_argument("--data-root", default=None, help="default: Rally's data dir ($RALLY_HOME/.rally/benchmarks/data)")
+    parser.add_argument("--out", default="reports")
+    args = parser.parse_args(argv)
+    url = "http://" + args.target_hosts.split(",")[0]
+    try:
+        result = prove(url, args.data_root or corpus.data_root())
+    except corpus.CorpusError as e:
+        raise SystemExit(str(e))
+    except urllib.error.URLError as e:
+        raise SystemExit(f"cannot reach Elasticsearch at {url} ({e.reason}): start it with make es-start, "
+                         "or pass TARGET_HOSTS=host:port")
+    text = report(*result)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "validation-proof.md").write_text(text)
+    section, checked, false_failures, tally = result
+    (out / "validation-proof.json").write_text(json.dumps({
+        "section": section, "checked": checked, "false_failures": false_failures,
+        "substitutions": [{"substitution": k[0], "variant": k[1], "field": k[2], "caught": v[0], "total": v[1]}
+                          for k, v in tally.items()]}, indent=1))
+    print(text)
+    print(f"written: {out / 'validation-proof.md'}")
+    return 1 if false_failures or any(v[0] < v[1] for v in tally.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""The one table of this track's operation types: runner, parameter source and load-time validation.
+
+Registration (runners/__init__.py) and the track processor read it; a new operation is one entry here, its runner,
+and its validation next to its parameter source. A parameter source is registered under the operation's name, so a
+track task names it as "param-source": "<operation type>".
+"""
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from runners.coverage import Coverage, CoverageParamSource, validate_coverage
+from runners.index_checks import VerifyCorpus, VerifyDocCount
+from runners.ingest import BulkWithTook, EpochBulkParamSource, IngestCostStart, IngestEpochCost, validate_bulk
+from runners.profile import ProfileBreakdown, validate_profile
+
+
+@dataclass(frozen=True)
+class Operation:
+    runner: type
+    param_source: Optional[type] = None
+    # (operation params, clients, RaceContext) -> None; raises ValueError naming the problem
+    validate: Optional[Callable] = None
+
+
+OPERATIONS = {
+    "cluster-metrics-bulk": Operation(BulkWithTook, EpochBulkParamSource, validate_bulk),
+    "ingest-cost-start": Operation(IngestCostStart),
+    "ingest-epoch-cost": Operation(IngestEpochCost),
+    "verify-doc-count": Operation(VerifyDocCount),
+    "verify-corpus": Operation(VerifyCorpus),
+    "coverage": Operation(Coverage, CoverageParamSource, validate_coverage),
+    "profile-breakdown": Operation(ProfileBreakdown, validate=validate_profile),
+}

@@ -1,0 +1,140 @@
+"""The track parameters: each one's default and what it accepts, in one place.
+
+track.json declares every parameter with the same default at its top (a test ties the two together); the track
+processor checks the values a user gave against these rules when the track loads, before anything is sent to the
+cluster, and names the parameter and what it expects. The template renders any value without failing (typed Rally
+fields fall back to the default), so that this check, not a JSON error, is what a user sees.
+"""
+
+import numbers
+
+from runners.queries import TRANSPORTS, VARIANTS
+
+MAX_HDR_DIGITS = 5  # Elasticsearch accepts number_of_significant_value_digits 0..5
+
+
+class ParameterError(ValueError):
+    pass
+
+
+def _integer(minimum, maximum=None):
+    def check(value):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ParameterError(f"an integer{_range(minimum, maximum)}")
+        if value < minimum or (maximum is not None and value > maximum):
+            raise ParameterError(f"an integer{_range(minimum, maximum)}")
+    return check
+
+
+def _range(minimum, maximum):
+    return f" from {minimum} to {maximum}" if maximum is not None else f" of at least {minimum}"
+
+
+def _positive_number(value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
+        raise ParameterError("a positive number")
+
+
+def _boolean(value):
+    if not isinstance(value, bool):
+        raise ParameterError("true or false")
+
+
+def _one_of(*choices):
+    def check(value):
+        if value not in choices:
+            raise ParameterError(f"one of {', '.join(map(repr, choices))}")
+    return check
+
+
+def _string(value):
+    if not isinstance(value, str) or not value:
+        raise ParameterError("a non-empty string")
+
+
+def _time_value(value):
+    # Elasticsearch's refresh_interval: -1 (off) or a time value such as 30s
+    if isinstance(value, int) and not isinstance(value, bool) and value == -1:
+        return
+    if not isinstance(value, str) or not (value == "-1" or value[:-1].isdigit() and value[-1] in "smhd"
+                                          or value.endswith("ms") and value[:-2].isdigit()):
+        raise ParameterError('"-1" or a time value such as "30s"')
+
+
+def _names(vocabulary):
+    def check(value):
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, list) or not items or any(item not in vocabulary for item in items):
+            raise ParameterError(f"a non-empty list (or comma-separated string) of {', '.join(vocabulary)}")
+    return check
+
+
+def _percents(value):
+    if (not isinstance(value, list) or not value or
+            any(isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0 <= p <= 100 for p in value)):
+        raise ParameterError("a non-empty list of numbers from 0 to 100")
+
+
+def _assertions(value):
+    ok = isinstance(value, list) and all(
+        isinstance(a, dict) and isinstance(a.get("property"), str) and a.get("condition") in (">", ">=", "<", "<=", "==")
+        and "value" in a for a in value)
+    if not ok:
+        raise ParameterError('a list of Rally assertions such as [{"property": "hits", "condition": ">", "value": 0}]')
+
+
+# name -> (default, check); the defaults are the ones track.json declares
+PARAMETERS = {
+    "number_of_shards": (1, _integer(1, 1024)),
+    "number_of_replicas": (0, _integer(0)),
+    "source_enabled": (True, _boolean),
+    "epochs": (5, _integer(1)),
+    "bulk_size": (1000, _integer(1)),
+    "bulk_clients": (1, _integer(1)),
+    "tuned_bulk_size": (10000, _integer(1)),
+    "tuned_clients": (4, _integer(1)),
+    "tuned_refresh_interval": ("-1", _time_value),
+    "tuned_translog_durability": ("async", _one_of("async", "request")),
+    "variants": (list(VARIANTS), _names(tuple(VARIANTS))),
+    "transports": (list(TRANSPORTS), _names(TRANSPORTS)),
+    "warmup_iterations": (5, _integer(0)),
+    "iterations": (15, _integer(1)),
+    "percents": ([0, 50, 90, 100], _percents),
+    "hdr_digits": (3, _integer(0, MAX_HDR_DIGITS)),
+    "request_timeout": (120, _positive_number),
+    "profile_node": ("N001", _string),
+    "profile_epoch": (1, _integer(1)),
+    "verify_corpus_checksums": (True, _boolean),
+    "coverage_assertions": ([], _assertions),
+}
+
+
+def defaults():
+    return {name: default for name, (default, _) in PARAMETERS.items()}
+
+
+def check(user_params):
+    """Every user-given track parameter against its rule; raises ParameterError naming each bad one."""
+    problems = []
+    for name, value in sorted((user_params or {}).items()):
+        if name not in PARAMETERS:
+            continue  # Rally itself rejects unknown parameters ("Unused track parameters")
+        try:
+            PARAMETERS[name][1](value)
+        except ParameterError as e:
+            problems.append(f"track parameter {name} must be {e}, got {value!r}")
+    if problems:
+        raise ParameterError("; ".join(problems))
+
+
+def value(user_params, name):
+    """The effective value of a parameter (the user's, else the default)."""
+    return (user_params or {}).get(name, PARAMETERS[name][0])
+
+
+def check_operation_value(operation_param, value, track_param):
+    """An operation parameter that a track parameter sets, checked with that track parameter's rule."""
+    try:
+        PARAMETERS[track_param][1](value)
+    except ParameterError as e:
+        raise ValueError(f"{operation_param} must be {e}, got {value!r} (track parameter {track_param})") from None

@@ -1,0 +1,97 @@
+"""Track processor: ties the track to the generated corpus and to the race, before the cluster is touched.
+
+On every track load for a race it
+- checks every track parameter the user gave (type and range), naming the parameter and what it expects;
+- reads the generator's manifest, checks each file the race uses (size, and sha256 unless the track parameter
+  verify_corpus_checksums is false) and the ground truth's sha256, and sets each document set's count and size;
+- writes the corpus fingerprint into the index mapping's _meta, so that query challenges can tell what it holds;
+- validates each of our operations (operations.OPERATIONS) and hands it the race context.
+Any problem raises a SystemSetupError whose message names the input and the fix.
+"""
+
+import logging
+import os
+
+from esrally import exceptions, paths
+from esrally.track import loader
+
+from runners import corpus, parameters, records
+from runners.context import CONTEXT_KEY, RaceContext
+from runners.operations import OPERATIONS
+
+LOG = logging.getLogger(__name__)
+
+
+def _tasks(challenge):
+    for task in challenge.schedule:
+        yield from task  # a parallel element iterates over its tasks, a plain task over itself
+
+
+class ClusterMetricsProcessor(loader.TrackProcessor):
+    def __init__(self):
+        self.cfg = None  # set by Rally's processor registry
+
+    def on_after_load_track(self, track):
+        race_id = self.cfg.opts("system", "race.id", mandatory=False)
+        if not race_id:
+            return  # esrally list/info: no corpus needed to describe the track
+        user_params = self.cfg.opts("track", "params", mandatory=False, default_value={}) or {}
+        try:
+            parameters.check(user_params)
+        except parameters.ParameterError as e:
+            raise exceptions.SystemSetupError(f"{e}. Correct it in --track-params.") from None
+        root = self.cfg.opts("benchmarks", "local.dataset.cache")
+        test_mode = bool(self.cfg.opts("track", "test.mode.enabled", mandatory=False, default_value=False))
+        checksums = parameters.value(user_params, "verify_corpus_checksums")
+        try:
+            manifest = corpus.require_manifest(root)
+            context = self._context(track, manifest, root, test_mode, checksums, race_id)
+        except corpus.CorpusError as e:
+            raise exceptions.SystemSetupError(str(e)) from None
+        for index in track.indices:
+            if index.name == context.index:
+                index.body.setdefault("mappings", {})["_meta"] = {corpus.FINGERPRINT_KEY: context.fingerprint}
+        param = context.as_param()
+        for challenge in track.challenges:
+            for task in _tasks(challenge):
+                operation = OPERATIONS.get(task.operation.type)
+                if operation is None:
+                    continue
+                if operation.validate:
+                    try:
+                        operation.validate(task.operation.params, task.clients, context)
+                    except ValueError as e:
+                        raise exceptions.SystemSetupError(f"Task [{task.name}]: {e}.") from None
+                task.operation.params[CONTEXT_KEY] = param
+
+    def _context(self, track, manifest, root, test_mode, checksums, race_id):
+        epoch_docs, sections = {}, set()
+        for data_set in track.corpora:
+            epoch = data_set.meta_data.get("epoch")
+            # without a -1k sibling (at most 1000 rows per epoch) test mode uses the epoch's own file
+            entry = (test_mode and corpus.file_entry(manifest, epoch, True)) or corpus.file_entry(manifest, epoch, False)
+            if entry is None:
+                raise corpus.CorpusError(
+                    f"The generated corpus has no epoch {epoch} for corpus {data_set.name} (generated: "
+                    f"{manifest['generator']['epochs']} epochs). Lower the track parameter epochs or {corpus.FIX} "
+                    "with more epochs.")
+            problem = corpus.check_file(root, entry, checksum=checksums)
+            if problem:
+                raise corpus.CorpusError(f"Corpus file {problem}; {corpus.FIX}.")
+            for docs in data_set.documents:
+                docs.document_file = os.path.join(os.path.dirname(docs.document_file), entry["file"])
+                docs.number_of_documents = entry["documents"]
+                docs.uncompressed_size_in_bytes = entry["bytes"]
+            epoch_docs[str(epoch)] = entry["documents"]
+            sections.add(corpus.SECTIONS[entry["test_mode"]])
+        (section,) = sections or {corpus.SECTIONS[False]}
+        corpus.load_ground_truth(root, manifest)  # checks its sha256 now, before the cluster is touched
+        if manifest.get("made_with", {}).get("numpy"):
+            LOG.info("cluster-metrics corpus made with numpy %s", manifest["made_with"]["numpy"])
+        return RaceContext(
+            index=manifest["index"], nodes=tuple(manifest["nodes"]),
+            epochs=tuple(sorted(int(e) for e in epoch_docs)), section=section,
+            ground_truth=str(corpus.ground_truth_path(root)), ground_truth_sha256=manifest["ground_truth"]["sha256"],
+            expected_docs=sum(epoch_docs.values()), epoch_docs=epoch_docs,
+            record_dir=os.path.join(paths.race_root(self.cfg, race_id), records.RECORD_DIR),
+            fingerprint=corpus.fingerprint(manifest, section))

@@ -1,0 +1,80 @@
+"""A loopback HTTP proxy in front of the test node that can answer 429 or rewrite Elasticsearch's real answers, to
+prove inside real races that a rejected request or a wrong answer is a failed sample. (Toxiproxy works on TCP and
+can neither answer with an HTTP status nor rewrite JSON; that is all this does.)
+
+Modes: "pass" forwards everything; "429-every-other" answers every second search request with a real-looking 429;
+"double-net-p50" doubles every net p50 in search answers (in _msearch sub-responses and terms buckets too)."""
+import json
+import threading
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+REJECTED = {"error": {"root_cause": [{"type": "es_rejected_execution_exception", "reason": "rejected by the test proxy"}],
+                      "type": "es_rejected_execution_exception", "reason": "rejected by the test proxy"},
+            "status": 429}
+
+
+def _double_net_p50(node):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "net_pct" and "50.0" in value.get("values", {}):
+                value["values"]["50.0"] *= 2
+            else:
+                _double_net_p50(value)
+    elif isinstance(node, list):
+        for item in node:
+            _double_net_p50(item)
+
+
+class AnswerProxy:
+    def __init__(self, upstream_port, mode="pass"):
+        self.mode, self.searches, self.rejected = mode, 0, 0
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _forward(self):
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                search = self.path.split("?")[0].endswith(("_search", "_msearch"))
+                if search:
+                    proxy.searches += 1
+                    if proxy.mode == "429-every-other" and proxy.searches % 2 == 0:
+                        proxy.rejected += 1
+                        return self._answer(429, json.dumps(REJECTED).encode(), "application/json")
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
+                request = urllib.request.Request(f"http://127.0.0.1:{upstream_port}{self.path}", data=body or None,
+                                                 method=self.command, headers=headers)
+                try:
+                    with urllib.request.urlopen(request, timeout=120) as response:
+                        status, data, kind = response.status, response.read(), response.headers.get("content-type")
+                except urllib.error.HTTPError as e:
+                    status, data, kind = e.code, e.read(), e.headers.get("content-type")
+                if search and proxy.mode == "double-net-p50" and status == 200:
+                    answer = json.loads(data)
+                    _double_net_p50(answer)
+                    data = json.dumps(answer).encode()
+                self._answer(status, data, kind or "application/json")
+
+            def _answer(self, status, data, kind):
+                self.send_response(status)
+                self.send_header("content-type", kind)
+                self.send_header("x-elastic-product", "Elasticsearch")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _forward
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()

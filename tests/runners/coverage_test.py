@@ -1,0 +1,146 @@
+"""The coverage runner and its parameter source with a stub client: what is sent, when answers are decoded, how
+errors map to failed samples."""
+import asyncio
+import json
+
+import pytest
+
+import cmgen
+from runners import corpus
+from runners.context import CONTEXT_KEY, RaceContext
+from runners.coverage import Coverage, CoverageParamSource, validate_coverage
+from stub_client import StubClient
+
+PARAMS = cmgen.Params(epochs=2, rows_per_epoch=90, nodes=3, tasks=5, seed=3)
+PERCENTS = [0, 50, 90, 100]
+
+
+@pytest.fixture(scope="module")
+def context(tmp_path_factory):
+    root = tmp_path_factory.mktemp("data")
+    manifest = cmgen.generate(PARAMS, root)
+    return RaceContext(index="cluster-metrics", nodes=tuple(manifest["nodes"]), epochs=(1, 2), section="full",
+                       ground_truth=str(corpus.ground_truth_path(root)),
+                       ground_truth_sha256=manifest["ground_truth"]["sha256"], expected_docs=180,
+                       epoch_docs={"1": 90, "2": 90}, record_dir=str(root / "records"),
+                       fingerprint=corpus.fingerprint(manifest, "full"))
+
+
+def source(context, transport, variant="D_td", **extra):
+    return CoverageParamSource(None, {CONTEXT_KEY: context.as_param(), "variant": variant, "transport": transport,
+                                      "percents": PERCENTS, **extra})
+
+
+def node_answer(entry, variant="D_td", **override):
+    """What a correct Elasticsearch answer for one node looks like (exact percentiles)."""
+    aggs = {}
+    if "sum" in variant or variant.startswith(("B", "D")):
+        aggs.update({f"{f}_sum": {"value": entry["sum"][f]} for f in corpus.FIELDS})
+    aggs.update({f"{f}_pct": {"values": {f"{float(p)}": entry["percentiles"][f][str(p)] for p in PERCENTS}}
+                 for f in corpus.FIELDS})
+    answer = {"took": 3, "timed_out": False, "_shards": {"total": 1, "successful": 1, "failed": 0},
+              "hits": {"total": {"value": entry["count"], "relation": "eq"}, "hits": []}, "aggregations": aggs}
+    answer.update(override)
+    return answer
+
+
+def answers(context, transport, epoch=1):
+    truth = context.truth()[str(epoch)]
+    per_node = [node_answer(truth[n]) for n in context.nodes]
+    if transport == "serial":
+        return [(200, a) for a in per_node]
+    if transport == "msearch":
+        return [(200, {"took": 5, "responses": per_node})]
+    buckets = [{"key": n, "doc_count": truth[n]["count"], **a["aggregations"]} for n, a in zip(context.nodes, per_node)]
+    return [(200, {"took": 4, "timed_out": False, "_shards": {"total": 1, "successful": 1, "failed": 0},
+                   "hits": {"total": {"value": sum(truth[n]["count"] for n in context.nodes), "relation": "eq"}},
+                   "aggregations": {"per_node": {"sum_other_doc_count": 0, "buckets": buckets}}})]
+
+
+def run(client, params):
+    return asyncio.run(Coverage()(client, params))
+
+
+@pytest.mark.parametrize("transport,requests", [("serial", 3), ("msearch", 1), ("terms", 1)])
+def test_right_answers_pass_and_are_decoded_after_the_timed_window(context, transport, requests):
+    client = StubClient(answers(context, transport))
+    result = run(client, source(context, transport).params())
+    assert result["success"] is True, result.get("error-description")
+    assert result["requests"] == len(client.sent) == requests
+    assert result["hits"] == 90 and result["checks"] > 0 and result["failed-checks"] == 0
+    # every body was sent as bytes serialized ahead of time, and read only after the last request was sent
+    assert all(isinstance(r["body"], bytes) for r in client.sent)
+    assert client.raw and all(body.read_after == requests for body in client.bodies)
+
+
+@pytest.mark.parametrize("transport", ["serial", "msearch", "terms"])
+def test_requests_are_never_retried(context, transport):
+    client = StubClient(answers(context, transport))
+    run(client, source(context, transport).params())
+    assert client.options_seen == [{"request_timeout": 120, "max_retries": 0, "retry_on_status": (),
+                                    "retry_on_timeout": False}]
+
+
+def test_a_429_is_a_failed_sample_naming_the_status(context):
+    rejected = {"error": {"type": "es_rejected_execution_exception", "reason": "rejected execution"}, "status": 429}
+    ok = answers(context, "serial")
+    client = StubClient([ok[0], (429, rejected), ok[2]])
+    result = run(client, source(context, "serial").params())
+    assert result["success"] is False and result["http-status"] == 429
+    assert result["error-description"] == ("D_td/serial: epoch 1 node N002, request 2 of 3: HTTP 429 "
+                                           "(es_rejected_execution_exception: rejected execution); not retried")
+    assert len(client.sent) == 2  # the coverage stops at the failed request
+
+
+def test_a_503_on_msearch_is_a_failed_sample(context):
+    client = StubClient([(503, {"error": {"type": "unavailable", "reason": "no master"}, "status": 503})])
+    result = run(client, source(context, "msearch").params())
+    assert result["success"] is False and "HTTP 503" in result["error-description"]
+
+
+def test_a_wrong_percentile_fails_naming_epoch_node_and_field(context):
+    wrong = answers(context, "msearch")
+    wrong[0][1]["responses"][1]["aggregations"]["net_pct"]["values"]["50.0"] *= 2
+    result = run(StubClient(wrong), source(context, "msearch").params())
+    assert result["success"] is False and result["failed-checks"] == 1
+    assert "epoch 1 node N002 net p50" in result["error-description"]
+
+
+def test_a_sub_response_error_fails(context):
+    wrong = answers(context, "msearch")
+    wrong[0][1]["responses"][2] = {"error": {"type": "search_phase_execution_exception", "reason": "all shards failed"},
+                                   "status": 500}
+    result = run(StubClient(wrong), source(context, "msearch").params())
+    assert result["success"] is False
+    assert "node N003: status 500, search_phase_execution_exception" in result["error-description"]
+
+
+def test_param_source_cycles_the_race_epochs_and_passes_assertions(context):
+    assertions = [{"property": "hits", "condition": ">", "value": 0}]
+    params = source(context, "terms", assertions=assertions)
+    assert [params.params()["epoch"] for _ in range(5)] == [1, 2, 1, 2, 1]
+    assert params.params()["assertions"] == assertions
+    only_two = source(context, "terms", epochs=[2])
+    assert {only_two.params()["epoch"] for _ in range(3)} == {2}
+
+
+def test_serial_bodies_are_the_seed_query(context):
+    params = source(context, "serial", variant="C_hdr").params()
+    path, query, body, headers = params["requests"][1]
+    assert path == "/cluster-metrics/_search" and query == {"request_cache": "false"}
+    decoded = json.loads(body)
+    assert decoded["query"]["bool"]["filter"] == [{"term": {"node": "N002"}}, {"term": {"epoch": 1}}]
+    assert decoded["aggs"]["cpu_pct"]["percentiles"]["hdr"] == {"number_of_significant_value_digits": 3}
+
+
+@pytest.mark.parametrize("params,message", [
+    ({"variant": "E", "transport": "serial"}, "unknown coverage variant 'E'"),
+    ({"variant": "A", "transport": "grpc"}, "unknown coverage transport 'grpc'"),
+    ({"variant": "A", "transport": "serial", "epochs": [3]}, "epoch 3 is not ingested by this race"),
+    ({"variant": "A", "transport": "serial", "percents": [50, 101]}, "percents must be a non-empty list of numbers"),
+    ({"variant": "A", "transport": "serial", "hdr-digits": 9}, "hdr-digits must be an integer from 0 to 5"),
+    ({"variant": "A", "transport": "serial", "nodes": ["N009"]}, "node(s) N009 are not in the generated corpus"),
+])
+def test_load_time_validation_names_the_problem(context, params, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        validate_coverage(params, 1, context)

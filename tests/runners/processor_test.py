@@ -1,0 +1,175 @@
+"""The track processor on the real track file, read by Rally's own TrackFileReader (no node, no race): parameters,
+corpus checks, the index fingerprint and the context each operation gets. The same checks inside real races:
+tests/test_rally_track.py."""
+import json
+import re
+import shutil
+
+import pytest
+from esrally import config, exceptions, paths
+from esrally.track import loader
+
+import cmgen
+from conftest import REPO
+from runners import corpus, parameters
+from runners.context import CONTEXT_KEY, RaceContext
+from runners.operations import OPERATIONS
+from runners.processor import ClusterMetricsProcessor
+from runners.queries import TRANSPORTS, VARIANTS
+from runners.tasks import bulk_task_name, coverage_task_name
+
+TRACK_DIR = REPO / "tracks" / "cluster-metrics"
+SMALL = cmgen.Params(epochs=5, rows_per_epoch=1500, nodes=30, tasks=20, seed=11)
+
+
+@pytest.fixture(scope="module")
+def corpus_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("data")
+    cmgen.generate(SMALL, root)
+    return root
+
+
+def load(root, track_params=None, test_mode=False, race_id="r-1"):
+    cfg = config.Config()
+    for section, key, value in [("node", "rally.root", paths.rally_root()), ("node", "root.dir", str(root / "rally")),
+                                ("track", "params", track_params or {}), ("track", "test.mode.enabled", test_mode),
+                                ("system", "race.id", race_id), ("benchmarks", "local.dataset.cache", str(root))]:
+        cfg.add(config.Scope.application, section, key, value)
+    track = loader.TrackFileReader(cfg).read("cluster-metrics", str(TRACK_DIR / "track.json"), str(TRACK_DIR))
+    processor = ClusterMetricsProcessor()
+    processor.cfg = cfg
+    processor.on_after_load_track(track)
+    return track
+
+
+def ours(track, challenge):
+    tasks = next(c for c in track.challenges if c.name == challenge).schedule
+    return [t for t in tasks if t.operation.type in OPERATIONS]
+
+
+def test_each_operation_gets_the_race_context(corpus_root):
+    track = load(corpus_root)
+    tasks = ours(track, "full")
+    assert tasks and all(CONTEXT_KEY in t.operation.params for t in tasks)
+    context = RaceContext.of(tasks[0].operation.params)
+    assert context.epochs == (1, 2, 3, 4, 5) and context.section == "full" and context.expected_docs == 7500
+    assert context.record_dir.endswith("races/r-1/cluster-metrics")
+    index = next(i for i in track.indices if i.name == "cluster-metrics")
+    manifest = corpus.load_manifest(corpus_root)
+    assert index.body["mappings"]["_meta"][corpus.FINGERPRINT_KEY] == corpus.fingerprint(manifest, "full")
+    docs = next(c for c in track.corpora if c.meta_data["epoch"] == 2).documents[0]
+    assert docs.number_of_documents == 1500 and docs.document_file.endswith("cluster-metrics-epoch-2.json")
+
+
+def test_test_mode_uses_the_1k_files_and_their_ground_truth(corpus_root):
+    track = load(corpus_root, test_mode=True)
+    context = RaceContext.of(ours(track, "full")[0].operation.params)
+    assert context.section == "test_mode" and context.expected_docs == 5000
+    assert all(c.documents[0].document_file.endswith("-1k.json") for c in track.corpora)
+
+
+def test_epochs_bound_ingest_and_queries(corpus_root):
+    track = load(corpus_root, {"epochs": 3})
+    assert [c.meta_data["epoch"] for c in track.corpora] == [1, 2, 3]
+    coverage = [t for t in ours(track, "full") if t.operation.type == "coverage"]
+    assert coverage and all(t.operation.params["epochs"] == [1, 2, 3] for t in coverage)
+    assert RaceContext.of(coverage[0].operation.params).expected_docs == 4500
+
+
+@pytest.mark.parametrize("track_params,message", [
+    ({"iterations": "x"}, "track parameter iterations must be an integer of at least 1, got 'x'"),
+    ({"warmup_iterations": -1}, "track parameter warmup_iterations must be an integer of at least 0, got -1"),
+    ({"hdr_digits": 9}, "track parameter hdr_digits must be an integer from 0 to 5, got 9"),
+    ({"variants": ["E"]}, "track parameter variants must be a non-empty list"),
+    ({"transports": "grpc"}, "track parameter transports must be a non-empty list"),
+    ({"percents": [50, 101]}, "track parameter percents must be a non-empty list of numbers from 0 to 100"),
+    ({"request_timeout": "slow"}, "track parameter request_timeout must be a positive number, got 'slow'"),
+    ({"verify_corpus_checksums": "yes"}, "track parameter verify_corpus_checksums must be true or false"),
+    ({"epochs": True}, "track parameter epochs must be an integer of at least 1, got True"),
+    ({"bulk_size": 0}, "track parameter bulk_size must be an integer of at least 1, got 0"),
+    ({"tuned_translog_durability": "never"}, "track parameter tuned_translog_durability must be one of"),
+    ({"coverage_assertions": [{"property": "hits"}]}, "track parameter coverage_assertions must be a list of Rally"),
+    ({"profile_node": "N999"}, "Task [profile-D_td]: node 'N999' is not in the generated corpus"),
+    ({"profile_epoch": 4, "epochs": 3}, "Task [profile-D_td]: epoch 4 is not ingested by this race"),
+    ({"epochs": 7}, "The generated corpus has no epoch 6"),
+])
+def test_bad_parameters_are_named_before_the_cluster_is_touched(corpus_root, track_params, message):
+    with pytest.raises(exceptions.SystemSetupError, match=re.escape(message)):
+        load(corpus_root, track_params)
+
+
+def test_an_edited_corpus_file_of_the_same_size_is_caught_unless_checksums_are_skipped(tmp_path):
+    cmgen.generate(SMALL, tmp_path)
+    victim = tmp_path / "cluster-metrics-epoch-2" / "cluster-metrics-epoch-2.json"
+    data = bytearray(victim.read_bytes())
+    data[data.index(b'"cpu":') + 6] ^= 1  # one digit changed, same size
+    victim.write_bytes(bytes(data))
+    with pytest.raises(exceptions.SystemSetupError, match="sha256 differs from the manifest.*make corpus"):
+        load(tmp_path)
+    load(tmp_path, {"verify_corpus_checksums": False})  # a user's huge corpus: sizes only
+
+
+def test_an_edited_ground_truth_is_caught(tmp_path):
+    cmgen.generate(SMALL, tmp_path)
+    path = corpus.ground_truth_path(tmp_path)
+    path.write_bytes(path.read_bytes().replace(b'"count":50', b'"count":51', 1))
+    with pytest.raises(exceptions.SystemSetupError, match="does not match its sha256 in the manifest"):
+        load(tmp_path)
+
+
+def test_a_missing_corpus_and_an_old_generator_name_the_fix(tmp_path):
+    with pytest.raises(exceptions.SystemSetupError, match="does not exist; generate it with: make corpus"):
+        load(tmp_path)
+    cmgen.generate(SMALL, tmp_path)
+    manifest = json.loads(corpus.manifest_path(tmp_path).read_text())
+    manifest["generator"]["version"] = 1
+    corpus.manifest_path(tmp_path).write_text(json.dumps(manifest))
+    with pytest.raises(exceptions.SystemSetupError, match="generator version 1.*make corpus"):
+        load(tmp_path)
+
+
+def test_list_and_info_need_no_corpus(tmp_path):
+    assert load(tmp_path, race_id=None).challenges  # esrally list tracks / info: no race id
+
+
+def test_track_json_declares_every_parameter_with_the_same_default():
+    text = (TRACK_DIR / "track.json").read_text()
+    declared = dict(re.findall(r"\{% set p_(\w+) = \(\1 \| default\((.+?)\)\) %\}", text))
+    assert declared.keys() == parameters.PARAMETERS.keys()
+    for name, default in declared.items():
+        assert json.loads(default) == parameters.PARAMETERS[name][0], name
+
+
+def test_rendered_task_names_use_the_shared_vocabulary():
+    rendered = json.loads(loader.render_template_from_file(str(TRACK_DIR / "track.json"), {}))
+    full = next(c for c in rendered["challenges"] if c["name"] == "full")
+    names = [t["operation"]["name"] for t in full["schedule"]]
+    assert [coverage_task_name(v, t) for v in VARIANTS for t in TRANSPORTS] == [n for n in names if "coverage" in n]
+    assert [bulk_task_name(e) for e in range(1, 6)] == [n for n in names if n.startswith("bulk-")]
+    for challenge in rendered["challenges"]:
+        for task in challenge["schedule"]:
+            operation = task["operation"]
+            source = operation.get("param-source")
+            assert source is None or source in OPERATIONS and OPERATIONS[source].param_source, source
+
+
+def test_query_challenges_check_the_corpus_before_the_first_timed_query():
+    rendered = json.loads(loader.render_template_from_file(str(TRACK_DIR / "track.json"), {}))
+    for challenge in rendered["challenges"]:
+        types = [t["operation"]["operation-type"] for t in challenge["schedule"]]
+        timed = [i for i, t in enumerate(types) if t in ("coverage", "profile-breakdown")]
+        if timed:
+            assert "verify-corpus" in types[:timed[0]], challenge["name"]
+
+
+def test_numpy_version_is_recorded_and_another_one_reported(tmp_path):
+    manifest = cmgen.generate(SMALL, tmp_path)
+    assert manifest["made_with"]["numpy"] == cmgen.np.__version__
+    assert cmgen.made_with_difference(manifest) is None
+    manifest["made_with"]["numpy"] = "1.0.0"
+    assert "made with numpy 1.0.0" in cmgen.made_with_difference(manifest)
+
+
+def test_copied_corpus_folder_still_loads(tmp_path, corpus_root):
+    shutil.copytree(corpus_root, tmp_path / "copy", ignore=shutil.ignore_patterns("rally"))
+    assert load(tmp_path / "copy").corpora

@@ -1,0 +1,100 @@
+"""Percentile validation at full scale (one epoch of the default 1M-row corpus, ~33k values per node), without a
+node: exact answers pass, and wrong answers are caught wherever they are farther from the exact answer than the
+algorithm's own precision. The same check on Elasticsearch's real answers: report/validation_proof.py."""
+import math
+
+import pytest
+
+import cmgen
+from report.validation_proof import PERCENTS, SUBSTITUTIONS, caught, rank_distance, substitute
+from runners.corpus import FIELDS, OrderStatistics, stored_value
+from runners.validation import (HDR_RANK_SLACK, NodeExpectation, percentile_bounds, tdigest_rank_tolerance)
+
+@pytest.fixture(scope="module")
+def full_scale():
+    params = cmgen.Params()  # the default: 1,000,000 rows per epoch, 30 nodes
+    columns = cmgen.epoch_columns(params, 1)
+    return cmgen.ground_truth(columns, params.rows_per_epoch, params.nodes), cmgen.node_names(params.nodes)
+
+
+def exact_answer(entry):
+    """A response's aggregations holding the exact interpolated percentiles and sums."""
+    aggs = {f"{f}_pct": {"values": {f"{float(p)}": entry["percentiles"][f][str(p)] for p in PERCENTS}} for f in FIELDS}
+    aggs.update({f"{f}_sum": {"value": entry["sum"][f]} for f in FIELDS})
+    return aggs
+
+
+@pytest.mark.parametrize("variant", ["D_td", "D_hdr"])
+def test_exact_answers_pass_at_full_scale(full_scale, variant):
+    truth, nodes = full_scale
+    for node in nodes:
+        assert not caught(exact_answer(truth[node]), NodeExpectation(truth[node], variant, PERCENTS)), node
+
+
+@pytest.mark.parametrize("variant,tolerance", [("D_td", 100 * tdigest_rank_tolerance()), ("D_hdr", None)])
+@pytest.mark.parametrize("name", list(SUBSTITUTIONS))
+def test_wrong_answers_are_caught_at_full_scale(full_scale, variant, tolerance, name):
+    truth, nodes = full_scale
+    for field in FIELDS:
+        for i, node in enumerate(nodes):
+            entry = truth[node]
+            values = SUBSTITUTIONS[name](entry, truth[nodes[(i + 1) % len(nodes)]], field)
+            if caught(substitute(exact_answer(entry), field, values), NodeExpectation(entry, variant, PERCENTS)):
+                continue
+            p, value = next(iter(values.items()))
+            distance = rank_distance(entry, field, p, value)
+            grid = 100 * OrderStatistics(entry["ranks"][field], entry["count"]).step / entry["count"]
+            # uncaught only where the algorithm itself cannot tell: t-digest, within its rank tolerance (plus the
+            # rank grid's step); HDR, within its relative precision of the exact value (plus the data's 0.01 steps)
+            if tolerance is not None:
+                assert abs(distance) <= tolerance + grid, (name, field, node, distance)
+            else:
+                exact = entry["percentiles"][field][str(p)]
+                assert abs(value - exact) <= 2e-3 * abs(exact) + 0.02, (name, field, node, value, exact)
+
+
+def test_old_range_margin_would_have_passed_these():
+    """The defect this replaces: a margin of 5% of the value range let a doubled net p50 pass."""
+    params = cmgen.Params()
+    truth = cmgen.ground_truth(cmgen.epoch_columns(params, 1), params.rows_per_epoch, params.nodes)["N001"]
+    net = truth["percentiles"]["net"]
+    assert 2 * net["50"] <= net["50"] + 0.05 * (net["100"] - net["0"])  # inside the old margin
+    assert caught(substitute(exact_answer(truth), "net", {50: 2 * net["50"]}),
+                  NodeExpectation(truth, "D_td", PERCENTS))
+
+
+def small_stats(values):
+    cents = [round(v * 100) for v in sorted(values)]
+    return OrderStatistics({"step": 1, "cents": cents}, len(cents)), [stored_value(c) for c in cents]
+
+
+def test_tdigest_bounds_are_the_order_statistics_at_the_rank_tolerance():
+    stats, values = small_stats(range(1000))
+    low, high = percentile_bounds(stats, 1000, 50, "tdigest", compression=100)
+    # rank 499.5 -/+ 1.5% of 1000 = 15 ranks, rounded outwards
+    assert (low, high) == (values[math.floor(499.5 - 15)], values[math.ceil(499.5 + 15)])
+    assert percentile_bounds(stats, 1000, 50, "tdigest", compression=200) == (values[492], values[507])
+    assert percentile_bounds(stats, 1000, 0, "tdigest") == (values[0], values[15])
+    assert percentile_bounds(stats, 1000, 100, "tdigest") == (values[984], values[999])
+
+
+def test_hdr_bounds_are_the_nearest_rank_widened_by_its_precision():
+    stats, values = small_stats([v + 10 for v in range(1000)])
+    low, high = percentile_bounds(stats, 1000, 50, "hdr", hdr_digits=3)
+    # p50 of 1000: nearest rank 500 (1-based) -> 0-based 499, one rank of slack either side
+    assert low == pytest.approx(values[499 - HDR_RANK_SLACK] * (1 - 1e-3))
+    assert high == pytest.approx(values[499 + HDR_RANK_SLACK] * (1 + 1e-3))
+    low2, high2 = percentile_bounds(stats, 1000, 50, "hdr", hdr_digits=2)
+    assert low2 < low and high2 > high  # fewer digits, wider
+    assert percentile_bounds(stats, 1000, 0, "hdr")[0] == pytest.approx(values[0] * (1 - 1e-3))
+
+
+def test_rank_grid_rounds_outwards():
+    cents = list(range(0, 10_000, 1))  # 10,000 values, grid step 10
+    grid = cmgen.rank_grid(__import__("numpy").array(cents))
+    assert grid["step"] == 10 and grid["cents"][-1] == 9_999
+    stats = OrderStatistics(grid, len(cents))
+    assert stats.at_or_below(25) == stored_value(20) and stats.at_or_above(25) == stored_value(30)
+    assert stats.at_or_below(30) == stored_value(30) and stats.at_or_above(30) == stored_value(30)
+    assert stats.at_or_below(-5) == stored_value(0) and stats.at_or_above(20_000) == stored_value(9_999)
+    assert stats.at_or_above(9_995) == stored_value(9_999) and stats.at_or_below(9_999) == stored_value(9_999)
