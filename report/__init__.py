@@ -1,1 +1,5 @@
-"""Reports: a race's race.json and its cluster-metrics records as the seed study's tables and charts."""
+"""Reports of this track's races: make report, make compare, make accuracy, make validation-proof."""
+
+
+class ReportError(Exception):
+    """Something the user can fix (no such race, no corpus, no cluster); the command line prints it and exits 1."""

@@ -7,7 +7,7 @@
 import argparse
 from pathlib import Path
 
-from report import charts, races, tables
+from report import ReportError, charts, races, tables
 
 SECTIONS = [
     ("Ingest per epoch", tables.ingest_table,
@@ -129,4 +129,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    except ReportError as e:
+        raise SystemExit(str(e))

@@ -13,6 +13,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from report import ReportError
 from report.tables import fmt, markdown
 from runners import corpus, queries
 
@@ -30,10 +31,10 @@ def pick_section(url, index, manifest):
     """Which ground truth matches what the cluster holds: the full files or the -1k test-mode files."""
     with urllib.request.urlopen(f"{url}/{index}/_count", timeout=60) as response:
         count = json.loads(response.read())["count"]
-    for test_mode, section in corpus.SECTIONS.items():
-        if count == sum(f["documents"] for f in manifest["files"] if f["test_mode"] == test_mode):
-            return section
-    raise SystemExit(f"index {index} holds {count} documents, which matches neither the generated corpus nor its "
+    section = corpus.section_for_count(manifest, count)
+    if section:
+        return section
+    raise ReportError(f"index {index} holds {count} documents, which matches neither the generated corpus nor its "
                      "test-mode files: ingest it first (make race) or regenerate the corpus it was ingested from")
 
 
@@ -50,7 +51,7 @@ def measure(url, data_root, hdr_digits=queries.DEFAULT_HDR_DIGITS):
             responses = post(url, "/_msearch", queries.msearch_body(manifest["index"], searches), ndjson=True)["responses"]
             for node, response in zip(nodes, responses):
                 if "error" in response:
-                    raise SystemExit(f"epoch {epoch} node {node}: {response['error']}")
+                    raise ReportError(f"epoch {epoch} node {node}: {response['error']}")
                 for field in queries.FIELDS:
                     values = response["aggregations"][f"{field}_pct"]["values"]
                     for p in percents:
@@ -82,7 +83,7 @@ def main(argv=None):
     data_root = args.data_root or corpus.data_root()
     try:
         section, errors = measure(url, data_root, args.hdr_digits)
-    except corpus.CorpusError as e:
+    except (ReportError, corpus.CorpusError) as e:
         raise SystemExit(str(e))
     except urllib.error.URLError as e:
         raise SystemExit(f"cannot reach Elasticsearch at {url} ({e.reason}): start it with make es-start, "

@@ -4,6 +4,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from report import ReportError
 from runners import records
 from runners.corpus import races_root
 
@@ -48,11 +49,11 @@ def find(race_id=None, rally_home=None):
     if race_id:
         matches = [p for p in candidates if p.parent.name.startswith(race_id)]
         if len(matches) != 1:
-            raise SystemExit(f"{'no' if not matches else 'more than one'} race matching {race_id!r} under {root}; "
+            raise ReportError(f"{'no' if not matches else 'more than one'} race matching {race_id!r} under {root}; "
                              "list them with: esrally list races")
         return load(matches[0].parent)
     ours = [(data["race-timestamp"], path) for path in candidates
             if records.is_our_track((data := json.loads(path.read_text())).get("track"))]
     if ours:
         return load(max(ours)[1].parent)  # by Rally's own race timestamp: file times mean nothing in a clone
-    raise SystemExit(f"no race of the {records.TRACK_NAME} track under {root}; run one first: make race")
+    raise ReportError(f"no race of the {records.TRACK_NAME} track under {root}; run one first: make race")

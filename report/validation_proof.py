@@ -18,6 +18,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from report import ReportError
 from report.tables import markdown
 from runners import corpus, queries
 from runners.corpus import FIELDS, OrderStatistics
@@ -109,10 +110,9 @@ def prove(url, root):
     truth = corpus.load_ground_truth(root, manifest)
     with urllib.request.urlopen(f"{url}/{manifest['index']}/_count", timeout=60) as response:
         count = json.loads(response.read())["count"]
-    section = next((s for t, s in corpus.SECTIONS.items()
-                    if count == sum(f["documents"] for f in manifest["files"] if f["test_mode"] == t)), None)
+    section = corpus.section_for_count(manifest, count)
     if section is None:
-        raise SystemExit(f"index {manifest['index']} holds {count} documents, neither the corpus nor its test-mode "
+        raise ReportError(f"index {manifest['index']} holds {count} documents, neither the corpus nor its test-mode "
                          "files: ingest it first (make race CHALLENGE=ingest-baseline)")
     nodes = manifest["nodes"]
     false_failures, checked = [], 0
@@ -167,7 +167,7 @@ def main(argv=None):
     url = "http://" + args.target_hosts.split(",")[0]
     try:
         result = prove(url, args.data_root or corpus.data_root())
-    except corpus.CorpusError as e:
+    except (ReportError, corpus.CorpusError) as e:
         raise SystemExit(str(e))
     except urllib.error.URLError as e:
         raise SystemExit(f"cannot reach Elasticsearch at {url} ({e.reason}): start it with make es-start, "

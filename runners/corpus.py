@@ -100,6 +100,14 @@ def require_manifest(root):
     return manifest
 
 
+def section_for_count(manifest, count):
+    """The ground-truth section whose files hold `count` documents in all ("full" or "test_mode"), or None."""
+    for test_mode, section in SECTIONS.items():
+        if count == sum(f["documents"] for f in manifest["files"] if f["test_mode"] == test_mode):
+            return section
+    return None
+
+
 def file_entry(manifest, epoch, test_mode):
     for entry in manifest["files"]:
         if entry["epoch"] == epoch and entry["test_mode"] == test_mode:

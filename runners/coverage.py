@@ -26,9 +26,7 @@ class CoverageParamSource:
 
     def __init__(self, track, params, **kwargs):
         context = RaceContext.of(params)
-        self.variant, self.transport = params["variant"], params["transport"]
-        queries.validate_variant(self.variant)
-        queries.validate_transport(self.transport)
+        self.variant, self.transport = params["variant"], params["transport"]  # checked at load: validate_coverage
         self.index = context.index
         self.epochs = list(params.get("epochs") or context.epochs)
         self.nodes = list(params.get("nodes") or context.nodes)

@@ -2,8 +2,8 @@
 prove inside real races that a rejected request or a wrong answer is a failed sample. (Toxiproxy works on TCP and
 can neither answer with an HTTP status nor rewrite JSON; that is all this does.)
 
-Modes: "pass" forwards everything; "429-every-other" answers every second search request with a real-looking 429;
-"double-net-p50" doubles every net p50 in search answers (in _msearch sub-responses and terms buckets too)."""
+Modes: "pass" forwards everything; "429-every-other" answers every second coverage request with a real-looking 429;
+"double-net-p50" doubles every net p50 in coverage answers (in _msearch sub-responses and terms buckets too)."""
 import json
 import threading
 import urllib.error
@@ -40,13 +40,16 @@ class AnswerProxy:
 
             def _forward(self):
                 body = self.rfile.read(int(self.headers.get("content-length") or 0))
-                search = self.path.split("?")[0].endswith(("_search", "_msearch"))
+                # a coverage's search: the track switches the request cache off in each of them (URL or header line)
+                search = b"request_cache" in body or "request_cache=false" in self.path
                 if search:
                     proxy.searches += 1
                     if proxy.mode == "429-every-other" and proxy.searches % 2 == 0:
                         proxy.rejected += 1
                         return self._answer(429, json.dumps(REJECTED).encode(), "application/json")
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
+                # plain answers (no gzip), so that they can be rewritten and passed on with their own length
+                headers = {k: v for k, v in self.headers.items()
+                           if k.lower() not in ("host", "content-length", "accept-encoding")}
                 request = urllib.request.Request(f"http://127.0.0.1:{upstream_port}{self.path}", data=body or None,
                                                  method=self.command, headers=headers)
                 try:

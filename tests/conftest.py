@@ -15,6 +15,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "corpora-gen"))
 
+from runners import corpus  # noqa: E402
+
 TEST_PORT = int(os.environ.get("TEST_ES_PORT", "9250"))
 PYTHON = sys.executable
 ESRALLY = str(Path(sys.executable).with_name("esrally"))
@@ -61,7 +63,7 @@ def rally_home():
 
 
 def data_root(home):
-    return home / ".rally" / "benchmarks" / "data"
+    return corpus.data_root(home)
 
 
 def generate(home, *extra):
@@ -83,7 +85,8 @@ class Race:
         self.returncode, self.output, self.race = returncode, output, race
 
     def error_rates(self):
-        return {op["task"]: op["error_rate"] for op in self.race["results"]["op_metrics"]}
+        """Per task; empty for a race that ended before it measured anything (its race.json has no results)."""
+        return {op["task"]: op["error_rate"] for op in self.race.get("results", {}).get("op_metrics", [])}
 
 
 def run_race(home, challenge, *extra, track=None, port=TEST_PORT, test_mode=True):

@@ -95,6 +95,7 @@ def test_epochs_bound_what_is_ingested_and_queried(rally_home, small_corpus):
 
 def test_track_loads_from_a_git_track_repository(rally_home, small_corpus):
     """As a team shares it: rally.ini names the repository, Rally's tracks folder holds its clone (offline: as is)."""
+    ensure_test_mode_ingest(rally_home)
     ini_path = rally_home / ".rally" / "rally.ini"
     if not ini_path.is_file():
         run_race(rally_home, "production-comparison")  # the first race writes rally.ini

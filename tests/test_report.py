@@ -9,7 +9,7 @@ import matplotlib.image
 import pytest
 
 from conftest import REPO, TEST_PORT, data_root, run_race
-from report import races, tables
+from report import ReportError, races, tables
 from report.__main__ import main as report_main
 
 HOME = Path(__file__).parent / "fixtures" / "races"
@@ -24,7 +24,7 @@ def test_newest_race_of_the_track_is_the_default():
 
 
 def test_unknown_race_is_said_plainly():
-    with pytest.raises(SystemExit, match="no race matching 'ffffffff'"):
+    with pytest.raises(ReportError, match="no race matching 'ffffffff'"):
         races.find("ffffffff", rally_home=HOME)
 
 
