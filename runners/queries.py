@@ -4,18 +4,21 @@ The seed's query: size 0, a bool filter of term node + term epoch, and the varia
 """
 
 import json
+from pathlib import Path
+
+import jinja2
 
 FIELDS = ("cpu", "mem", "net")
-# variant -> the aggregation pieces it holds, each piece applied to all three fields
-VARIANTS = {
-    "A": (),                       # filter only
-    "B": ("sum",),                 # 3x sum
-    "C_td": ("tdigest",),          # 3x percentiles, t-digest (Elasticsearch's default)
-    "C_hdr": ("hdr",),             # 3x percentiles, HDR histogram
-    "D_td": ("sum", "tdigest"),    # the production query
-    "D_hdr": ("sum", "hdr"),
-}
-TRANSPORTS = ("serial", "msearch", "terms")
+VOCABULARY = Path(__file__).resolve().parents[1] / "tracks" / "cluster-metrics" / "vocabulary.j2"
+
+
+def _vocabulary():
+    """Variants (name -> aggregation pieces) and transports, from the file track.json imports too."""
+    module = jinja2.Environment().from_string(VOCABULARY.read_text()).module
+    return {name: tuple(pieces) for name, pieces in module.variants.items()}, tuple(module.transports)
+
+
+VARIANTS, TRANSPORTS = _vocabulary()
 DEFAULT_PERCENTS = (0, 50, 90, 100)
 DEFAULT_HDR_DIGITS = 3  # Elasticsearch's default number_of_significant_value_digits
 TERMS_AGG = "per_node"

@@ -5,6 +5,7 @@ import json
 import re
 import shutil
 
+import jinja2
 import pytest
 from esrally import config, exceptions, paths
 from esrally.track import loader
@@ -136,8 +137,11 @@ def test_track_json_declares_every_parameter_with_the_same_default():
     text = (TRACK_DIR / "track.json").read_text()
     declared = dict(re.findall(r"\{% set p_(\w+) = \(\1 \| default\((.+?)\)\) %\}", text))
     assert declared.keys() == parameters.PARAMETERS.keys()
+    vocabulary = jinja2.Environment().from_string((TRACK_DIR / "vocabulary.j2").read_text()).module
     for name, default in declared.items():
-        assert json.loads(default) == parameters.PARAMETERS[name][0], name
+        value = (jinja2.Environment().compile_expression(default)(vocabulary=vocabulary)
+                 if default.startswith("vocabulary.") else json.loads(default))
+        assert value == parameters.PARAMETERS[name][0], name
 
 
 def test_rendered_task_names_use_the_shared_vocabulary():
