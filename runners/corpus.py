@@ -115,10 +115,6 @@ def file_entry(manifest, epoch, test_mode):
     return None
 
 
-def epochs(manifest):
-    return sorted({entry["epoch"] for entry in manifest["files"]})
-
-
 def check_file(root, entry, checksum=True):
     """None when the file matches its manifest entry, else what is wrong with it."""
     path = file_path(root, entry)

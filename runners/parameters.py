@@ -109,10 +109,6 @@ PARAMETERS = {
 }
 
 
-def defaults():
-    return {name: default for name, (default, _) in PARAMETERS.items()}
-
-
 def check(user_params):
     """Every user-given track parameter against its rule; raises ParameterError naming each bad one."""
     problems = []

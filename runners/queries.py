@@ -43,10 +43,6 @@ def percentile_algorithm(variant):
     return next((piece for piece in VARIANTS[variant] if piece in ("tdigest", "hdr")), None)
 
 
-def has_percentiles(variant):
-    return percentile_algorithm(variant) is not None
-
-
 def json_bytes(body):
     """A request body serialized once, ahead of the timed window."""
     return json.dumps(body, separators=(",", ":")).encode()

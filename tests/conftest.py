@@ -116,3 +116,19 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if {"es_node", "rally_home"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="module")
+def context(tmp_path_factory):
+    """For runner unit tests: a small generated corpus (2 epochs x 90 rows, 3 nodes) and the race context a track
+    load would build for it."""
+    import cmgen
+    from runners.context import RaceContext
+
+    root = tmp_path_factory.mktemp("data")
+    manifest = cmgen.generate(cmgen.Params(epochs=2, rows_per_epoch=90, nodes=3, tasks=5, seed=3), root)
+    return RaceContext(index="cluster-metrics", nodes=tuple(manifest["nodes"]), epochs=(1, 2), section="full",
+                       ground_truth=str(corpus.ground_truth_path(root)),
+                       ground_truth_sha256=manifest["ground_truth"]["sha256"], expected_docs=180,
+                       epoch_docs={"1": 90, "2": 90}, record_dir=str(root / "records"),
+                       fingerprint=corpus.fingerprint(manifest, "full"))

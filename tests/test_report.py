@@ -8,7 +8,7 @@ from pathlib import Path
 import matplotlib.image
 import pytest
 
-from conftest import REPO, TEST_PORT, data_root, run_race
+from conftest import REPO, TEST_PORT, run_race
 from report import ReportError, races, tables
 from report.__main__ import main as report_main
 

@@ -5,25 +5,12 @@ import json
 
 import pytest
 
-import cmgen
 from runners import corpus
-from runners.context import CONTEXT_KEY, RaceContext
+from runners.context import CONTEXT_KEY
 from runners.coverage import Coverage, CoverageParamSource, validate_coverage
 from stub_client import StubClient
 
-PARAMS = cmgen.Params(epochs=2, rows_per_epoch=90, nodes=3, tasks=5, seed=3)
 PERCENTS = [0, 50, 90, 100]
-
-
-@pytest.fixture(scope="module")
-def context(tmp_path_factory):
-    root = tmp_path_factory.mktemp("data")
-    manifest = cmgen.generate(PARAMS, root)
-    return RaceContext(index="cluster-metrics", nodes=tuple(manifest["nodes"]), epochs=(1, 2), section="full",
-                       ground_truth=str(corpus.ground_truth_path(root)),
-                       ground_truth_sha256=manifest["ground_truth"]["sha256"], expected_docs=180,
-                       epoch_docs={"1": 90, "2": 90}, record_dir=str(root / "records"),
-                       fingerprint=corpus.fingerprint(manifest, "full"))
 
 
 def source(context, transport, variant="D_td", **extra):

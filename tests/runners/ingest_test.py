@@ -9,7 +9,6 @@ from runners.context import CONTEXT_KEY
 from runners.index_checks import VerifyCorpus, VerifyDocCount
 from runners.ingest import IngestCostStart, IngestEpochCost, epoch_cost
 from stub_client import StubClient
-from coverage_test import context  # noqa: F401  (the fixture: a small generated corpus and its race context)
 
 
 def stats(index_ms, docs, refresh_ms=0, merge_ms=0, merged=0, flush_ms=0):
@@ -31,7 +30,7 @@ def test_epoch_cost_is_the_difference_of_two_snapshots():
         "merge_ms": 40, "flush_ms": 0, "merged_mb": 2.0}
 
 
-def test_start_then_epoch_writes_the_epoch_row(context):  # noqa: F811
+def test_start_then_epoch_writes_the_epoch_row(context):
     params = {CONTEXT_KEY: context.as_param()}
     run(IngestCostStart(), StubClient([(200, stats(10, 0))]), params)
     records.append_line(context.record_dir, f"{records.TOOK_DIR}/epoch-1-123.txt", "200")
@@ -42,14 +41,14 @@ def test_start_then_epoch_writes_the_epoch_row(context):  # noqa: F811
     assert [r["epoch"] for r in row] == [1] and row[0]["bulk_requests"] == 2
 
 
-def test_epoch_without_a_start_snapshot_fails(tmp_path, context):  # noqa: F811
+def test_epoch_without_a_start_snapshot_fails(tmp_path, context):
     ctx = context.as_param() | {"record_dir": str(tmp_path)}
     result = run(IngestEpochCost(), StubClient([(200, stats(60, 90))]), {CONTEXT_KEY: ctx, "epoch": 1})
     assert result["success"] is False and "ingest-cost-start" in result["error-description"]
 
 
 @pytest.mark.parametrize("count,success", [(180, True), (179, False)])
-def test_doc_count_is_exact(context, count, success):  # noqa: F811
+def test_doc_count_is_exact(context, count, success):
     result = run(VerifyDocCount(), StubClient([(200, {"count": count})]), {CONTEXT_KEY: context.as_param()})
     assert result["success"] is success
     if not success:
@@ -68,7 +67,7 @@ def counts(context, change=0):
     return {"aggregations": {"epoch": {"buckets": buckets}}}
 
 
-def test_corpus_check_passes_on_the_right_index(context):  # noqa: F811
+def test_corpus_check_passes_on_the_right_index(context):
     client = StubClient([(200, mapping(context.fingerprint)), (200, counts(context))])
     assert run(VerifyCorpus(), client, {CONTEXT_KEY: context.as_param()})["success"]
 
@@ -80,7 +79,7 @@ def test_corpus_check_passes_on_the_right_index(context):  # noqa: F811
     ("counts", "epoch 1 node N002: 31 documents, expected 30"),
     ("missing", "index cluster-metrics does not exist"),
 ])
-def test_corpus_check_ends_the_race_naming_the_fix(context, case, message):  # noqa: F811
+def test_corpus_check_ends_the_race_naming_the_fix(context, case, message):
     fingerprint = dict(context.fingerprint)
     answers = {"no-meta": [(200, mapping(None))],
                "other-seed": [(200, mapping(fingerprint | {"generator": fingerprint["generator"] | {"seed": 99}}))],
