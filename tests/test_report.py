@@ -1,6 +1,7 @@
 """make report / make compare on race.json fixtures copied from real --test-mode races of this track
 (tests/fixtures/races is a Rally home holding them), and make accuracy against the real node."""
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -103,3 +104,71 @@ def test_accuracy_against_the_real_node(es_node, rally_home, small_corpus, tmp_p
     # p0 and p100 are exact for t-digest (it keeps min and max)
     t_digest_extremes = [row for row in data["rows"] if row[0] == "t-digest" and row[2] in (0, 100)]
     assert t_digest_extremes and all(float(row[3]) == 0.0 for row in t_digest_extremes)
+
+
+def _copy_race(src_id, home, race_id, change):
+    """A copy of a fixture race under another id, with `change` applied to its race.json."""
+    src = next((HOME / ".rally/benchmarks/races").glob(f"{src_id}*"))
+    dst = home / ".rally" / "benchmarks" / "races" / race_id
+    shutil.copytree(src, dst)
+    data = json.loads((dst / "race.json").read_text())
+    change(data)
+    data["race-id"] = race_id
+    (dst / "race.json").write_text(json.dumps(data))
+    return dst
+
+
+def test_races_from_a_track_repository_are_found(tmp_path):
+    def from_repository(data):
+        data["track"] = "tracks/cluster-metrics"  # Rally names a repository's track by its path
+        data["race-timestamp"] = "29991231T000000Z"
+    _copy_race(FULL, tmp_path, "feedfeed-0000-0000-0000-000000000000", from_repository)
+    assert races.find(rally_home=tmp_path).race_id.startswith("feedfeed")
+
+
+def _fail(task, rate=0.4):
+    def change(data):
+        for op in data["results"]["op_metrics"]:
+            if op["task"] == task:
+                op["error_rate"] = rate
+    return change
+
+
+def test_a_failed_cell_is_marked_and_never_ranked(tmp_path, capsys):
+    """A fast cell that answered wrongly: FAILED in every table, never the fastest, no speedup from it."""
+    full = races.find(FULL, rally_home=HOME)
+    fastest = tables.fastest_cell(tables.coverage_cells(full))
+    task = f"coverage-{fastest[0]}-{fastest[1]}"
+    _copy_race(FULL, tmp_path, "badcell0-0000-0000-0000-000000000000", _fail(task))
+    race = races.find("badcell0", rally_home=tmp_path)
+    cells = tables.coverage_cells(race)
+    assert tables.fastest_cell(cells) != fastest and tables.valid_median(cells, fastest) is None
+    coverage = dict((row[0], row) for row in tables.coverage_table(race)[1])
+    assert "FAILED (40% errors)" in coverage[fastest[0]]
+    speedups = dict((row[0], row) for row in tables.speedup_table(race)[1])
+    assert "FAILED" in speedups[fastest[0]]
+    assert report_main(["--race", "badcell0", "--rally-home", str(tmp_path), "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert f"FAILED cells (not ranked): {fastest[0]} {fastest[1]}" in out
+    assert f"fastest cell {fastest[0]} {fastest[1]}" not in out
+
+
+def test_a_failed_baseline_gives_no_speedups(tmp_path):
+    _copy_race(FULL, tmp_path, "badbase0-0000-0000-0000-000000000000", _fail("coverage-D_td-serial"))
+    race = races.find("badbase0", rally_home=tmp_path)
+    assert "baseline D_td serial FAILED" in tables.speedup_table(race)
+    attribution = tables.attribution_table(race)
+    assert attribution  # D_td is not part of the attribution; its cells stay numbers
+    report_main(["--race", "badbase0", "--rally-home", str(tmp_path), "--out", str(tmp_path / "out")])
+    text = next((tmp_path / "out").glob("*/report.md")).read_text()
+    assert "no speedup can be measured against it" in text
+
+
+def test_compare_gives_no_ratio_for_a_failed_cell(tmp_path, capsys):
+    _copy_race(FULL, tmp_path, "aaaaaaaa-0000-0000-0000-000000000000", lambda d: None)
+    _copy_race(FULL, tmp_path, "bbbbbbbb-0000-0000-0000-000000000000", _fail("coverage-D_hdr-msearch"))
+    report_main(["--race", "aaaaaaaa", "--race", "bbbbbbbb", "--compare", "--rally-home", str(tmp_path),
+                 "--out", str(tmp_path / "out")])
+    line = next(l for l in capsys.readouterr().out.splitlines() if l.startswith("| coverage-D_hdr-msearch median"))
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[2] == "FAILED" and cells[3] == "-"
