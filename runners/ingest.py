@@ -99,7 +99,7 @@ class IngestCostStart:
     async def __call__(self, es, params):
         context = RaceContext.of(params)
         records.write(context.record_dir, records.INGEST,
-                      {"epochs": [], "snapshot": await _snapshot(es, context), "challenge": params.get("challenge")})
+                      {"epochs": [], "snapshot": await _snapshot(es, context)})
         return {"weight": 1, "unit": "ops", "success": True}
 
     def __repr__(self):
