@@ -98,7 +98,7 @@ class Coverage:
             try:
                 response = await client.perform_request("POST", path, params=query, body=body, headers=dict(headers))
             except elasticsearch.ApiError as e:
-                target = f"node {nodes[i]}" if transport == "serial" else f"{len(nodes)} nodes"
+                target = f"node {nodes[i]}" if transport == "serial" else f"(all {len(nodes)} nodes)"
                 return _http_error(e, f"{variant}/{transport}: epoch {epoch} {target}, request {i + 1} of "
                                       f"{len(requests)}")
             bodies.append(response.body)
