@@ -18,10 +18,26 @@ SECTIONS = [
      "this race lacks one of the cells A, B, C_td, C_hdr needed for the attribution"),
     ("Speedup against D_td serial (median)", tables.speedup_table,
      "this race has no coverage-D_td-serial task to compare against"),
+    ("Layout sweep: indexing throughput per layout", tables.layout_ingest_table,
+     "this race has no layout-sweep tasks"),
+    ("Layout sweep: coverage throughput per layout", tables.layout_query_table,
+     "this race has no layout-sweep tasks"),
+    ("Layout sweep: where the shards went and who did the work", tables.layout_placement_table,
+     "this race has no layout-stats records"),
     ("Profile breakdown (profile: true, shares of filter + aggregations; profiling inflates absolute time)",
      tables.profile_table,
      "this race has no profile-breakdown task"),
 ]
+
+
+LAYOUT_NOTE = (
+    "Seed 003's rules of thumb: query throughput ~ nodes involved x a single node's rate (1S0R = 1 node; 2S0R, 1S1R = 2; "
+    "3S0R and every layout with 3 copies spread = 3); replicas cost 20-60% of indexing throughput; an uneven layout "
+    "(2S1R on 3 nodes) makes the node with two copies the bottleneck. Read these figures with the machine in mind: "
+    "nodes of one local cluster share one host's cores, so adding a node adds no CPU and the node-count scaling of "
+    "the rule cannot appear; what remains visible is the cost of coordination, of replica writes and of uneven "
+    "placement. Elasticsearch 8 also routes searches by adaptive replica selection (load-aware), not the round-robin "
+    "the seed describes: the search share column shows where it sent them.\n")
 
 
 def single_report(race, out_root):
@@ -45,6 +61,8 @@ def single_report(race, out_root):
                          "`took` (Elasticsearch's clock ticks every 200 ms, so only sums are meaningful; with several "
                          "clients the requests overlap and took / wall can exceed 100%). index / refresh / merge / "
                          "flush: `/_stats` deltas, summed over shards and threads.\n")
+        if table and title.startswith("Layout sweep: coverage"):
+            parts.append(LAYOUT_NOTE)
         if table and title.startswith("Speedup"):
             summary.append(_speedup_summary(race))
     accuracy = Path(out_root) / "accuracy.md"

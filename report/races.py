@@ -16,6 +16,7 @@ class Race:
     data: dict
     ingest: dict = field(default_factory=dict)
     profile: dict = field(default_factory=dict)
+    layouts: dict = field(default_factory=dict)  # layout -> its layout-stats record
 
     @property
     def challenge(self):
@@ -39,6 +40,9 @@ def load(race_dir):
         record = race_dir / records.RECORD_DIR / name
         if record.is_file():
             setattr(race, attr, json.loads(record.read_text()))
+    for record in sorted((race_dir / records.RECORD_DIR).glob("layout-*.json")):
+        data = json.loads(record.read_text())
+        race.layouts[data["layout"]] = data
     return race
 
 

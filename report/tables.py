@@ -4,8 +4,9 @@ no data for it, or a sentence saying why it cannot be built, so that the report 
 A cell (task) with an error rate above 0 answered wrongly or not at all: it is marked FAILED in every table and chart
 and is never a baseline, a speedup or the fastest cell."""
 
+from runners import layouts as layout_rules
 from runners.queries import TRANSPORTS, VARIANTS
-from runners.tasks import bulk_task_name, coverage_task_name
+from runners.tasks import bulk_task_name, coverage_task_name, layout_task_name
 
 BASELINE = ("D_td", "serial")
 
@@ -139,6 +140,92 @@ def speedup_table(race):
         if any((v, t) in cells for t in transports):
             body.append([v] + [None if (v, t) not in cells else "FAILED" if failed(cells[(v, t)])
                                else base / valid_median(cells, (v, t)) for t in transports])
+    return header, body
+
+
+LAYOUT_CELLS = (("D_td", "msearch"), ("D_td", "terms"), ("D_hdr", "msearch"), ("D_hdr", "terms"))
+LAYOUT_BASELINE = "1S0R"
+
+
+def _layout_ops(race):
+    """{layout: {task name without the layout prefix: op}} in the race's order."""
+    found = {}
+    for task, op in race.op_metrics().items():
+        if task.startswith("layout-"):
+            layout, _, name = task[len("layout-"):].partition("-")
+            found.setdefault(layout, {})[name] = op
+    return found
+
+
+def layout_ingest_rows(race):
+    """Per layout: documents (primaries, from layout-stats), bulk wall time (the epochs' bulk tasks), docs/s."""
+    rows = []
+    for layout, ops in _layout_ops(race).items():
+        bulks = [op for name, op in ops.items() if name.startswith(bulk_task_name(""))]
+        copies = race.layouts.get(layout, {}).get("ingested", [])
+        docs = sum(c["docs"] for c in copies if c["primary"])
+        wall = sum(op["duration"] for op in bulks) / 1000 if bulks else None
+        rows.append({"layout": layout, "docs": docs, "wall_s": wall, "failed": any(failed(op) for op in bulks),
+                     "docs_per_s": docs / wall if wall and docs else None})
+    return rows
+
+
+def _normalized(value, base):
+    return value / base if isinstance(value, (int, float)) and isinstance(base, (int, float)) and base else None
+
+
+def layout_ingest_table(race):
+    rows = layout_ingest_rows(race)
+    if not rows:
+        return None
+    base = next((r["docs_per_s"] for r in rows if r["layout"] == LAYOUT_BASELINE and not r["failed"]), None)
+    header = ["layout", "shards", "replicas", "docs", "bulk wall (s)", "docs/s", f"vs {LAYOUT_BASELINE}"]
+    body = []
+    for r in rows:
+        shards, replicas = layout_rules.parse_layout(r["layout"])
+        rate = "FAILED" if r["failed"] else r["docs_per_s"]
+        body.append([r["layout"], shards, replicas, r["docs"], r["wall_s"], rate, _normalized(rate, base)])
+    return header, body
+
+
+def layout_query_table(race):
+    """Coverage throughput (coverages/s, median, all search clients together) per layout and cell."""
+    found = _layout_ops(race)
+    if not found:
+        return None
+    header = ["layout"] + [f"{v} {t} (cov/s)" for v, t in LAYOUT_CELLS] + [f"mean vs {LAYOUT_BASELINE}"]
+
+    def rate(ops, v, t):
+        op = ops.get(coverage_task_name(v, t))
+        if op is None:
+            return None
+        return "FAILED" if failed(op) else op.get("throughput", {}).get("median")
+
+    base = [rate(found.get(LAYOUT_BASELINE, {}), v, t) for v, t in LAYOUT_CELLS]
+    body = []
+    for layout, ops in found.items():
+        rates = [rate(ops, v, t) for v, t in LAYOUT_CELLS]
+        ratios = [_normalized(r, b) for r, b in zip(rates, base)]
+        valid = [x for x in ratios if x is not None]
+        body.append([layout] + rates + [sum(valid) / len(valid) if valid and len(valid) == len(ratios) else None])
+    return header, body
+
+
+def layout_placement_table(race):
+    """Per layout: each node's shard copies, share of indexing and of search work; the busiest node."""
+    if not race.layouts:
+        return None
+    header = ["layout", "node", "shard copies", "indexing share", "search share", "bottleneck"]
+    body = []
+    for layout, record in race.layouts.items():
+        ingested, searched = record.get("ingested", []), record.get("searched", [])
+        indexing = layout_rules.node_shares(ingested, "index_total")
+        search = layout_rules.node_shares(searched, "query_total") if searched else {}
+        bottleneck = layout_rules.bottleneck(indexing)
+        for node in sorted(indexing):
+            copies = " ".join(f"{'P' if c['primary'] else 'R'}{c['shard']}" for c in ingested if c["node"] == node)
+            body.append([layout, node, copies, _pct(indexing[node]), _pct(search.get(node)),
+                         "indexing" if node == bottleneck else ""])
     return header, body
 
 

@@ -15,8 +15,13 @@ LOG = logging.getLogger(__name__)
 STATS_METRICS = "indexing,refresh,merge,flush"
 
 
-def _took_file(epoch):
-    return os.path.join(records.TOOK_DIR, f"epoch-{epoch}-{os.getpid()}.txt")
+def _took_dir(record):
+    """Each ingest record keeps its bulk tooks apart (the layout sweep ingests the same epochs once per layout)."""
+    return os.path.join(records.TOOK_DIR, os.path.splitext(record)[0])
+
+
+def _took_file(record, epoch):
+    return os.path.join(_took_dir(record), f"epoch-{epoch}-{os.getpid()}.txt")
 
 
 class EpochBulkParamSource:
@@ -25,7 +30,8 @@ class EpochBulkParamSource:
 
     def __init__(self, track, params, **kwargs):
         self._inner = rally_params.BulkIndexParamSource(track, params, **kwargs)
-        self._extra = {"epoch": params["epoch"], "record-dir": RaceContext.of(params).record_dir}
+        self._extra = {"epoch": params["epoch"], "record-dir": RaceContext.of(params).record_dir,
+                       "record": params.get("record", records.INGEST)}
 
     def partition(self, partition_index, total_partitions):
         part = copy.copy(self)
@@ -53,7 +59,7 @@ class BulkWithTook:
     async def __call__(self, es, params):
         result = await self._bulk(es, params)
         if params.get("record-dir") and result.get("took") is not None:
-            records.append_line(params["record-dir"], _took_file(params["epoch"]), str(result["took"]))
+            records.append_line(params["record-dir"], _took_file(params["record"], params["epoch"]), str(result["took"]))
         return result
 
     def __repr__(self):
@@ -65,7 +71,7 @@ def stats_snapshot(stats):
     total = stats["_all"]["total"]
     return {
         "index_ms": total["indexing"]["index_time_in_millis"],
-        "index_docs": total["indexing"]["index_total"],
+        "index_docs": stats["_all"]["primaries"]["indexing"]["index_total"],  # documents, not copies
         "refresh_ms": total["refresh"]["total_time_in_millis"],
         "merge_ms": total["merges"]["total_time_in_millis"],
         "merged_bytes": total["merges"]["total_size_in_bytes"],
@@ -98,7 +104,7 @@ class IngestCostStart:
 
     async def __call__(self, es, params):
         context = RaceContext.of(params)
-        records.write(context.record_dir, records.INGEST,
+        records.write(context.record_dir, params.get("record", records.INGEST),
                       {"epochs": [], "snapshot": await _snapshot(es, context)})
         return {"weight": 1, "unit": "ops", "success": True}
 
@@ -110,26 +116,28 @@ class IngestEpochCost:
     """Measures one epoch's ingest cost (after its bulk and refresh): /_stats deltas (indexing, refresh, merge,
     flush time, merged MB) since the previous snapshot, and the sum and count of the epoch's bulk `took`.
 
-    Writes the epoch's row to <race>/cluster-metrics/ingest.json; returns 1 op and the row as sample meta.
+    Writes the epoch's row to <race>/cluster-metrics/<record> (ingest.json unless the operation names another);
+    returns 1 op and the row as sample meta.
     The epoch's wall time is not here: Rally's task transitions would inflate it. It is the duration of the task
     bulk-epoch-N in race.json."""
 
     async def __call__(self, es, params):
         context, epoch = RaceContext.of(params), params["epoch"]
         snapshot = await _snapshot(es, context)
-        record = records.read(context.record_dir, records.INGEST, {})
+        name = params.get("record", records.INGEST)
+        record = records.read(context.record_dir, name, {})
         if "snapshot" not in record:
             return {"weight": 1, "unit": "ops", "success": False, "error-type": "cluster-metrics",
                     "error-description": f"epoch {epoch}: no starting /_stats snapshot (the schedule must run "
                                          "ingest-cost-start before the first bulk)"}
         tooks = []
-        for path in glob.glob(os.path.join(context.record_dir, records.TOOK_DIR, f"epoch-{epoch}-*.txt")):
+        for path in glob.glob(os.path.join(context.record_dir, _took_dir(name), f"epoch-{epoch}-*.txt")):
             with open(path) as f:
                 tooks += [int(line) for line in f if line.strip()]
         row = epoch_cost(epoch, record["snapshot"], snapshot, tooks)
         record["epochs"] = [r for r in record["epochs"] if r["epoch"] != epoch] + [row]
         record["snapshot"] = snapshot
-        records.write(context.record_dir, records.INGEST, record)
+        records.write(context.record_dir, name, record)
         LOG.info("cluster-metrics ingest epoch %s: %s", epoch, row)
         return {"weight": 1, "unit": "ops", "success": True, **row}
 

@@ -11,6 +11,7 @@ from typing import Callable, Optional
 from runners.coverage import Coverage, CoverageParamSource, validate_coverage
 from runners.index_checks import VerifyCorpus, VerifyDocCount
 from runners.ingest import BulkWithTook, EpochBulkParamSource, IngestCostStart, IngestEpochCost, validate_bulk
+from runners.layouts import CheckClusterLayouts, LayoutStats, validate_layout_stats, validate_layouts
 from runners.profile import ProfileBreakdown, validate_profile
 
 
@@ -30,4 +31,6 @@ OPERATIONS = {
     "verify-corpus": Operation(VerifyCorpus),
     "coverage": Operation(Coverage, CoverageParamSource, validate_coverage),
     "profile-breakdown": Operation(ProfileBreakdown, validate=validate_profile),
+    "check-cluster-layouts": Operation(CheckClusterLayouts, validate=validate_layouts),
+    "layout-stats": Operation(LayoutStats, validate=validate_layout_stats),
 }

@@ -8,7 +8,8 @@ fields fall back to the default), so that this check, not a JSON error, is what 
 
 import numbers
 
-from runners.queries import TRANSPORTS, VARIANTS
+from runners.layouts import parse_layout
+from runners.queries import LAYOUTS, TRANSPORTS, VARIANTS
 
 MAX_HDR_DIGITS = 5  # Elasticsearch accepts number_of_significant_value_digits 0..5
 
@@ -75,6 +76,18 @@ def _percents(value):
         raise ParameterError("a non-empty list of numbers from 0 to 100")
 
 
+def _layouts(value):
+    items = value.split(",") if isinstance(value, str) else value
+    try:
+        if not isinstance(items, list) or not items:
+            raise ValueError
+        for item in items:
+            parse_layout(item)
+    except ValueError:
+        raise ParameterError('a non-empty list (or comma-separated string) of layouts <shards>S<replicas>R, '
+                             'e.g. ["1S0R", "2S1R"]') from None
+
+
 def _assertions(value):
     ok = isinstance(value, list) and all(
         isinstance(a, dict) and isinstance(a.get("property"), str) and a.get("condition") in (">", ">=", "<", "<=", "==")
@@ -106,6 +119,11 @@ PARAMETERS = {
     "profile_epoch": (1, _integer(1)),
     "verify_corpus_checksums": (True, _boolean),
     "coverage_assertions": ([], _assertions),
+    "layouts": (list(LAYOUTS), _layouts),
+    "layout_bulk_size": (5000, _integer(1)),
+    "layout_bulk_clients": (4, _integer(1)),
+    "search_clients": (4, _integer(1)),
+    "layout_iterations": (20, _integer(1)),
 }
 
 

@@ -13,12 +13,14 @@ VOCABULARY = Path(__file__).resolve().parents[1] / "tracks" / "cluster-metrics" 
 
 
 def _vocabulary():
-    """Variants (name -> aggregation pieces) and transports, from the file track.json imports too."""
+    """Variants (name -> aggregation pieces), transports and the layout sweep's layouts, from the file track.json
+    imports too."""
     module = jinja2.Environment().from_string(VOCABULARY.read_text()).module
-    return {name: tuple(pieces) for name, pieces in module.variants.items()}, tuple(module.transports)
+    return ({name: tuple(pieces) for name, pieces in module.variants.items()}, tuple(module.transports),
+            tuple(module.layouts))
 
 
-VARIANTS, TRANSPORTS = _vocabulary()
+VARIANTS, TRANSPORTS, LAYOUTS = _vocabulary()
 DEFAULT_PERCENTS = (0, 50, 90, 100)
 DEFAULT_HDR_DIGITS = 3  # Elasticsearch's default number_of_significant_value_digits
 TERMS_AGG = "per_node"

@@ -10,3 +10,8 @@ def coverage_task_name(variant, transport):
 def bulk_task_name(epoch):
     """The bulk load of one epoch: its duration in race.json is the epoch's wall time."""
     return f"bulk-epoch-{epoch}"
+
+
+def layout_task_name(layout, name):
+    """A task of one layout of the layout sweep: layout_task_name("2S1R", bulk_task_name(1))."""
+    return f"layout-{layout}-{name}"

@@ -11,7 +11,7 @@ from esrally.client.factory import EsClientFactory
 from esrally.track import loader
 
 from answer_proxy import AnswerProxy
-from conftest import REPO, TEST_PORT, data_root, generate, http, run_race
+from conftest import REPO, TEST_PORT, data_root, generate, http, launcher, run_race
 from runners import corpus
 from runners.operations import OPERATIONS
 
@@ -59,15 +59,36 @@ def rendered_challenges():
 CHALLENGES = rendered_challenges()
 
 
+MULTI_NODE_PORT = 9270
+
+
+@pytest.fixture(scope="module")
+def multi_node_cluster():
+    """A local cluster of 3 nodes for the challenges whose meta asks for more than one data node."""
+    started = launcher("start", "--nodes", "3", "--heap", "512m", port=MULTI_NODE_PORT)
+    assert started.returncode == 0, started.stdout + started.stderr
+    yield MULTI_NODE_PORT
+    stopped = launcher("stop", port=MULTI_NODE_PORT)
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+
+
 @pytest.mark.parametrize("challenge", sorted(CHALLENGES))
-def test_every_challenge_in_test_mode(rally_home, small_corpus, challenge):
+def test_every_challenge_in_test_mode(rally_home, small_corpus, challenge, request):
     tasks = CHALLENGES[challenge]["schedule"]
-    if not any(t["operation"]["operation-type"] == "cluster-metrics-bulk" for t in tasks):
+    port = TEST_PORT
+    if CHALLENGES[challenge].get("meta", {}).get("data_nodes", 1) > 1:
+        port = request.getfixturevalue("multi_node_cluster")
+    elif not any(t["operation"]["operation-type"] == "cluster-metrics-bulk" for t in tasks):
         ensure_test_mode_ingest(rally_home)
-    race = run_race(rally_home, challenge)
+    race = run_race(rally_home, challenge, port=port)
     # every task of ours is reported (Rally leaves its own admin operations such as refresh out of race.json)
     assert_clean(race, [t["operation"]["name"] for t in tasks if t["operation"]["operation-type"] in OPERATIONS])
-    if any(t["operation"]["operation-type"] == "cluster-metrics-bulk" for t in tasks):
+    if port == MULTI_NODE_PORT:
+        placement = json.loads((race_dir(rally_home, race) / "cluster-metrics" / "layout-2S1R.json").read_text())
+        nodes = [c["node"] for c in placement["ingested"]]
+        assert len(set(nodes)) == 3 and len(nodes) == 4  # 2 primaries + 2 replicas over 3 nodes: one holds two
+        assert http("GET", "/cluster-metrics/_count", port=port)[1]["count"] == 5000
+    elif any(t["operation"]["operation-type"] == "cluster-metrics-bulk" for t in tasks):
         assert doc_count() == 5000  # nothing lost: 5 epochs x the 1000-doc test-mode files
         if challenge == "ingest-baseline":
             epochs = json.loads((race_dir(rally_home, race) / "cluster-metrics" / "ingest.json").read_text())["epochs"]
@@ -202,6 +223,14 @@ def test_index_holding_another_corpus_stops_before_any_timed_query(rally_home, s
         assert race.race is None or not any(t.startswith("coverage-") for t in race.error_rates())
     finally:
         generate(rally_home)
+
+
+def test_layouts_needing_more_nodes_stop_before_anything_is_created(rally_home, small_corpus):
+    ensure_test_mode_ingest(rally_home)
+    race = run_race(rally_home, "layout-sweep", '--track-params={"layouts": ["1S0R", "2S1R"]}')
+    assert race.returncode != 0
+    assert "layout(s) 2S1R need more than the cluster's 1 data node(s)" in race.output and "NODES=3" in race.output
+    assert corpus_fingerprint_matches(rally_home) and doc_count() == 5000  # the index was not touched
 
 
 def test_missing_index_stops_before_any_timed_query(rally_home, small_corpus):

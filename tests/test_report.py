@@ -172,3 +172,41 @@ def test_compare_gives_no_ratio_for_a_failed_cell(tmp_path, capsys):
     line = next(l for l in capsys.readouterr().out.splitlines() if l.startswith("| coverage-D_hdr-msearch median"))
     cells = [c.strip() for c in line.strip("|").split("|")]
     assert cells[2] == "FAILED" and cells[3] == "-"
+
+
+LAYOUT_HOME = Path(__file__).parent / "fixtures" / "layout-race"  # a real --test-mode layout-sweep race, 3 nodes
+
+
+def test_layout_sweep_tables_from_a_real_race(tmp_path):
+    race = races.find(rally_home=LAYOUT_HOME)
+    assert set(race.layouts) == {"1S0R", "2S0R", "3S0R", "1S1R", "2S1R", "3S1R", "1S2R", "3S2R"}
+    ingest = {row[0]: row for row in tables.layout_ingest_table(race)[1]}
+    assert ingest["1S0R"][6] == pytest.approx(1.0) and ingest["2S1R"][3] == 5000
+    bulk_wall = sum(op["duration"] for task, op in race.op_metrics().items()
+                    if task.startswith("layout-2S1R-bulk-epoch-")) / 1000
+    assert ingest["2S1R"][5] == pytest.approx(5000 / bulk_wall)
+    query = {row[0]: row for row in tables.layout_query_table(race)[1]}
+    assert query["3S2R"][1] == race.op_metrics()["layout-3S2R-coverage-D_td-msearch"]["throughput"]["median"]
+    placement = [row for row in tables.layout_placement_table(race)[1] if row[0] == "2S1R"]
+    assert len(placement) == 3  # three nodes; the one holding two copies does half the indexing
+    hot = [row for row in placement if len(row[2].split()) == 2]
+    assert len(hot) == 1 and hot[0][3] == "50.0%" and hot[0][5] == "indexing"
+    assert report_main(["--rally-home", str(LAYOUT_HOME), "--out", str(tmp_path)]) == 0
+    text = next(tmp_path.glob("*/report.md")).read_text()
+    assert "Layout sweep: where the shards went" in text and "nodes of one local cluster share one host's cores" in text
+
+
+def test_a_failed_layout_cell_is_marked(tmp_path):
+    def fail(data):
+        for op in data["results"]["op_metrics"]:
+            if op["task"] == "layout-2S1R-coverage-D_hdr-terms":
+                op["error_rate"] = 1.0
+    src = next((LAYOUT_HOME / ".rally/benchmarks/races").glob("*"))
+    dst = tmp_path / ".rally" / "benchmarks" / "races" / "cafecafe-0000-0000-0000-000000000000"
+    shutil.copytree(src, dst)
+    data = json.loads((dst / "race.json").read_text())
+    fail(data)
+    data["race-id"] = dst.name
+    (dst / "race.json").write_text(json.dumps(data))
+    query = {row[0]: row for row in tables.layout_query_table(races.find("cafecafe", rally_home=tmp_path))[1]}
+    assert query["2S1R"][4] == "FAILED" and query["2S1R"][5] is None

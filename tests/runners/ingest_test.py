@@ -11,8 +11,9 @@ from runners.ingest import IngestCostStart, IngestEpochCost, epoch_cost
 from stub_client import StubClient
 
 
-def stats(index_ms, docs, refresh_ms=0, merge_ms=0, merged=0, flush_ms=0):
-    return {"_all": {"total": {"indexing": {"index_time_in_millis": index_ms, "index_total": docs},
+def stats(index_ms, docs, refresh_ms=0, merge_ms=0, merged=0, flush_ms=0, replicas=0):
+    return {"_all": {"primaries": {"indexing": {"index_total": docs}},
+                     "total": {"indexing": {"index_time_in_millis": index_ms, "index_total": docs * (1 + replicas)},
                                "refresh": {"total_time_in_millis": refresh_ms},
                                "merges": {"total_time_in_millis": merge_ms, "total_size_in_bytes": merged},
                                "flush": {"total_time_in_millis": flush_ms}}}}
@@ -33,9 +34,10 @@ def test_epoch_cost_is_the_difference_of_two_snapshots():
 def test_start_then_epoch_writes_the_epoch_row(context):
     params = {CONTEXT_KEY: context.as_param()}
     run(IngestCostStart(), StubClient([(200, stats(10, 0))]), params)
-    records.append_line(context.record_dir, f"{records.TOOK_DIR}/epoch-1-123.txt", "200")
-    records.append_line(context.record_dir, f"{records.TOOK_DIR}/epoch-1-456.txt", "0")
-    result = run(IngestEpochCost(), StubClient([(200, stats(60, 90, refresh_ms=3))]), {**params, "epoch": 1})
+    records.append_line(context.record_dir, f"{records.TOOK_DIR}/ingest/epoch-1-123.txt", "200")
+    records.append_line(context.record_dir, f"{records.TOOK_DIR}/ingest/epoch-1-456.txt", "0")
+    records.append_line(context.record_dir, f"{records.TOOK_DIR}/ingest-2S1R/epoch-1-789.txt", "999")  # another record
+    result = run(IngestEpochCost(), StubClient([(200, stats(60, 90, refresh_ms=3, replicas=1))]), {**params, "epoch": 1})
     assert result["success"] and result["docs"] == 90 and result["index_ms"] == 50 and result["bulk_took_ms"] == 200
     row = records.read(context.record_dir, records.INGEST)["epochs"]
     assert [r["epoch"] for r in row] == [1] and row[0]["bulk_requests"] == 2

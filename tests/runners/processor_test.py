@@ -93,6 +93,8 @@ def test_epochs_bound_ingest_and_queries(corpus_root):
     ({"profile_node": "N999"}, "Task [profile-D_td]: node 'N999' is not in the generated corpus"),
     ({"profile_epoch": 4, "epochs": 3}, "Task [profile-D_td]: epoch 4 is not ingested by this race"),
     ({"epochs": 7}, "The generated corpus has no epoch 6"),
+    ({"layouts": ["2S1R", "3X"]}, "track parameter layouts must be a non-empty list (or comma-separated string) of layouts"),
+    ({"search_clients": 0}, "track parameter search_clients must be an integer of at least 1, got 0"),
 ])
 def test_bad_parameters_are_named_before_the_cluster_is_touched(corpus_root, track_params, message):
     with pytest.raises(exceptions.SystemSetupError, match=re.escape(message)):
