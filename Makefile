@@ -23,7 +23,7 @@ RACE_ARGS ?=
 RACE ?=
 RACES ?=
 
-.PHONY: venv es-start es-stop es-status es-wipe corpus race test test-fast report accuracy validation-proof compare
+.PHONY: venv es-start es-stop es-status es-wipe corpus race layout-sweep test test-fast report accuracy validation-proof compare
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt
@@ -48,6 +48,11 @@ corpus: venv
 race: venv es-start corpus
 	$(ESRALLY) race --track-path=tracks/cluster-metrics --challenge=$(CHALLENGE) --pipeline=benchmark-only \
 	  --offline --target-hosts=$(TARGET_HOSTS) $(if $(TRACK_PARAMS),--track-params="$(TRACK_PARAMS)") $(RACE_ARGS)
+
+# the layout sweep (seed 003) on a local 3-node cluster: make es-stop first if a 1-node cluster runs on PORT
+layout-sweep: NODES = 3
+layout-sweep: CHALLENGE = layout-sweep
+layout-sweep: race
 
 test: venv
 	$(VPY) -m pytest tests
