@@ -5,7 +5,7 @@ A cell (task) with an error rate above 0 answered wrongly or not at all: it is m
 and is never a baseline, a speedup or the fastest cell."""
 
 from runners import layouts as layout_rules
-from runners.queries import TRANSPORTS, VARIANTS
+from runners.queries import LAYOUTS, TRANSPORTS, VARIANTS
 from runners.tasks import bulk_task_name, coverage_task_name, layout_task_name
 
 BASELINE = ("D_td", "serial")
@@ -148,12 +148,17 @@ LAYOUT_BASELINE = "1S0R"
 
 
 def _layout_ops(race):
-    """{layout: {task name without the layout prefix: op}} in the race's order."""
+    """{layout: {task name within the layout: op}} for the layouts the race swept (its track parameter layouts,
+    else the vocabulary's), in sweep order."""
+    given = race.data.get("track-params", {}).get("layouts")
+    names = given.split(",") if isinstance(given, str) else (given or LAYOUTS)
+    ops = race.op_metrics()
     found = {}
-    for task, op in race.op_metrics().items():
-        if task.startswith("layout-"):
-            layout, _, name = task[len("layout-"):].partition("-")
-            found.setdefault(layout, {})[name] = op
+    for layout in names:
+        prefix = layout_task_name(layout, "")
+        mine = {task[len(prefix):]: op for task, op in ops.items() if task.startswith(prefix)}
+        if mine:
+            found[layout] = mine
     return found
 
 
@@ -161,7 +166,9 @@ def layout_ingest_rows(race):
     """Per layout: documents (primaries, from layout-stats), bulk wall time (the epochs' bulk tasks), docs/s."""
     rows = []
     for layout, ops in _layout_ops(race).items():
-        bulks = [op for name, op in ops.items() if name.startswith(bulk_task_name(""))]
+        bulks = []
+        while bulk_task_name(len(bulks) + 1) in ops:
+            bulks.append(ops[bulk_task_name(len(bulks) + 1)])
         copies = race.layouts.get(layout, {}).get("ingested", [])
         docs = sum(c["docs"] for c in copies if c["primary"])
         wall = sum(op["duration"] for op in bulks) / 1000 if bulks else None
