@@ -211,15 +211,6 @@ def ground_truth(columns, rows, nodes):
 
 # ------------------------------------------------------------------ files
 
-def check_files(out, manifest):
-    """What is wrong with each file of the manifest (size first, then sha256)."""
-    return corpus.check_files(out, manifest)
-
-
-def load_manifest(out):
-    return corpus.load_manifest(out)
-
-
 def _atomic_write(path, data):
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_bytes(data)

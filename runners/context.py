@@ -24,10 +24,14 @@ class RaceContext:
     section: str            # ground-truth section of the files this race uses: "full" or "test_mode"
     ground_truth: str       # path of ground-truth.json
     ground_truth_sha256: str
-    expected_docs: int      # documents of the ingested epochs' files
     epoch_docs: dict        # epoch (str) -> documents of that epoch's file
     record_dir: str         # <race>/cluster-metrics: what race.json cannot hold
     fingerprint: dict       # written into the index's _meta at create time, checked before timed queries
+
+    @property
+    def expected_docs(self):
+        """Documents of the ingested epochs' files: what the index must hold after ingest."""
+        return sum(self.epoch_docs.values())
 
     def as_param(self):
         return asdict(self)

@@ -92,6 +92,6 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
             index=manifest["index"], nodes=tuple(manifest["nodes"]),
             epochs=tuple(sorted(int(e) for e in epoch_docs)), section=section,
             ground_truth=str(corpus.ground_truth_path(root)), ground_truth_sha256=manifest["ground_truth"]["sha256"],
-            expected_docs=sum(epoch_docs.values()), epoch_docs=epoch_docs,
+            epoch_docs=epoch_docs,
             record_dir=os.path.join(paths.race_root(self.cfg, race_id), records.RECORD_DIR),
             fingerprint=corpus.fingerprint(manifest, section))
