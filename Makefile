@@ -1,5 +1,6 @@
 # The common commands. `make race` and `make test` do all set-up on a fresh machine.
 SHELL := /bin/bash
+comma := ,
 PYTHON ?= python3
 VENV := .venv
 VPY := $(VENV)/bin/python
@@ -22,8 +23,21 @@ TRACK_PARAMS ?=
 RACE_ARGS ?=
 RACE ?=
 RACES ?=
+# network (Toxiproxy, loopback): the proxy in front of the local cluster's HTTP port (RTT sweep, faults), and the
+# remote cluster of the cross-cluster comparison with a proxy in front of its transport port (HTTP port + 100)
+TOXIPROXY_PORT ?= 8474
+PROXY_PORT ?= 9290
+REMOTE_PORT ?= 9400
+REMOTE_PROXY_PORT ?= 9590
+CCS_SHARDS ?= 50
+INGEST ?= yes
+REMOTE_ALIAS := metrics-remote
+TOXIPROXY := $(PYTHON) local-es/toxiproxy.py
+# one Rally at a time: the previous race's processes take a moment to exit (waits, never kills)
+WAIT_FOR_RALLY := for i in $$(seq 120); do pgrep -f '[e]srally race' >/dev/null || pgrep -x esrally >/dev/null || break; sleep 1; done
 
-.PHONY: venv es-start es-stop es-status es-wipe corpus race layout-sweep test test-fast report accuracy validation-proof compare
+.PHONY: venv es-start es-stop es-status es-wipe corpus race layout-sweep test test-fast report accuracy validation-proof compare \
+	toxiproxy proxy-start proxy-stop proxy-status remote-start remote-stop rtt-sweep network-faults ccs-roundtrips
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt
@@ -46,6 +60,7 @@ corpus: venv
 
 # the main job: venv, local node, corpus, then the default race (the whole seed study) in your Rally home
 race: venv es-start corpus
+	$(WAIT_FOR_RALLY)
 	$(ESRALLY) race --track-path=tracks/cluster-metrics --challenge=$(CHALLENGE) --pipeline=benchmark-only \
 	  --offline --target-hosts=$(TARGET_HOSTS) $(if $(TRACK_PARAMS),--track-params="$(TRACK_PARAMS)") $(RACE_ARGS)
 
@@ -53,6 +68,43 @@ race: venv es-start corpus
 layout-sweep: NODES = 3
 layout-sweep: CHALLENGE = layout-sweep
 layout-sweep: race
+
+# Toxiproxy: installed with `go install` into .tools/ on first use; started on 127.0.0.1:$(TOXIPROXY_PORT)
+toxiproxy:
+	$(TOXIPROXY) install
+proxy-start:
+	$(TOXIPROXY) start --api-port $(TOXIPROXY_PORT)
+	$(TOXIPROXY) proxy --api-port $(TOXIPROXY_PORT) --role http --listen $(PROXY_PORT) --upstream $(PORT)
+proxy-stop:
+	$(TOXIPROXY) stop --api-port $(TOXIPROXY_PORT)
+proxy-status:
+	$(TOXIPROXY) status --api-port $(TOXIPROXY_PORT)
+
+# the remote cluster of the cross-cluster comparison, and the proxy in front of its transport port
+remote-start:
+	$(PYTHON) local-es/esnode.py start --nodes 1 --heap $(HEAP) --http-port $(REMOTE_PORT)
+remote-stop:
+	$(PYTHON) local-es/esnode.py stop --http-port $(REMOTE_PORT)
+
+# ingest-baseline first unless INGEST=no (the index must hold this corpus; the race checks it before timing)
+rtt-sweep network-faults: venv es-start corpus proxy-start
+	$(if $(filter yes,$(INGEST)),$(MAKE) --no-print-directory race CHALLENGE=ingest-baseline TRACK_PARAMS="$(TRACK_PARAMS)")
+	$(WAIT_FOR_RALLY)
+	$(ESRALLY) race --track-path=tracks/cluster-metrics --challenge=$@ --pipeline=benchmark-only --offline \
+	  --target-hosts=127.0.0.1:$(PROXY_PORT) $(if $(TRACK_PARAMS),--track-params="$(TRACK_PARAMS)") $(RACE_ARGS)
+	$(VPY) -m report
+
+# seed 001: searches sent to the local cluster, the index (CCS_SHARDS shards) on the remote, through the proxy
+ccs-roundtrips: venv es-start remote-start corpus proxy-start
+	$(TOXIPROXY) proxy --api-port $(TOXIPROXY_PORT) --role remote --listen $(REMOTE_PROXY_PORT) --upstream $$(( $(REMOTE_PORT) + 100 ))
+	$(if $(filter yes,$(INGEST)),$(ESRALLY) race --track-path=tracks/cluster-metrics --challenge=ingest-baseline \
+	  --pipeline=benchmark-only --offline --target-hosts=127.0.0.1:$(REMOTE_PORT) \
+	  --track-params="number_of_shards:$(CCS_SHARDS)$(if $(TRACK_PARAMS),$(comma)$(TRACK_PARAMS))" $(RACE_ARGS))
+	$(WAIT_FOR_RALLY)
+	$(ESRALLY) race --track-path=tracks/cluster-metrics --challenge=$@ --pipeline=benchmark-only --offline \
+	  --target-hosts='{"default": ["127.0.0.1:$(PORT)"], "$(REMOTE_ALIAS)": ["127.0.0.1:$(REMOTE_PORT)"]}' \
+	  $(if $(TRACK_PARAMS),--track-params="$(TRACK_PARAMS)") $(RACE_ARGS)
+	$(VPY) -m report
 
 test: venv
 	$(VPY) -m pytest tests

@@ -7,7 +7,7 @@
 import argparse
 from pathlib import Path
 
-from report import ReportError, charts, races, tables
+from report import ReportError, charts, load, network, races, tables
 
 SECTIONS = [
     ("Ingest per epoch", tables.ingest_table,
@@ -24,6 +24,16 @@ SECTIONS = [
      "this race has no layout-sweep tasks"),
     ("Layout sweep: where the shards went and who did the work", tables.layout_placement_table,
      "this race has no layout-stats records"),
+    ("Over the network: median coverage time (ms) at each round-trip time", network.rtt_table,
+     "this race has no RTT sweep tasks (make rtt-sweep)"),
+    ("Cross-cluster search: median coverage time (ms) at each round-trip time between the clusters", network.ccs_table,
+     "this race has no cross-cluster tasks (make ccs-roundtrips)"),
+    ("Under load: latency against offered rate", load.load_table,
+     "this race has no coverage-load tasks"),
+    ("Under load: the redline per cell", load.redline_table,
+     "this race has no coverage-load tasks"),
+    ("Live: ingest and coverages, each alone and beside the other", load.live_table,
+     "this race has no live tasks"),
     ("Profile breakdown (profile: true, shares of filter + aggregations; profiling inflates absolute time)",
      tables.profile_table,
      "this race has no profile-breakdown task"),
@@ -63,6 +73,15 @@ def single_report(race, out_root):
                          "flush: `/_stats` deltas, summed over shards and threads.\n")
         if table and title.startswith("Layout sweep: coverage"):
             parts.append(LAYOUT_NOTE)
+        if table and title.startswith("Over the network"):
+            parts.append(network.rtt_note(race))
+            summary.append(network.rtt_note(race).splitlines()[-1])
+        if table and title.startswith("Under load: latency"):
+            parts.append(load.LOAD_NOTE)
+        if table and title.startswith("Live"):
+            parts.append(load.LIVE_NOTE)
+        if table and title.startswith("Cross-cluster"):
+            parts.append(network.ccs_note(race))
         if table and title.startswith("Speedup"):
             summary.append(_speedup_summary(race))
     accuracy = Path(out_root) / "accuracy.md"
@@ -71,7 +90,10 @@ def single_report(race, out_root):
                  "_no accuracy measurement yet: make accuracy (queries the running cluster)._")
     parts.append("")
     for name, draw, caption in (("coverage.png", charts.coverage_bars, "Coverage by variant and transport"),
-                                ("ingest.png", charts.ingest_stacked, "Ingest per epoch by phase")):
+                                ("ingest.png", charts.ingest_stacked, "Ingest per epoch by phase"),
+                                ("rtt.png", charts.rtt_lines, "Coverage time against round-trip time"),
+                                ("ccs.png", charts.ccs_lines, "Cross-cluster coverage time against round-trip time"),
+                                ("load.png", charts.load_lines, "Coverage latency against offered rate")):
         if draw(race, out / name):
             parts.append(f"![{caption}]({name})\n")
     path = out / "report.md"

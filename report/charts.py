@@ -5,7 +5,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from report import tables  # noqa: E402
+from report import load, network, tables  # noqa: E402
 
 
 def coverage_bars(race, path):
@@ -59,6 +59,75 @@ def ingest_stacked(race, path):
     ax.set_ylabel("seconds")
     ax.set_title(f"Ingest per epoch — race {race.race_id[:8]}")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _lines(series, path, title, model=None):
+    """Median service time against RTT, one line per series; failed points are left out and marked FAILED."""
+    if not series:
+        return None
+    fig, ax = plt.subplots(figsize=(9, 5))
+    for label, points in series.items():
+        valid = [(r, network._median(op)) for r, op in points if network._median(op) is not None]
+        line, = ax.plot([r for r, _ in valid], [m for _, m in valid], "o-", label=" ".join(map(str, label)))
+        if model and valid:
+            rounds = model(label)
+            base = network.model_base(valid, rounds)
+            xs = [r for r, _ in points]
+            ax.plot(xs, [base + rounds * r for r in xs], "--", color=line.get_color(), alpha=0.6)
+        for r, op in points:
+            if tables.failed(op):
+                ax.annotate("FAILED", (r, 0.03), xycoords=("data", "axes fraction"), color="red", fontsize=7,
+                            rotation=90, ha="center")
+    ax.set_yscale("log")
+    ax.set_xlabel("round-trip time added by Toxiproxy (ms)")
+    ax.set_ylabel("median service time per coverage (ms)")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def rtt_lines(race, path):
+    """The RTT sweep: measured (solid) and the model base + round trips x RTT (dashed, same colour)."""
+    return _lines(network.rtt_series(race), path, f"Coverage time against RTT — race {race.race_id[:8]} "
+                  "(dashed: model)", model=lambda label: network.model_round_trips(label[1]))
+
+
+def ccs_lines(race, path):
+    """Cross-cluster search with and without minimized round trips against the RTT between the clusters."""
+    series = {(v, t, f"minimize {str(m).lower()}"): points for (v, t, m), points in network.ccs_series(race).items()}
+    return _lines(series, path, f"Cross-cluster coverage against RTT — race {race.race_id[:8]}")
+
+
+def load_lines(race, path):
+    """Latency (p50 solid, tail dashed) against the achieved rate, one panel per transport, one line per variant."""
+    found = load.cells(race)
+    if not found:
+        return None
+    transports = [t for t in tables.TRANSPORTS if any(t == key[1] for key in found)]
+    fig, axes = plt.subplots(1, len(transports), figsize=(5 * len(transports), 4.5), squeeze=False)
+    for ax, t in zip(axes[0], transports):
+        for (v, cell_t), cell in found.items():
+            if cell_t != t:
+                continue
+            ok = [(load.achieved_rate(race, op), op.get("latency", {}).get("50_0"), load.tail_latency(op)[0])
+                  for _, op, _ in cell["steps"] if not tables.failed(op)]
+            ok = [p for p in ok if None not in p]
+            line, = ax.plot([p[0] for p in ok], [p[1] for p in ok], "o-", label=f"{v} p50")
+            ax.plot([p[0] for p in ok], [p[2] for p in ok], "s--", color=line.get_color(), label=f"{v} tail")
+        ax.axhline(race.param("redline_latency_ms"), color="grey", lw=0.8, ls=":")
+        ax.set_yscale("log")
+        ax.set_title(t)
+        ax.set_xlabel("achieved coverages per second")
+        ax.set_ylabel("latency (ms)")
+        ax.legend(fontsize=7)
+    fig.suptitle(f"Coverage latency against rate — race {race.race_id[:8]} (dotted: redline limit)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

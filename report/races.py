@@ -5,8 +5,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from report import ReportError
-from runners import records
+from runners import parameters, records
 from runners.corpus import races_root
+from runners.load import read_steps
+
+
+# parameters that hold a list (a user may give a comma-separated string)
+LIST_PARAMETERS = {name for name, (default, _) in parameters.PARAMETERS.items() if isinstance(default, list)}
 
 
 @dataclass
@@ -17,6 +22,7 @@ class Race:
     ingest: dict = field(default_factory=dict)
     profile: dict = field(default_factory=dict)
     layouts: dict = field(default_factory=dict)  # layout -> its layout-stats record
+    load_steps: dict = field(default_factory=dict)  # coverage-load step task -> its calibrated and target rate
 
     @property
     def challenge(self):
@@ -27,6 +33,13 @@ class Race:
         tags = self.data.get("user-tags") or {}
         tag_text = ",".join(f"{k}:{v}" for k, v in sorted(tags.items()))
         return f"{self.race_id[:8]} {self.challenge}" + (f" [{tag_text}]" if tag_text else "")
+
+    def param(self, name):
+        """The track parameter's value in this race: the user's (a comma-separated string as a list), else its
+        default (runners/parameters.py)."""
+        given = self.data.get("track-params", {}).get(name)
+        value = parameters.PARAMETERS[name][0] if given is None else given
+        return value.split(",") if isinstance(value, str) and name in LIST_PARAMETERS else value
 
     def op_metrics(self):
         return {op["task"]: op for op in self.data.get("results", {}).get("op_metrics", [])}
@@ -40,6 +53,7 @@ def load(race_dir):
         record = race_dir / records.RECORD_DIR / name
         if record.is_file():
             setattr(race, attr, json.loads(record.read_text()))
+    race.load_steps = read_steps(str(race_dir / records.RECORD_DIR))
     for record in sorted((race_dir / records.RECORD_DIR).glob("layout-*.json")):
         data = json.loads(record.read_text())
         race.layouts[data["layout"]] = data

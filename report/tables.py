@@ -5,7 +5,7 @@ A cell (task) with an error rate above 0 answered wrongly or not at all: it is m
 and is never a baseline, a speedup or the fastest cell."""
 
 from runners import layouts as layout_rules
-from runners.queries import LAYOUTS, TRANSPORTS, VARIANTS
+from runners.queries import TRANSPORTS, VARIANTS
 from runners.tasks import bulk_task_name, coverage_task_name, layout_task_name
 
 BASELINE = ("D_td", "serial")
@@ -150,8 +150,7 @@ LAYOUT_BASELINE = "1S0R"
 def _layout_ops(race):
     """{layout: {task name within the layout: op}} for the layouts the race swept (its track parameter layouts,
     else the vocabulary's), in sweep order."""
-    given = race.data.get("track-params", {}).get("layouts")
-    names = given.split(",") if isinstance(given, str) else (given or LAYOUTS)
+    names = race.param("layouts")
     ops = race.op_metrics()
     found = {}
     for layout in names:

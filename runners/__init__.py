@@ -5,6 +5,7 @@ def register(registry):
     # imported here: the report and the generator import this package's small modules without Rally's machinery
     from esrally.track import loader
 
+    from runners.load import SCHEDULER, RelativeRateScheduler
     from runners.operations import OPERATIONS
     from runners.processor import ClusterMetricsProcessor
 
@@ -15,3 +16,4 @@ def register(registry):
         if operation.param_source:
             registry.register_param_source(name, operation.param_source)
         registry.register_runner(name, operation.runner(), async_runner=True)
+    registry.register_scheduler(SCHEDULER, RelativeRateScheduler)

@@ -2,11 +2,12 @@
 
 import json
 import logging
+import time
 
 import elasticsearch
 
-from runners import parameters, queries
-from runners.context import RaceContext
+from runners import load, parameters, queries
+from runners.context import CONTEXT_KEY, RaceContext
 from runners.validation import (CoverageErrors, NodeExpectation, PercentileErrors, check_node_response,
                                 check_terms_response)
 
@@ -22,12 +23,18 @@ class CoverageParamSource:
     coverage per call.
 
     Operation parameters: variant, transport (required); epochs (default: the race's), nodes (default: all),
-    percents, hdr-digits, request-timeout (seconds), assertions (Rally's, checked with --enable-assertions)."""
+    percents, hdr-digits, request-timeout (seconds), assertions (Rally's, checked with --enable-assertions);
+    remote (a remote cluster's alias: the coverage goes through cross-cluster search to <remote>:<index>) and
+    ccs-minimize-roundtrips (true or false, with remote); record-rate (true in a load calibration task: each
+    successful coverage's duration is recorded for the steps' schedule, runners/load.py)."""
 
     def __init__(self, track, params, **kwargs):
         context = RaceContext.of(params)
         self.variant, self.transport = params["variant"], params["transport"]  # checked at load: validate_coverage
-        self.index = context.index
+        self.index = f"{params['remote']}:{context.index}" if params.get("remote") else context.index
+        self._url = dict(NO_CACHE)
+        if "ccs-minimize-roundtrips" in params:
+            self._url["ccs_minimize_roundtrips"] = str(params["ccs-minimize-roundtrips"]).lower()
         self.epochs = list(params.get("epochs") or context.epochs)
         self.nodes = list(params.get("nodes") or context.nodes)
         percents = list(params.get("percents", queries.DEFAULT_PERCENTS))
@@ -36,6 +43,8 @@ class CoverageParamSource:
                        "request-timeout": params.get("request-timeout", 120)}
         if "assertions" in params:
             self._fixed["assertions"] = params["assertions"]
+        if params.get("record-rate"):
+            self._fixed.update({"record-rate": True, CONTEXT_KEY: params[CONTEXT_KEY]})
         truth = context.truth()
         self._per_epoch = {}
         for epoch in self.epochs:
@@ -52,11 +61,12 @@ class CoverageParamSource:
         """(path, URL parameters, body bytes, headers) of each HTTP request of one coverage."""
         search_path = f"/{self.index}/_search"
         if self.transport == "serial":
-            return [(search_path, NO_CACHE, queries.json_bytes(body), JSON) for body in searches]
+            return [(search_path, self._url, queries.json_bytes(body), JSON) for body in searches]
         if self.transport == "msearch":
-            return [("/_msearch", None, queries.msearch_body(self.index, searches), NDJSON)]
+            msearch_url = {k: v for k, v in self._url.items() if k not in NO_CACHE}  # per header line instead
+            return [("/_msearch", msearch_url or None, queries.msearch_body(self.index, searches), NDJSON)]
         body = queries.terms_search(self.variant, epoch, len(self.nodes), percents, hdr_digits)
-        return [(search_path, NO_CACHE, queries.json_bytes(body), JSON)]
+        return [(search_path, self._url, queries.json_bytes(body), JSON)]
 
     def partition(self, partition_index, total_partitions):
         return self
@@ -83,9 +93,10 @@ class Coverage:
     - any mismatch against the ground truth, an _msearch sub-response error, a shard failure, timed_out;
     - an HTTP error status (429, 5xx, ...): requests are sent without client retries (max_retries 0, no retry on
       status or timeout), so a rejected request is never retried away inside the timed window;
-    - a request timeout (request-timeout seconds) is recorded by Rally as "network connection timed out".
-    A refused or reset connection is left to Rally: it records the failed sample and, unless --on-error is
-    continue-on-network, ends the race (a node that refuses connections is gone); it is never retried."""
+    - a network failure: no answer within request-timeout seconds, a refused or reset connection, a response cut
+      short. Never retried; the description names the request and what the client saw. Mapped here rather than
+      left to Rally, which ends the race on a connection error unless --on-error is continue-on-network: a fault on
+      one link is a failed sample like any other, and --on-error=abort still ends the race on the first one."""
 
     async def __call__(self, es, params):
         client = es.options(request_timeout=params["request-timeout"], max_retries=0, retry_on_status=(),
@@ -94,14 +105,17 @@ class Coverage:
         requests = params["requests"]
         bodies = []
         es.return_raw_response()  # keep the bytes: decoding waits until the timed window is closed
+        started = time.perf_counter()
         for i, (path, query, body, headers) in enumerate(requests):
             try:
                 response = await client.perform_request("POST", path, params=query, body=body, headers=dict(headers))
             except elasticsearch.ApiError as e:
-                target = f"node {nodes[i]}" if transport == "serial" else f"(all {len(nodes)} nodes)"
-                return _http_error(e, f"{variant}/{transport}: epoch {epoch} {target}, request {i + 1} of "
-                                      f"{len(requests)}")
+                return _http_error(e, _where(params, i))
+            except elasticsearch.TransportError as e:
+                es.on_request_end()  # the failure's moment; the client does not mark every kind (a timeout)
+                return _network_error(e, _where(params, i), params["request-timeout"])
             bodies.append(response.body)
+        seconds = time.perf_counter() - started
         # the timed window is closed: decode and check
         errors, pct_errors = CoverageErrors(), PercentileErrors()
         decoded = [json.load(body) for body in bodies]
@@ -118,6 +132,8 @@ class Coverage:
             took = sum(r.get("took", 0) for r in responses)
         result = {"weight": 1, "unit": "coverages", "success": not errors, "hits": hits or 0, "took": took,
                   "requests": len(requests), "epoch": epoch, **errors.as_meta(), **pct_errors.as_meta()}
+        if params.get("record-rate") and not errors:
+            load.record_duration(params, seconds)
         if errors:
             result["error-type"] = "cluster-metrics-validation"
             result["error-description"] = f"{variant}/{transport}: {errors.description()}"
@@ -126,6 +142,25 @@ class Coverage:
 
     def __repr__(self):
         return "coverage"
+
+
+def _where(params, i):
+    target = f"node {params['nodes'][i]}" if params["transport"] == "serial" else f"(all {len(params['nodes'])} nodes)"
+    return (f"{params['variant']}/{params['transport']}: epoch {params['epoch']} {target}, request {i + 1} of "
+            f"{len(params['requests'])}")
+
+
+def _network_error(error, where, timeout):
+    """A request that got no complete HTTP answer, as a failed sample naming what the client saw."""
+    if isinstance(error, elasticsearch.ConnectionTimeout):
+        seen = f"no complete answer within the request timeout of {timeout} s"
+    else:
+        causes = [error, *(getattr(error, "errors", None) or ())]
+        seen = "connection failed: " + "; ".join(dict.fromkeys(str(getattr(c, "message", c)) for c in causes))
+    description = f"{where}: {seen}; not retried"
+    LOG.warning("coverage failed: %s", description)
+    return {"weight": 1, "unit": "coverages", "success": False, "error-type": "network",
+            "error-description": description}
 
 
 def _http_error(error, where):
@@ -161,3 +196,10 @@ def validate_coverage(params, clients, context):
     parameters.check_operation_value("percents", params.get("percents", list(queries.DEFAULT_PERCENTS)), "percents")
     parameters.check_operation_value("hdr-digits", params.get("hdr-digits", queries.DEFAULT_HDR_DIGITS), "hdr_digits")
     parameters.check_operation_value("request-timeout", params.get("request-timeout", 120), "request_timeout")
+    if params.get("remote") is not None:
+        parameters.check_operation_value("remote", params["remote"], "ccs_alias")
+    if "rate-fraction" in params:
+        load.validate_step(params)
+    if "ccs-minimize-roundtrips" in params:
+        parameters.check_operation_value("ccs-minimize-roundtrips", [params["ccs-minimize-roundtrips"]],
+                                         "ccs_minimize_roundtrips")

@@ -34,10 +34,22 @@ class VerifyCorpus:
     Checks the corpus fingerprint the track wrote into the index mapping's _meta when it created the index
     (generator parameters, ground-truth sha256, full or test-mode files) and the exact document count of every
     (epoch, node) the race queries. A mismatch raises, which ends the race before any timed request, with a message
-    that names the fix. Returns 1 op."""
+    that names the fix. Returns 1 op.
+
+    Operation parameters: cluster (default "default"), which of --target-hosts' clusters holds the index (the
+    cross-cluster challenge checks the remote cluster's index this way, directly on that cluster); epochs (default:
+    the race's), the epochs that must be complete now (the live challenge queries before its last epoch is in)."""
+
+    multi_cluster = True  # Rally passes every cluster's client; this check picks one
 
     async def __call__(self, es, params):
         context = RaceContext.of(params)
+        cluster = params.get("cluster", "default")
+        if cluster not in es:
+            raise CorpusError(f"--target-hosts names no cluster {cluster!r} (it names {', '.join(sorted(es))}): give "
+                              f"both, e.g. --target-hosts='{{\"default\": [\"127.0.0.1:9200\"], "
+                              f"\"{cluster}\": [\"127.0.0.1:9400\"]}}'")
+        es = es[cluster]
         try:
             mapping = (await es.indices.get_mapping(index=context.index)).body
         except elasticsearch.NotFoundError:
@@ -52,12 +64,13 @@ class VerifyCorpus:
             raise CorpusError(f"index {context.index} cannot be searched (HTTP {e.status_code} {e.message}): "
                               f"{INGEST_FIX}, or open it.") from None
         truth = context.truth()
+        epochs = params.get("epochs") or context.epochs
         wrong = [f"epoch {e} node {n}: {counts.get((e, n), 0)} documents, expected {truth[str(e)][n]['count']}"
-                 for e in context.epochs for n in context.nodes if counts.get((e, n), 0) != truth[str(e)][n]["count"]]
+                 for e in epochs for n in context.nodes if counts.get((e, n), 0) != truth[str(e)][n]["count"]]
         if wrong:
             raise CorpusError(f"index {context.index} was created for this corpus but does not hold it "
                               f"({'; '.join(wrong[:3])}{'; ...' if len(wrong) > 3 else ''}): {INGEST_FIX}.")
-        return {"weight": 1, "unit": "ops", "success": True, "epochs": list(context.epochs)}
+        return {"weight": 1, "unit": "ops", "success": True, "epochs": list(epochs)}
 
     def __repr__(self):
         return "verify-corpus"

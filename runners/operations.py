@@ -11,6 +11,8 @@ from typing import Callable, Optional
 from runners.coverage import Coverage, CoverageParamSource, validate_coverage
 from runners.index_checks import VerifyCorpus, VerifyDocCount
 from runners.ingest import BulkWithTook, EpochBulkParamSource, IngestCostStart, IngestEpochCost, validate_bulk
+from runners.network import (NetworkFault, NetworkLatency, RegisterRemoteCluster, RemoveRemoteCluster,
+                              validate_fault, validate_latency, validate_remote)
 from runners.layouts import CheckClusterLayouts, LayoutStats, validate_layout_stats, validate_layouts
 from runners.profile import ProfileBreakdown, validate_profile
 
@@ -33,4 +35,8 @@ OPERATIONS = {
     "profile-breakdown": Operation(ProfileBreakdown, validate=validate_profile),
     "check-cluster-layouts": Operation(CheckClusterLayouts, validate=validate_layouts),
     "layout-stats": Operation(LayoutStats, validate=validate_layout_stats),
+    "network-latency": Operation(NetworkLatency, validate=validate_latency),
+    "network-fault": Operation(NetworkFault, validate=validate_fault),
+    "register-remote-cluster": Operation(RegisterRemoteCluster, validate=validate_remote),
+    "remove-remote-cluster": Operation(RemoveRemoteCluster, validate=validate_remote),
 }

@@ -10,6 +10,7 @@ import numbers
 
 from runners.layouts import parse_layout
 from runners.queries import LAYOUTS, TRANSPORTS, VARIANTS
+from runners.toxiproxy import DEFAULT_API, FAULTS, PROXIES
 
 MAX_HDR_DIGITS = 5  # Elasticsearch accepts number_of_significant_value_digits 0..5
 
@@ -33,7 +34,7 @@ def _range(minimum, maximum):
 
 def _positive_number(value):
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
-        raise ParameterError("a positive number")
+        raise ParameterError("a positive number")  # also the message for target_throughput, whose default is none
 
 
 def _boolean(value):
@@ -88,6 +89,35 @@ def _layouts(value):
                              'e.g. ["1S0R", "2S1R"]') from None
 
 
+def _positive_number_or_none(value):
+    if value is not None:
+        _positive_number(value)
+
+
+def _list_of(rule, description):
+    def check(value):
+        if not isinstance(value, list) or not value:
+            raise ParameterError(f"a non-empty list of {description}")
+        for item in value:
+            try:
+                rule(item)
+            except ParameterError:
+                raise ParameterError(f"a non-empty list of {description}") from None
+    return check
+
+
+def _http_url(value):
+    if not isinstance(value, str) or not value.startswith(("http://", "https://")) or value.count(":") < 2:
+        raise ParameterError('an http URL with a port, e.g. "http://127.0.0.1:8474"')
+
+
+def _host_port_or_empty(value):
+    # "" = the address Toxiproxy's proxy listens on
+    host, _, port = value.rpartition(":") if isinstance(value, str) else ("", "", "")
+    if value != "" and not (host and port.isdigit() and 0 < int(port) < 65536):
+        raise ParameterError('host:port (e.g. "127.0.0.1:9590"), or "" for the proxy\'s own listen address')
+
+
 def _assertions(value):
     ok = isinstance(value, list) and all(
         isinstance(a, dict) and isinstance(a.get("property"), str) and a.get("condition") in (">", ">=", "<", "<=", "==")
@@ -124,6 +154,36 @@ PARAMETERS = {
     "layout_bulk_clients": (4, _integer(1)),
     "search_clients": (4, _integer(1)),
     "layout_iterations": (20, _integer(1)),
+    # the network (Toxiproxy): RTT sweep, cross-cluster search, faults
+    "toxiproxy_url": (DEFAULT_API, _http_url),
+    "network_proxy": (PROXIES["http"], _string),
+    "rtt_ms": ([0, 1, 5, 20, 50, 100, 200], _list_of(_integer(0, 60000), "round-trip times in ms (0 to 60000)")),
+    "rtt_variants": (["D_td", "D_hdr"], _names(tuple(VARIANTS))),
+    "rtt_transports": (list(TRANSPORTS), _names(TRANSPORTS)),
+    "rtt_iterations": (20, _integer(1)),
+    "ccs_alias": ("metrics-remote", _string),
+    "ccs_proxy": (PROXIES["remote"], _string),
+    "ccs_proxy_address": ("", _host_port_or_empty),
+    "ccs_transports": (["msearch", "terms"], _names(TRANSPORTS)),
+    "ccs_minimize_roundtrips": ([True, False], _list_of(_boolean, "true/false")),
+    "faults": (list(FAULTS), _names(tuple(FAULTS))),
+    "fault_request_timeout": (2, _positive_number),
+    # load: a target rate and clients for the study's coverages, the load steps and redline, the live challenge
+    "target_throughput": (None, _positive_number_or_none),
+    "include_target_throughput": (True, _boolean),
+    "coverage_clients": (1, _integer(1)),
+    "load_variants": (["D_td", "D_hdr"], _names(tuple(VARIANTS))),
+    "load_transports": (list(TRANSPORTS), _names(TRANSPORTS)),
+    "load_steps": ([25, 50, 75, 90, 100, 110, 150, 200],
+                   _list_of(_integer(1, 10000), "percents of the calibrated rate (1 to 10000)")),
+    "load_clients": (4, _integer(1)),
+    "load_iterations": (30, _integer(1)),
+    "load_calibration_iterations": (10, _integer(1)),
+    "redline_latency_ms": (1000, _positive_number),
+    "live_variant": ("D_td", _one_of(*VARIANTS)),
+    "live_transport": ("msearch", _one_of(*TRANSPORTS)),
+    "live_target_throughput": (1, _positive_number),
+    "live_iterations": (60, _integer(1)),
 }
 
 

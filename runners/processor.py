@@ -52,12 +52,14 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
             if index.name == context.index:
                 index.body.setdefault("mappings", {})["_meta"] = {corpus.FINGERPRINT_KEY: context.fingerprint}
         param = context.as_param()
+        selected = track.selected_challenge_or_default
         for challenge in track.challenges:
             for task in _tasks(challenge):
                 operation = OPERATIONS.get(task.operation.type)
                 if operation is None:
                     continue
-                if operation.validate:
+                # only the challenge that runs is checked: another's needs (a proxy, a remote) are not this race's
+                if operation.validate and challenge is selected:
                     try:
                         operation.validate(task.operation.params, task.clients, context)
                     except ValueError as e:

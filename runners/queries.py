@@ -12,15 +12,23 @@ FIELDS = ("cpu", "mem", "net")
 VOCABULARY = Path(__file__).resolve().parents[1] / "tracks" / "cluster-metrics" / "vocabulary.j2"
 
 
+_MODULE = jinja2.Environment().from_string(VOCABULARY.read_text()).module
+
+
 def _vocabulary():
     """Variants (name -> aggregation pieces), transports and the layout sweep's layouts, from the file track.json
     imports too."""
-    module = jinja2.Environment().from_string(VOCABULARY.read_text()).module
+    module = _MODULE
     return ({name: tuple(pieces) for name, pieces in module.variants.items()}, tuple(module.transports),
             tuple(module.layouts))
 
 
 VARIANTS, TRANSPORTS, LAYOUTS = _vocabulary()
+
+
+def rtt_samples(rtt_ms, iterations):
+    """Measured samples per point of the RTT sweep and the CCS comparison (the rule track.json applies)."""
+    return int(str(_MODULE.rtt_samples(rtt_ms, iterations)))
 DEFAULT_PERCENTS = (0, 50, 90, 100)
 DEFAULT_HDR_DIGITS = 3  # Elasticsearch's default number_of_significant_value_digits
 TERMS_AGG = "per_node"

@@ -12,6 +12,8 @@ RECORD_DIR = "cluster-metrics"  # inside Rally's race folder, beside race.json
 INGEST = "ingest.json"      # per-epoch ingest cost
 PROFILE = "profile.json"    # profile-breakdown shares
 TOOK_DIR = "bulk-took"      # each bulk response's took, one file per epoch and client process
+RATE_DIR = "coverage-rate"  # each calibration coverage's seconds, one file per calibration task (coverage-load)
+LOAD_STEPS = "load-steps.jsonl"  # coverage-load: each step's calibrated and target rate
 
 
 def is_our_track(track_name):

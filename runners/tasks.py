@@ -15,3 +15,41 @@ def bulk_task_name(epoch):
 def layout_task_name(layout, name):
     """A task of one layout of the layout sweep: layout_task_name("2S1R", bulk_task_name(1))."""
     return f"layout-{layout}-{name}"
+
+
+def rtt_task_name(variant, transport, rtt_ms):
+    """One point of the RTT sweep: rtt_task_name("D_td", "serial", 50) == "coverage-D_td-serial-rtt-50ms"."""
+    return f"{coverage_task_name(variant, transport)}-rtt-{rtt_ms}ms"
+
+
+def ccs_task_name(variant, transport, minimize_roundtrips, rtt_ms):
+    """One point of the cross-cluster comparison."""
+    return f"ccs-{variant}-{transport}-minimize-{str(bool(minimize_roundtrips)).lower()}-rtt-{rtt_ms}ms"
+
+
+def fault_task_name(fault, variant, transport):
+    """The coverage under one network fault (every sample must fail)."""
+    return f"fault-{fault}-{coverage_task_name(variant, transport)}"
+
+
+def healed_task_name(fault, variant, transport):
+    """The coverage after the fault is removed (must succeed again)."""
+    return f"healed-{fault}-{coverage_task_name(variant, transport)}"
+
+
+def load_calibration_task_name(variant, transport):
+    """coverage-load: the cell's rate at one client, back to back."""
+    return f"{coverage_task_name(variant, transport)}-load-calibration"
+
+
+def load_step_task_name(variant, transport, percent):
+    """coverage-load: one step, at percent of the calibrated rate."""
+    return f"{coverage_task_name(variant, transport)}-load-{percent}pct"
+
+
+# the live challenge: the same ingest and the same coverages, each alone and beside the other
+LIVE_COVERAGE_ALONE, LIVE_COVERAGE_WITH_INGEST = "live-coverage-alone", "live-coverage-with-ingest"
+
+
+def live_bulk_task_name(epoch, with_queries):
+    return f"live-bulk-epoch-{epoch}-{'with-queries' if with_queries else 'alone'}"

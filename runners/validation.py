@@ -144,7 +144,12 @@ class PercentileErrors:
 
 
 def check_shards(response, where, errors):
+    """timed_out, failed shards and, in a cross-cluster search, a cluster skipped, partial or failed: each an error."""
     errors.check(not response.get("timed_out"), f"{where}: timed_out")
+    clusters = response.get("_clusters")
+    if clusters and clusters.get("successful") != clusters.get("total"):
+        states = ", ".join(f"{k} {clusters[k]}" for k in ("skipped", "partial", "failed", "running") if clusters.get(k))
+        errors.add(f"{where}: {clusters.get('successful')} of {clusters.get('total')} clusters answered ({states})")
     shards = response.get("_shards", {})
     if shards.get("failed", 0) > 0:
         reasons = [f.get("reason", {}).get("reason", "unknown") for f in shards.get("failures", [])]

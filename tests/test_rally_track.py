@@ -11,9 +11,12 @@ from esrally.client.factory import EsClientFactory
 from esrally.track import loader
 
 from answer_proxy import AnswerProxy
-from conftest import REPO, TEST_PORT, data_root, generate, http, launcher, run_race
+from conftest import (PROXY_PORT, REPO, TEST_PORT, data_root, generate, http, launcher, rendered_tasks, run_race,
+                      track_params)
 from runners import corpus
 from runners.operations import OPERATIONS
+from runners.parameters import PARAMETERS
+from runners.tasks import fault_task_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("es_node")]
 
@@ -21,7 +24,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("es_node")]
 def assert_clean(race, expected_tasks=()):
     assert race.returncode == 0, race.output[-3000:]
     rates = race.error_rates()
-    assert rates and all(rate == 0 for rate in rates.values()), rates
+    assert rates, race.output[-3000:]
+    failed = {task: rate for task, rate in rates.items() if rate != 0}
+    assert not failed, f"error rates {failed}; failures logged: {race.failures()[-20:]}"
     for task in expected_tasks:
         assert task in rates
 
@@ -35,6 +40,17 @@ def ensure_test_mode_ingest(rally_home):
     """The query challenges need the test-mode corpus ingested (by this suite's own corpus and track)."""
     if doc_count() != 5000 or not corpus_fingerprint_matches(rally_home):
         assert_clean(run_race(rally_home, "ingest-baseline"))
+
+
+def assert_faults(race, faults, expected_tasks=()):
+    """A network-faults race: every coverage under a fault failed, everything else (the healed coverages, the
+    document count after) succeeded, and the race went on to the end."""
+    assert race.returncode == 0, race.output[-3000:]
+    failing = {fault_task_name(f, "D_td", t) for f in faults for t in ("msearch", "terms")}
+    rates = race.error_rates()
+    assert failing <= set(rates) and set(expected_tasks) <= set(rates), rates
+    wrong = {task: rate for task, rate in rates.items() if rate != (1.0 if task in failing else 0.0)}
+    assert not wrong, f"error rates {wrong}; failures logged: {race.failures()[-20:]}"
 
 
 def corpus_fingerprint_matches(rally_home):
@@ -65,7 +81,7 @@ MULTI_NODE_PORT = 9270
 @pytest.fixture(scope="module")
 def multi_node_cluster():
     """A local cluster of 3 nodes for the challenges whose meta asks for more than one data node."""
-    started = launcher("start", "--nodes", "3", "--heap", "512m", port=MULTI_NODE_PORT)
+    started = launcher("start", "--nodes", "3", "--heap", "1g", port=MULTI_NODE_PORT)
     assert started.returncode == 0, started.stdout + started.stderr
     yield MULTI_NODE_PORT
     stopped = launcher("stop", port=MULTI_NODE_PORT)
@@ -74,15 +90,28 @@ def multi_node_cluster():
 
 @pytest.mark.parametrize("challenge", sorted(CHALLENGES))
 def test_every_challenge_in_test_mode(rally_home, small_corpus, challenge, request):
-    tasks = CHALLENGES[challenge]["schedule"]
-    port = TEST_PORT
-    if CHALLENGES[challenge].get("meta", {}).get("data_nodes", 1) > 1:
+    tasks = list(rendered_tasks(CHALLENGES[challenge]))
+    meta = CHALLENGES[challenge].get("meta", {})
+    port, extra, hosts = TEST_PORT, [], None
+    if meta.get("data_nodes", 1) > 1:
         port = request.getfixturevalue("multi_node_cluster")
     elif not any(t["operation"]["operation-type"] == "cluster-metrics-bulk" for t in tasks):
         ensure_test_mode_ingest(rally_home)
-    race = run_race(rally_home, challenge, port=port)
+    if meta.get("network") == "http-proxy":  # through the suite's Toxiproxy, in front of the test node
+        request.getfixturevalue("toxiproxy")
+        port, extra = PROXY_PORT, [track_params()]
+    elif meta.get("network") == "ccs":  # searches to the test node, the index on the remote cluster
+        remote = request.getfixturevalue("remote_cluster")
+        hosts = json.dumps({"default": [f"127.0.0.1:{TEST_PORT}"],
+                            PARAMETERS["ccs_alias"][0]: [f"127.0.0.1:{remote}"]})
+        extra = [track_params()]
+    race = run_race(rally_home, challenge, *extra, port=port, target_hosts=hosts)
     # every task of ours is reported (Rally leaves its own admin operations such as refresh out of race.json)
-    assert_clean(race, [t["operation"]["name"] for t in tasks if t["operation"]["operation-type"] in OPERATIONS])
+    ours = [t["operation"]["name"] for t in tasks if t["operation"]["operation-type"] in OPERATIONS]
+    if challenge == "network-faults":
+        assert_faults(race, PARAMETERS["faults"][0], ours)
+    else:
+        assert_clean(race, ours)
     if port == MULTI_NODE_PORT:
         placement = json.loads((race_dir(rally_home, race) / "cluster-metrics" / "layout-2S1R.json").read_text())
         nodes = [c["node"] for c in placement["ingested"]]

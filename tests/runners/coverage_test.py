@@ -3,6 +3,7 @@ errors map to failed samples."""
 import asyncio
 import json
 
+import elasticsearch
 import pytest
 
 from runners import corpus
@@ -131,3 +132,49 @@ def test_serial_bodies_are_the_seed_query(context):
 def test_load_time_validation_names_the_problem(context, params, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         validate_coverage(params, 1, context)
+
+
+@pytest.mark.parametrize("error,seen", [
+    (elasticsearch.ConnectionTimeout("timed out"), "no complete answer within the request timeout of 120 s"),
+    (elasticsearch.ConnectionError("Connection reset by peer"), "connection failed: Connection reset by peer"),
+])
+@pytest.mark.parametrize("transport", ["serial", "msearch"])
+def test_network_failures_are_failed_samples_naming_the_request(context, transport, error, seen):
+    ok = answers(context, transport)[:1] if transport == "serial" else []
+    client = StubClient([*ok, error])
+    result = run(client, source(context, transport).params())
+    assert result["success"] is False and result["error-type"] == "network"
+    target = "node N002, request 2 of 3" if transport == "serial" else "(all 3 nodes), request 1 of 1"
+    assert result["error-description"] == f"D_td/{transport}: epoch 1 {target}: {seen}; not retried"
+    assert client.marks[-1] == "end"  # Rally's service time ends where the failure was seen
+    assert client.options_seen[-1]["max_retries"] == 0
+
+
+def test_cross_cluster_coverage_targets_the_remote_index_with_the_round_trip_setting(context):
+    for transport in ("serial", "msearch", "terms"):
+        params = source(context, transport, remote="metrics-remote", **{"ccs-minimize-roundtrips": False}).params()
+        path, url, body, _ = params["requests"][0]
+        assert url["ccs_minimize_roundtrips"] == "false"
+        if transport == "msearch":
+            assert path == "/_msearch" and "request_cache" not in url
+            assert json.loads(body.splitlines()[0])["index"] == "metrics-remote:cluster-metrics"
+        else:
+            assert path == "/metrics-remote:cluster-metrics/_search" and url["request_cache"] == "false"
+    local = source(context, "msearch").params()["requests"][0]
+    assert local[1] is None and json.loads(local[2].splitlines()[0])["index"] == "cluster-metrics"
+
+
+def test_a_remote_cluster_that_did_not_answer_fails_the_sample(context):
+    answer = answers(context, "terms")[0][1]
+    answer["_clusters"] = {"total": 1, "successful": 0, "skipped": 1, "running": 0, "partial": 0, "failed": 0}
+    result = run(StubClient([(200, answer)]), source(context, "terms").params())
+    assert result["success"] is False
+    assert "0 of 1 clusters answered (skipped 1)" in result["error-description"]
+
+
+@pytest.mark.parametrize("bad,message", [({"remote": ""}, "remote must be a non-empty string"),
+                                         ({"remote": "r", "ccs-minimize-roundtrips": "no"},
+                                          "ccs-minimize-roundtrips must be a non-empty list of true/false")])
+def test_bad_cross_cluster_operation_parameters_are_named(context, bad, message):
+    with pytest.raises(ValueError, match=message):
+        validate_coverage({"variant": "D_td", "transport": "terms", **bad}, 1, context)

@@ -71,7 +71,16 @@ def counts(context, change=0):
 
 def test_corpus_check_passes_on_the_right_index(context):
     client = StubClient([(200, mapping(context.fingerprint)), (200, counts(context))])
-    assert run(VerifyCorpus(), client, {CONTEXT_KEY: context.as_param()})["success"]
+    assert run(VerifyCorpus(), {"default": client}, {CONTEXT_KEY: context.as_param()})["success"]
+
+
+def test_corpus_check_reads_the_named_cluster(context):
+    remote = StubClient([(200, mapping(context.fingerprint)), (200, counts(context))])
+    params = {CONTEXT_KEY: context.as_param(), "cluster": "metrics-remote"}
+    assert run(VerifyCorpus(), {"default": StubClient([]), "metrics-remote": remote}, params)["success"]
+    assert remote.sent[0]["path"] == "/cluster-metrics/_mapping"
+    with pytest.raises(corpus.CorpusError, match="--target-hosts names no cluster 'metrics-remote' .*default"):
+        run(VerifyCorpus(), {"default": StubClient([])}, params)
 
 
 @pytest.mark.parametrize("case,message", [
@@ -89,5 +98,5 @@ def test_corpus_check_ends_the_race_naming_the_fix(context, case, message):
                "counts": [(200, mapping(fingerprint)), (200, counts(context, change=1))],
                "missing": [(404, {"error": {"type": "index_not_found_exception", "reason": "no such index"}})]}[case]
     with pytest.raises(corpus.CorpusError, match=message) as raised:
-        run(VerifyCorpus(), StubClient(answers), {CONTEXT_KEY: context.as_param()})
+        run(VerifyCorpus(), {"default": StubClient(answers)}, {CONTEXT_KEY: context.as_param()})
     assert "ingest it with this race's corpus" in str(raised.value)

@@ -11,13 +11,15 @@ from esrally import config, exceptions, paths
 from esrally.track import loader
 
 import cmgen
-from conftest import REPO
+from conftest import REPO, rendered_tasks
 from runners import corpus, parameters
 from runners.context import CONTEXT_KEY, RaceContext
 from runners.operations import OPERATIONS
 from runners.processor import ClusterMetricsProcessor
 from runners.queries import TRANSPORTS, VARIANTS
-from runners.tasks import bulk_task_name, coverage_task_name
+from runners.tasks import (bulk_task_name, ccs_task_name, coverage_task_name, fault_task_name, healed_task_name,
+                           rtt_task_name)
+from runners.toxiproxy import FAULTS
 
 TRACK_DIR = REPO / "tracks" / "cluster-metrics"
 SMALL = cmgen.Params(epochs=5, rows_per_epoch=1500, nodes=30, tasks=20, seed=11)
@@ -30,10 +32,11 @@ def corpus_root(tmp_path_factory):
     return root
 
 
-def load(root, track_params=None, test_mode=False, race_id="r-1"):
+def load(root, track_params=None, test_mode=False, race_id="r-1", challenge=None):
     cfg = config.Config()
     for section, key, value in [("node", "rally.root", paths.rally_root()), ("node", "root.dir", str(root / "rally")),
                                 ("track", "params", track_params or {}), ("track", "test.mode.enabled", test_mode),
+                                ("track", "challenge.name", challenge),
                                 ("system", "race.id", race_id), ("benchmarks", "local.dataset.cache", str(root))]:
         cfg.add(config.Scope.application, section, key, value)
     track = loader.TrackFileReader(cfg).read("cluster-metrics", str(TRACK_DIR / "track.json"), str(TRACK_DIR))
@@ -90,8 +93,6 @@ def test_epochs_bound_ingest_and_queries(corpus_root):
     ({"bulk_size": 0}, "track parameter bulk_size must be an integer of at least 1, got 0"),
     ({"tuned_translog_durability": "never"}, "track parameter tuned_translog_durability must be one of"),
     ({"coverage_assertions": [{"property": "hits"}]}, "track parameter coverage_assertions must be a list of Rally"),
-    ({"profile_node": "N999"}, "Task [profile-D_td]: node 'N999' is not in the generated corpus"),
-    ({"profile_epoch": 4, "epochs": 3}, "Task [profile-D_td]: epoch 4 is not ingested by this race"),
     ({"epochs": 7}, "The generated corpus has no epoch 6"),
     ({"layouts": ["2S1R", "3X"]}, "track parameter layouts must be a non-empty list (or comma-separated string) of layouts"),
     ({"search_clients": 0}, "track parameter search_clients must be an integer of at least 1, got 0"),
@@ -99,6 +100,16 @@ def test_epochs_bound_ingest_and_queries(corpus_root):
 def test_bad_parameters_are_named_before_the_cluster_is_touched(corpus_root, track_params, message):
     with pytest.raises(exceptions.SystemSetupError, match=re.escape(message)):
         load(corpus_root, track_params)
+
+
+@pytest.mark.parametrize("track_params,message", [
+    ({"profile_node": "N999"}, "Task [profile-D_td]: node 'N999' is not in the generated corpus"),
+    ({"profile_epoch": 4, "epochs": 3}, "Task [profile-D_td]: epoch 4 is not ingested by this race"),
+])
+def test_bad_operation_values_of_the_selected_challenge_are_named(corpus_root, track_params, message):
+    with pytest.raises(exceptions.SystemSetupError, match=re.escape(message)):
+        load(corpus_root, track_params, challenge="profile-breakdown")
+    assert load(corpus_root, track_params, challenge="full")  # another challenge does not use them
 
 
 def test_an_edited_corpus_file_of_the_same_size_is_caught_unless_checksums_are_skipped(tmp_path):
@@ -142,27 +153,40 @@ def test_track_json_declares_every_parameter_with_the_same_default():
     vocabulary = jinja2.Environment().from_string((TRACK_DIR / "vocabulary.j2").read_text()).module
     for name, default in declared.items():
         value = (jinja2.Environment().compile_expression(default)(vocabulary=vocabulary)
-                 if default.startswith("vocabulary.") else json.loads(default))
+                 if default.startswith("vocabulary.") else None if default == "none" else json.loads(default))
         assert value == parameters.PARAMETERS[name][0], name
 
 
 def test_rendered_task_names_use_the_shared_vocabulary():
     rendered = json.loads(loader.render_template_from_file(str(TRACK_DIR / "track.json"), {}))
     full = next(c for c in rendered["challenges"] if c["name"] == "full")
-    names = [t["operation"]["name"] for t in full["schedule"]]
+    names = [t["operation"]["name"] for t in rendered_tasks(full)]
     assert [coverage_task_name(v, t) for v in VARIANTS for t in TRANSPORTS] == [n for n in names if "coverage" in n]
     assert [bulk_task_name(e) for e in range(1, 6)] == [n for n in names if n.startswith("bulk-")]
     for challenge in rendered["challenges"]:
-        for task in challenge["schedule"]:
+        for task in rendered_tasks(challenge):
             operation = task["operation"]
             source = operation.get("param-source")
             assert source is None or source in OPERATIONS and OPERATIONS[source].param_source, source
 
 
+def test_network_task_names_use_the_shared_patterns():
+    rendered = json.loads(loader.render_template_from_file(str(TRACK_DIR / "track.json"), {}))
+    names = {c["name"]: [t["operation"]["name"] for t in rendered_tasks(c)] for c in rendered["challenges"]}
+    rtts, variants = parameters.PARAMETERS["rtt_ms"][0], parameters.PARAMETERS["rtt_variants"][0]
+    assert [rtt_task_name(v, t, r) for r in rtts for v in variants for t in TRANSPORTS] == \
+        [n for n in names["rtt-sweep"] if n.startswith("coverage-")]
+    assert [ccs_task_name(v, t, m, r) for r in rtts for v in variants for t in ("msearch", "terms")
+            for m in (True, False)] == [n for n in names["ccs-roundtrips"] if n.startswith("ccs-")]
+    assert [x for f in FAULTS for x in (fault_task_name(f, "D_td", "msearch"), fault_task_name(f, "D_td", "terms"),
+                                        healed_task_name(f, "D_td", "msearch"))] == \
+        [n for n in names["network-faults"] if "coverage" in n]
+
+
 def test_query_challenges_check_the_corpus_before_the_first_timed_query():
     rendered = json.loads(loader.render_template_from_file(str(TRACK_DIR / "track.json"), {}))
     for challenge in rendered["challenges"]:
-        types = [t["operation"]["operation-type"] for t in challenge["schedule"]]
+        types = [t["operation"]["operation-type"] for t in rendered_tasks(challenge)]
         timed = [i for i, t in enumerate(types) if t in ("coverage", "profile-breakdown")]
         if timed:
             assert "verify-corpus" in types[:timed[0]], challenge["name"]
@@ -179,3 +203,25 @@ def test_numpy_version_is_recorded_and_another_one_reported(tmp_path):
 def test_copied_corpus_folder_still_loads(tmp_path, corpus_root):
     shutil.copytree(corpus_root, tmp_path / "copy", ignore=shutil.ignore_patterns("rally"))
     assert load(tmp_path / "copy").corpora
+
+
+def test_only_the_selected_challenge_is_held_to_its_needs(corpus_root):
+    """A Toxiproxy that is not running stops a network challenge at load, naming the fix, and no other challenge."""
+    assert load(corpus_root, {"toxiproxy_url": "http://127.0.0.1:8479"}, challenge="full")
+    for challenge in ("network-faults", "rtt-sweep"):
+        with pytest.raises(exceptions.SystemSetupError, match=r"Toxiproxy is not reachable at http://127.0.0.1:8479.*"
+                                                              r"make proxy-start"):
+            load(corpus_root, {"toxiproxy_url": "http://127.0.0.1:8479"}, challenge=challenge)
+
+
+@pytest.mark.parametrize("params,message", [
+    ({"rtt_ms": [0, -5]}, "track parameter rtt_ms must be a non-empty list of round-trip times"),
+    ({"rtt_ms": 50}, "track parameter rtt_ms must be a non-empty list"),
+    ({"ccs_proxy_address": "localhost"}, "track parameter ccs_proxy_address must be host:port"),
+    ({"ccs_minimize_roundtrips": ["yes"]}, "track parameter ccs_minimize_roundtrips must be a non-empty list of true/false"),
+    ({"faults": ["flood"]}, "track parameter faults must be a non-empty list"),
+    ({"toxiproxy_url": "127.0.0.1:8474"}, "track parameter toxiproxy_url must be an http URL with a port"),
+])
+def test_bad_network_parameters_are_named_at_load(corpus_root, params, message):
+    with pytest.raises(exceptions.SystemSetupError, match=message):
+        load(corpus_root, params, challenge="rtt-sweep")

@@ -1,6 +1,6 @@
 """A small stand-in for Rally's async Elasticsearch client, for runner unit tests (seconds, no node).
 
-It answers each request from a list of (status, body) in order, records what was sent and the options asked for,
+It answers each request from a list of (status, body) in order (an exception in the list is raised instead), records what was sent and the options asked for,
 and, like Rally's client after `return_raw_response()`, hands raw bodies back as readable byte streams. Each stream
 notes how many requests had been sent when it was read, so a test can tell decoding inside the timed window from
 decoding after it."""
@@ -35,7 +35,13 @@ def _meta(status):
 class StubClient:
     def __init__(self, answers):
         self.answers = list(answers)
-        self.sent, self.options_seen, self.bodies, self.raw = [], [], [], False
+        self.sent, self.options_seen, self.bodies, self.raw, self.marks = [], [], [], False, []
+
+    def on_request_start(self):
+        self.marks.append("start")
+
+    def on_request_end(self):
+        self.marks.append("end")
 
     @property
     def indices(self):
@@ -53,6 +59,8 @@ class StubClient:
 
     async def perform_request(self, method, path, params=None, body=None, headers=None):
         self.sent.append({"method": method, "path": path, "params": params, "body": body, "headers": headers})
+        if isinstance(self.answers[0], Exception):  # a network failure: no HTTP answer at all
+            raise self.answers.pop(0)
         status, answer = self.answers.pop(0)
         data = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
         raw = RawBody(data, self) if self.raw else None

@@ -1,0 +1,64 @@
+"""The load schedule: a calibration task records its coverages, each step runs at a fraction of that rate."""
+import asyncio
+from types import SimpleNamespace
+
+import pytest
+
+from runners import load
+from runners.context import CONTEXT_KEY
+from runners.coverage import Coverage, validate_coverage
+from stub_client import StubClient
+from coverage_test import answers, source
+
+
+def step_task(context, fraction, clients=4, rate_of="coverage-D_td-msearch-load-calibration"):
+    params = {CONTEXT_KEY: context.as_param(), "rate-of": rate_of, "rate-fraction": fraction}
+    return SimpleNamespace(name="coverage-D_td-msearch-load-50pct", clients=clients,
+                           operation=SimpleNamespace(params=params))
+
+
+def test_a_calibration_coverage_records_its_duration_and_a_step_runs_at_its_fraction(context, tmp_path):
+    context = context.__class__(**{**context.__dict__, "record_dir": str(tmp_path)})
+    params = source(context, "msearch", name="coverage-D_td-msearch-load-calibration", **{"record-rate": True})
+    for _ in range(3):
+        p = params.params()
+        result = asyncio.run(Coverage()(StubClient(answers(context, "msearch", p["epoch"])), p))
+        assert result["success"]
+    rate = load.calibrated_rate(str(tmp_path), "coverage-D_td-msearch-load-calibration")
+    assert rate > 0
+    scheduler = load.RelativeRateScheduler(step_task(context, 0.5, clients=4))
+    assert scheduler.rate == pytest.approx(rate * 0.5)
+    # 4 clients share the rate: each waits 4 / rate on average between its own coverages, at random (Poisson)
+    gaps = []
+    t = 0.0
+    for _ in range(4000):
+        nxt = scheduler.next(t)
+        gaps.append(nxt - t)
+        t = nxt
+    assert sum(gaps) / len(gaps) == pytest.approx(4 / (rate * 0.5), rel=0.05) and min(gaps) > 0
+    first = [load.RelativeRateScheduler(step_task(context, 0.5)).next(0.0) for _ in range(3)]
+    assert len(set(first)) == 3  # each client draws its own arrivals: no lock-step
+    recorded = load.read_steps(str(tmp_path))["coverage-D_td-msearch-load-50pct"]
+    assert recorded["target_per_s"] == pytest.approx(rate * 0.5) and recorded["clients"] == 4
+
+
+def test_a_wrong_answer_is_not_a_calibration_sample(context, tmp_path):
+    context = context.__class__(**{**context.__dict__, "record_dir": str(tmp_path)})
+    wrong = answers(context, "msearch")
+    wrong[0][1]["responses"][0]["hits"]["total"]["value"] += 1
+    params = source(context, "msearch", name="cal", **{"record-rate": True}).params()
+    assert asyncio.run(Coverage()(StubClient(wrong), params))["success"] is False
+    assert load.calibrated_rate(str(tmp_path), "cal") is None
+
+
+def test_a_step_without_its_calibration_is_refused(context, tmp_path):
+    context = context.__class__(**{**context.__dict__, "record_dir": str(tmp_path)})
+    with pytest.raises(load.LoadError, match="no calibration of coverage-D_td-msearch-load-calibration"):
+        load.RelativeRateScheduler(step_task(context, 0.5))
+
+
+@pytest.mark.parametrize("fraction", [0, -1, "half", True])
+def test_bad_fractions_are_named_at_load(context, fraction):
+    with pytest.raises(ValueError, match="rate-fraction must be a positive number"):
+        validate_coverage({"variant": "D_td", "transport": "msearch", "rate-of": "x", "rate-fraction": fraction}, 1,
+                          context)

@@ -1,0 +1,47 @@
+"""The report's network sections on race data built by hand (the real races: tests/test_network.py): the fitted
+slope, the model, failed points never measured."""
+from pathlib import Path
+
+from report import network, races
+from runners.tasks import ccs_task_name, rtt_task_name
+
+
+def op(task, median, error_rate=0.0):
+    return {"task": task, "error_rate": error_rate, "service_time": {"50_0": median, "mean": median}}
+
+
+def race(ops, params):
+    return races.Race("r" * 36, Path("."), {"race-id": "r" * 36, "challenge": "rtt-sweep", "track-params": params,
+                                            "results": {"op_metrics": ops}})
+
+
+def test_slope_model_and_ratio_from_the_points_that_answered_right():
+    ops = [op(rtt_task_name("D_td", "serial", 0), 100), op(rtt_task_name("D_td", "serial", 50), 1600),
+           op(rtt_task_name("D_td", "serial", 100), 3100),
+           op(rtt_task_name("D_td", "msearch", 0), 20), op(rtt_task_name("D_td", "msearch", 50), 70),
+           op(rtt_task_name("D_td", "msearch", 100), 5, error_rate=0.2)]  # fast and wrong: never a point
+    r = race(ops, {"rtt_ms": [0, 50, 100], "rtt_variants": ["D_td"], "rtt_transports": ["serial", "msearch"]})
+    header, body = network.rtt_table(r)
+    assert header == ["variant", "transport", "0 ms", "50 ms", "100 ms", "fitted ms per ms RTT", "model"]
+    serial, msearch, samples = body
+    assert serial[:5] == ["D_td", "serial", 100, 1600, 3100] and abs(serial[5] - 30) < 1e-9 and serial[6] == 30
+    assert msearch[4] == "FAILED (20% errors)" and abs(msearch[5] - 1) < 1e-9  # slope from 0 and 50 ms only
+    assert samples[2:5] == [20, 8, 5]
+    assert network.serial_msearch_ratio(r, 50) == {"D_td": 1600 / 70}
+    note = network.rtt_note(r)
+    assert "D_td serial: 30.0 ms per ms of RTT (model 30)" in note and "serial / msearch at 50 ms RTT: D_td 22.9x" in note
+
+
+def test_ccs_rows_per_setting_and_the_ratio_at_the_largest_rtt():
+    ops = [op(ccs_task_name("D_td", "terms", m, r), base + slope * r)
+           for m, base, slope in ((True, 50, 1), (False, 80, 12)) for r in (0, 100)]
+    r = race(ops, {"rtt_ms": [0, 100], "rtt_variants": ["D_td"], "ccs_transports": ["terms"]})
+    header, body = network.ccs_table(r)
+    assert [row[:3] for row in body[:2]] == [["D_td", "terms", "true"], ["D_td", "terms", "false"]]
+    assert abs(body[1][5] - 12) < 1e-9
+    assert f"without minimized round trips takes {1280 / 150:.1f}x as long as with" in network.ccs_note(r)
+
+
+def test_a_race_without_network_tasks_has_no_network_tables():
+    r = race([op("coverage-D_td-serial", 100)], {})
+    assert network.rtt_table(r) is None and network.ccs_table(r) is None
