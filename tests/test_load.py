@@ -5,7 +5,7 @@ import json
 import pytest
 
 from conftest import run_race
-from runners import load
+from runners import load, records
 from runners.tasks import load_calibration_task_name, load_step_task_name
 from test_rally_track import assert_clean, doc_count, race_dir
 
@@ -20,8 +20,8 @@ def test_a_step_runs_at_its_fraction_of_the_calibrated_rate(rally_home, small_co
     race = run_race(rally_home, "coverage-load", f"--track-params={json.dumps(params)}", test_mode=False)
     step = load_step_task_name("D_td", "msearch", 10)
     assert_clean(race, [load_calibration_task_name("D_td", "msearch"), step])
-    record = load.read_steps(str(race_dir(rally_home, race) / "cluster-metrics"))[step]
-    calibrated = load.calibrated_rate(str(race_dir(rally_home, race) / "cluster-metrics"),
+    record = load.read_steps(str(race_dir(rally_home, race) / records.RECORD_DIR))[step]
+    calibrated = load.calibrated_rate(str(race_dir(rally_home, race) / records.RECORD_DIR),
                                       load_calibration_task_name("D_td", "msearch"))
     assert record["target_per_s"] == pytest.approx(calibrated / 10) and record["clients"] == 1
     op = next(o for o in race.race["results"]["op_metrics"] if o["task"] == step)
