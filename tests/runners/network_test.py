@@ -40,38 +40,45 @@ def latency(rtt, check="http"):
             "path-check": check, "remote-index": "metrics-remote:cluster-metrics"}
 
 
-class SlowClient(StubClient):
-    """Answers after delay_ms, as a cluster behind the proxy would."""
+class ProxiedClient(StubClient):
+    """Answers after work_ms, plus the RTT the recording Toxiproxy last set when proxied (a cluster behind it)."""
 
-    def __init__(self, delay_ms):
-        super().__init__([(200, {"tagline": "You Know, for Search"})] * 3)
-        self.delay_ms = delay_ms
+    def __init__(self, work_ms, proxied, toxiproxy):
+        super().__init__([(200, {"tagline": "You Know, for Search"})] * 5)
+        self.work_ms, self.proxied, self.toxiproxy = work_ms, proxied, toxiproxy
 
     async def perform_request(self, *args, **kwargs):
-        await asyncio.sleep(self.delay_ms / 1000)
+        rtts = [c[2] for c in self.toxiproxy.calls if c[0] == "rtt"]
+        await asyncio.sleep((self.work_ms + (rtts[-1] if self.proxied and rtts else 0)) / 1000)
         return await super().perform_request(*args, **kwargs)
 
 
 def test_latency_is_set_after_the_path_is_proven(toxiproxy):
-    client = SlowClient(network.PROBE_RTT_MS + 5)
+    client = ProxiedClient(5, True, toxiproxy)
     result = asyncio.run(network.NetworkLatency()(client, latency(0)))
-    assert result["rtt-ms"] == 0 and result["probe-ms"] >= network.PROBE_RTT_MS
-    # the probe runs at PROBE_RTT_MS, then the link gets the RTT asked for
-    assert toxiproxy.calls == [("rtt", "cluster-metrics-http", network.PROBE_RTT_MS), ("rtt", "cluster-metrics-http", 0)]
-    assert client.sent[0]["path"] == "/" and client.marks == ["start", "end"]
+    assert result["rtt-ms"] == 0 and result["probe-added-ms"] >= network.PROBE_RTT_MS / 2
+    # two probes without latency, three with PROBE_RTT_MS (one untimed), then the link gets the RTT asked for
+    assert toxiproxy.calls == [("rtt", "cluster-metrics-http", 0), ("rtt", "cluster-metrics-http", network.PROBE_RTT_MS),
+                               ("rtt", "cluster-metrics-http", 0)]
+    assert [r["path"] for r in client.sent] == ["/"] * 5 and client.marks == ["start", "end"]
 
 
-def test_a_cluster_not_behind_the_proxy_ends_the_race():
+def test_a_cluster_not_behind_the_proxy_ends_the_race(toxiproxy):
     with pytest.raises(network.NetworkPathError, match="target host is not reached through it"):
-        asyncio.run(network.NetworkLatency()(SlowClient(0), latency(50)))
+        asyncio.run(network.NetworkLatency()(ProxiedClient(0, False, toxiproxy), latency(50)))
 
 
-def test_the_ccs_path_check_searches_the_remote_index():
-    client = SlowClient(60)
+def test_a_slow_probe_is_not_taken_for_latency(toxiproxy):
+    """A search slower than the probe's RTT by itself, not behind the proxy, is still refused."""
+    with pytest.raises(network.NetworkPathError, match="remote cluster is not reached"):
+        asyncio.run(network.NetworkLatency()(ProxiedClient(network.PROBE_RTT_MS + 20, False, toxiproxy),
+                                             latency(0, "ccs")))
+
+
+def test_the_ccs_path_check_searches_the_remote_index(toxiproxy):
+    client = ProxiedClient(0, True, toxiproxy)
     asyncio.run(network.NetworkLatency()(client, latency(50, "ccs")))
     assert client.sent[0]["path"] == "/metrics-remote:cluster-metrics/_search"
-    with pytest.raises(network.NetworkPathError, match="remote cluster is not reached"):
-        asyncio.run(network.NetworkLatency()(SlowClient(0), latency(50, "ccs")))
 
 
 @pytest.mark.parametrize("fault", [*FAULTS, "none"])
@@ -117,5 +124,7 @@ def test_the_remote_is_registered_at_the_proxy_listen_address_when_none_is_given
         "alias": "metrics-remote", "proxy-address": "", "proxy": "cluster-metrics-http",
         "toxiproxy-url": "http://127.0.0.1:8474"}))
     assert result["connections"] == 18
-    assert client.settings == [{"cluster.remote.metrics-remote.mode": "proxy",
+    assert client.settings[0] == {"cluster.remote.metrics-remote.mode": None,
+                                  "cluster.remote.metrics-remote.proxy_address": None}  # afresh
+    assert client.settings[1:] == [{"cluster.remote.metrics-remote.mode": "proxy",
                                 "cluster.remote.metrics-remote.proxy_address": "127.0.0.1:9290"}]
