@@ -37,7 +37,8 @@ TOXIPROXY := $(PYTHON) local-es/toxiproxy.py
 WAIT_FOR_RALLY := for i in $$(seq 120); do pgrep -f '[e]srally race' >/dev/null || pgrep -x esrally >/dev/null || break; sleep 1; done
 
 .PHONY: venv es-start es-stop es-status es-wipe corpus race layout-sweep test test-fast report accuracy validation-proof compare \
-	toxiproxy proxy-start proxy-stop proxy-status remote-start remote-stop rtt-sweep network-faults ccs-roundtrips
+	toxiproxy proxy-start proxy-stop proxy-status remote-start remote-stop rtt-sweep network-faults ccs-roundtrips \
+	source-cost aggregation-memory
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt
@@ -104,6 +105,17 @@ ccs-roundtrips: venv es-start remote-start corpus proxy-start
 	$(ESRALLY) race --track-path=tracks/cluster-metrics --challenge=$@ --pipeline=benchmark-only --offline \
 	  --target-hosts='{"default": ["127.0.0.1:$(PORT)"], "$(REMOTE_ALIAS)": ["127.0.0.1:$(REMOTE_PORT)"]}' \
 	  $(if $(TRACK_PARAMS),--track-params="$(TRACK_PARAMS)") $(RACE_ARGS)
+	$(VPY) -m report
+
+# seed 004: what _source costs, stored, synthetic and disabled (each mode ingests the corpus into its own index)
+source-cost: venv es-start corpus
+	$(MAKE) --no-print-directory race CHALLENGE=source-cost
+	$(VPY) -m report
+
+# seed 002: the memory each aggregation cell needs (ingest-baseline first unless INGEST=no)
+aggregation-memory: venv es-start corpus
+	$(if $(filter yes,$(INGEST)),$(MAKE) --no-print-directory race CHALLENGE=ingest-baseline)
+	$(MAKE) --no-print-directory race CHALLENGE=aggregation-memory
 	$(VPY) -m report
 
 test: venv

@@ -7,7 +7,7 @@
 import argparse
 from pathlib import Path
 
-from report import ReportError, charts, load, network, races, tables
+from report import ReportError, charts, costs, load, network, races, tables
 
 SECTIONS = [
     ("Ingest per epoch", tables.ingest_table,
@@ -34,6 +34,10 @@ SECTIONS = [
      "this race has no coverage-load tasks"),
     ("Live: ingest and coverages, each alone and beside the other", load.live_table,
      "this race has no live tasks"),
+    ("What _source costs: storage, ingest, coverage and fetch per _source mode", costs.source_table,
+     "this race has no source-cost tasks (make source-cost)"),
+    ("Aggregation memory: request breaker floor and GC activity per cell, beside its time", costs.memory_table,
+     "this race has no aggregation-memory tasks (make aggregation-memory)"),
     ("Profile breakdown (profile: true, shares of filter + aggregations; profiling inflates absolute time)",
      tables.profile_table,
      "this race has no profile-breakdown task"),
@@ -80,6 +84,10 @@ def single_report(race, out_root):
             parts.append(load.LOAD_NOTE)
         if table and title.startswith("Live"):
             parts.append(load.LIVE_NOTE)
+        if table and title.startswith("What _source costs"):
+            parts.append(costs.SOURCE_NOTE)
+        if table and title.startswith("Aggregation memory"):
+            parts.append(costs.MEMORY_NOTE)
         if table and title.startswith("Cross-cluster"):
             parts.append(network.ccs_note(race))
         if table and title.startswith("Speedup"):
@@ -93,7 +101,8 @@ def single_report(race, out_root):
                                 ("ingest.png", charts.ingest_stacked, "Ingest per epoch by phase"),
                                 ("rtt.png", charts.rtt_lines, "Coverage time against round-trip time"),
                                 ("ccs.png", charts.ccs_lines, "Cross-cluster coverage time against round-trip time"),
-                                ("load.png", charts.load_lines, "Coverage latency against offered rate")):
+                                ("load.png", charts.load_lines, "Coverage latency against offered rate"),
+                                ("memory.png", charts.memory_tradeoff, "Coverage time against memory per cell")):
         if draw(race, out / name):
             parts.append(f"![{caption}]({name})\n")
     path = out / "report.md"

@@ -5,7 +5,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from report import load, network, tables  # noqa: E402
+from report import costs, load, network, tables  # noqa: E402
 
 
 def coverage_bars(race, path):
@@ -128,6 +128,37 @@ def load_lines(race, path):
         ax.set_ylabel("latency (ms)")
         ax.legend(fontsize=7)
     fig.suptitle(f"Coverage latency against rate — race {race.race_id[:8]} (dotted: redline limit)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def memory_tradeoff(race, path):
+    """Time against memory per aggregation-memory cell: median coverage time against the request breaker floor
+    (left) and against young GCs per coverage (right); colour by percentile algorithm, marker by transport."""
+    points = costs.memory_points(race)
+    if not points:
+        return None
+    colours = {"tdigest": "tab:blue", "hdr": "tab:red", "none": "tab:grey"}
+    markers = {"serial": "o", "msearch": "s", "terms": "^"}
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5.5))
+    for ax, index, xlabel in ((axes[0], 3, "request breaker floor per coverage (KiB, log)"),
+                              (axes[1], 5, "young GCs per coverage (JVM statistics)")):
+        for point in points:
+            label, transport, algorithm = point[:3]
+            ax.scatter(point[index], point[4], color=colours[algorithm], marker=markers.get(transport, "o"), s=36)
+            ax.annotate(f"{label} {transport}", (point[index], point[4]), fontsize=6, xytext=(3, 2),
+                        textcoords="offset points")
+        ax.set_yscale("log")
+        if index == 3:
+            ax.set_xscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("median coverage time (ms, log)")
+    handles = [plt.Line2D([], [], color=c, marker="o", ls="", label=a) for a, c in colours.items()] + \
+              [plt.Line2D([], [], color="black", marker=m, ls="", label=t) for t, m in markers.items()]
+    axes[1].legend(handles=handles, fontsize=7, loc="best")
+    fig.suptitle(f"Time against memory per cell — race {race.race_id[:8]} (failed cells left out)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

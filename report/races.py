@@ -8,6 +8,7 @@ from report import ReportError
 from runners import parameters, records
 from runners.corpus import races_root
 from runners.load import read_steps
+from runners.queries import SOURCE_MODES
 
 
 # parameters that hold a list (a user may give a comma-separated string)
@@ -23,6 +24,9 @@ class Race:
     profile: dict = field(default_factory=dict)
     layouts: dict = field(default_factory=dict)  # layout -> its layout-stats record
     load_steps: dict = field(default_factory=dict)  # coverage-load step task -> its calibrated and target rate
+    sources: dict = field(default_factory=dict)  # source-cost: _source mode -> its storage record
+    source_ingest: dict = field(default_factory=dict)  # source-cost: _source mode -> its ingest record
+    memory: list = field(default_factory=list)  # aggregation-memory: each cell's request breaker floor record
 
     @property
     def challenge(self):
@@ -57,6 +61,15 @@ def load(race_dir):
     for record in sorted((race_dir / records.RECORD_DIR).glob("layout-*.json")):
         data = json.loads(record.read_text())
         race.layouts[data["layout"]] = data
+    for mode in SOURCE_MODES:
+        for name, attr in ((records.source_record(mode), race.sources), (records.source_ingest_record(mode),
+                                                                         race.source_ingest)):
+            data = records.read(str(race_dir / records.RECORD_DIR), name)
+            if data is not None:
+                attr[mode] = data
+    memory = race_dir / records.RECORD_DIR / records.MEMORY
+    if memory.is_file():
+        race.memory = [json.loads(line) for line in memory.read_text().splitlines() if line.strip()]
     return race
 
 

@@ -150,9 +150,14 @@ def fingerprint(manifest, section):
             "section": section}
 
 
+def as_float32(value):
+    """The float32 Elasticsearch keeps for a float field's value (a _source value is the text as sent)."""
+    return struct.unpack("<f", struct.pack("<f", value))[0]
+
+
 def stored_value(cents):
     """The value Elasticsearch stores for the text "12.34" in a float field: parsed as a double, rounded to float32."""
-    return struct.unpack("<f", struct.pack("<f", cents / 100.0))[0]
+    return as_float32(cents / 100.0)
 
 
 def rank_grid_step(count):

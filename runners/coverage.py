@@ -8,8 +8,8 @@ import elasticsearch
 
 from runners import load, parameters, queries
 from runners.context import CONTEXT_KEY, RaceContext
-from runners.validation import (CoverageErrors, NodeExpectation, PercentileErrors, check_node_response,
-                                check_terms_response)
+from runners.validation import (CoverageErrors, FetchExpectation, NodeExpectation, PercentileErrors,
+                                check_fetch_response, check_node_response, check_terms_response)
 
 LOG = logging.getLogger(__name__)
 JSON = {"content-type": "application/json", "accept": "application/json"}
@@ -23,50 +23,63 @@ class CoverageParamSource:
     coverage per call.
 
     Operation parameters: variant, transport (required); epochs (default: the race's), nodes (default: all),
-    percents, hdr-digits, request-timeout (seconds), assertions (Rally's, checked with --enable-assertions);
+    percents, hdr-digits, tdigest-compression (default: Elasticsearch's, left out of the request), request-timeout
+    (seconds), assertions (Rally's, checked with --enable-assertions);
     remote (a remote cluster's alias: the coverage goes through cross-cluster search to <remote>:<index>) and
     ccs-minimize-roundtrips (true or false, with remote); record-rate (true in a load calibration task: each
     successful coverage's duration is recorded for the steps' schedule, runners/load.py)."""
 
     def __init__(self, track, params, **kwargs):
         context = RaceContext.of(params)
-        self.variant, self.transport = params["variant"], params["transport"]  # checked at load: validate_coverage
+        self.transport = params["transport"]  # checked at load: validate_coverage
         self.index = f"{params['remote']}:{context.index}" if params.get("remote") else context.index
         self._url = dict(NO_CACHE)
         if "ccs-minimize-roundtrips" in params:
             self._url["ccs_minimize_roundtrips"] = str(params["ccs-minimize-roundtrips"]).lower()
         self.epochs = list(params.get("epochs") or context.epochs)
         self.nodes = list(params.get("nodes") or context.nodes)
-        percents = list(params.get("percents", queries.DEFAULT_PERCENTS))
-        hdr_digits = params.get("hdr-digits", queries.DEFAULT_HDR_DIGITS)
-        self._fixed = {"name": params.get("name"), "variant": self.variant, "transport": self.transport, "nodes": self.nodes,
-                       "request-timeout": params.get("request-timeout", 120)}
+        self._fixed = {"name": params.get("name"), "transport": self.transport, "nodes": self.nodes,
+                       "request-timeout": params.get("request-timeout", 120), **self._query(params)}
         if "assertions" in params:
             self._fixed["assertions"] = params["assertions"]
         if params.get("record-rate"):
             self._fixed.update({"record-rate": True, CONTEXT_KEY: params[CONTEXT_KEY]})
         truth = context.truth()
-        self._per_epoch = {}
-        for epoch in self.epochs:
-            searches = [queries.node_search(self.variant, epoch, n, percents, hdr_digits) for n in self.nodes]
-            self._per_epoch[epoch] = {
-                "expected": {n: NodeExpectation(truth[str(epoch)][n], self.variant, percents, hdr_digits)
-                             for n in self.nodes},
-                "requests": self._requests(epoch, searches, percents, hdr_digits),
-            }
+        self._per_epoch = {epoch: {"expected": {n: self._expectation(truth[str(epoch)][n]) for n in self.nodes},
+                                   "requests": self._requests(epoch)}
+                           for epoch in self.epochs}
         self._next = 0
         self.infinite = True
 
-    def _requests(self, epoch, searches, percents, hdr_digits):
+    def _query(self, params):
+        """What the requests ask for, kept for building them; returns what the runner needs of it (the cell)."""
+        self.variant = params["variant"]
+        self.percents = list(params.get("percents", queries.DEFAULT_PERCENTS))
+        self.hdr_digits = params.get("hdr-digits", queries.DEFAULT_HDR_DIGITS)
+        self.compression = params.get("tdigest-compression")
+        return {"variant": self.variant, "cell": f"{self.variant}/{self.transport}"}
+
+    def _expectation(self, node_truth):
+        return NodeExpectation(node_truth, self.variant, self.percents, self.hdr_digits,
+                               self.compression or queries.DEFAULT_COMPRESSION)
+
+    def _node_search(self, epoch, node):
+        return queries.node_search(self.variant, epoch, node, self.percents, self.hdr_digits, self.compression)
+
+    def _terms_search(self, epoch):
+        return queries.terms_search(self.variant, epoch, len(self.nodes), self.percents, self.hdr_digits,
+                                    self.compression)
+
+    def _requests(self, epoch):
         """(path, URL parameters, body bytes, headers) of each HTTP request of one coverage."""
         search_path = f"/{self.index}/_search"
+        searches = [self._node_search(epoch, n) for n in self.nodes]
         if self.transport == "serial":
             return [(search_path, self._url, queries.json_bytes(body), JSON) for body in searches]
         if self.transport == "msearch":
             msearch_url = {k: v for k, v in self._url.items() if k not in NO_CACHE}  # per header line instead
             return [("/_msearch", msearch_url or None, queries.msearch_body(self.index, searches), NDJSON)]
-        body = queries.terms_search(self.variant, epoch, len(self.nodes), percents, hdr_digits)
-        return [(search_path, self._url, queries.json_bytes(body), JSON)]
+        return [(search_path, self._url, queries.json_bytes(self._terms_search(epoch)), JSON)]
 
     def partition(self, partition_index, total_partitions):
         return self
@@ -75,6 +88,24 @@ class CoverageParamSource:
         epoch = self.epochs[self._next % len(self.epochs)]
         self._next += 1
         return {**self._fixed, "epoch": epoch, **self._per_epoch[epoch]}
+
+
+class FetchCoverageParamSource(CoverageParamSource):
+    """The coverage's fetch counterpart: per node, the N busiest samples of the epoch (sorted by cpu, descending),
+    each hit returned with its _source or with its fields' doc values; serial or msearch.
+
+    Operation parameters: fetch ("source" or "docvalues"), fetch-size (N), transport; epochs, nodes,
+    request-timeout, assertions as for the coverage."""
+
+    def _query(self, params):
+        self.kind, self.size = params["fetch"], params["fetch-size"]
+        return {"fetch": self.kind, "fetch-size": self.size, "cell": f"fetch-{self.kind}/{self.transport}"}
+
+    def _expectation(self, node_truth):
+        return FetchExpectation(node_truth, self.size)
+
+    def _node_search(self, epoch, node):
+        return queries.fetch_search(epoch, node, self.size, self.kind)
 
 
 class Coverage:
@@ -101,7 +132,6 @@ class Coverage:
     async def __call__(self, es, params):
         client = es.options(request_timeout=params["request-timeout"], max_retries=0, retry_on_status=(),
                             retry_on_timeout=False)
-        variant, transport, epoch, nodes = params["variant"], params["transport"], params["epoch"], params["nodes"]
         requests = params["requests"]
         bodies = []
         es.return_raw_response()  # keep the bytes: decoding waits until the timed window is closed
@@ -118,35 +148,62 @@ class Coverage:
         seconds = time.perf_counter() - started
         # the timed window is closed: decode and check
         errors, pct_errors = CoverageErrors(), PercentileErrors()
-        decoded = [json.load(body) for body in bodies]
-        expected = params["expected"]
-        if transport == "terms":
-            hits = check_terms_response(decoded[0], nodes, epoch, expected, errors, pct_errors)
-            took = decoded[0].get("took", 0)
-        else:
-            responses = decoded if transport == "serial" else decoded[0].get("responses", [])
-            errors.check(len(responses) == len(nodes),
-                         lambda: f"epoch {epoch}: {len(responses)} responses for {len(nodes)} searches")
-            counts = [check_node_response(r, n, epoch, expected[n], errors, pct_errors) for n, r in zip(nodes, responses)]
-            hits = sum(c for c in counts if c is not None)
-            took = sum(r.get("took", 0) for r in responses)
+        hits, took = self.check([json.load(body) for body in bodies], params, errors, pct_errors)
         result = {"weight": 1, "unit": "coverages", "success": not errors, "hits": hits or 0, "took": took,
-                  "requests": len(requests), "epoch": epoch, **errors.as_meta(), **pct_errors.as_meta()}
+                  "requests": len(requests), "epoch": params["epoch"], **errors.as_meta(), **pct_errors.as_meta()}
         if params.get("record-rate") and not errors:
             load.record_duration(params, seconds)
         if errors:
             result["error-type"] = "cluster-metrics-validation"
-            result["error-description"] = f"{variant}/{transport}: {errors.description()}"
+            result["error-description"] = f"{params['cell']}: {errors.description()}"
             LOG.warning("coverage failed validation: %s", result["error-description"])
         return result
+
+    def check(self, decoded, params, errors, pct_errors):
+        """Every answer of one coverage against its expectation; returns (hits, took summed)."""
+        transport, epoch, nodes, expected = params["transport"], params["epoch"], params["nodes"], params["expected"]
+        if transport == "terms":
+            return (check_terms_response(decoded[0], nodes, epoch, expected, errors, pct_errors),
+                    decoded[0].get("took", 0))
+        responses = self._responses(decoded, params, errors)
+        counts = [check_node_response(r, n, epoch, expected[n], errors, pct_errors) for n, r in zip(nodes, responses)]
+        return sum(c for c in counts if c is not None), sum(r.get("took", 0) for r in responses)
+
+    @staticmethod
+    def _responses(decoded, params, errors):
+        """The per-node responses of a serial or msearch coverage (one per node, or an error)."""
+        responses = decoded if params["transport"] == "serial" else decoded[0].get("responses", [])
+        errors.check(len(responses) == len(params["nodes"]),
+                     lambda: f"epoch {params['epoch']}: {len(responses)} responses for {len(params['nodes'])} searches")
+        return responses
 
     def __repr__(self):
         return "coverage"
 
 
+class FetchCoverage(Coverage):
+    """One fetch coverage: per node, the N busiest samples of one epoch with their _source or doc values.
+
+    Measures the same window as the coverage (first request sent to last byte received; decoding after it), so a
+    fetch and an aggregation coverage are timed alike. Returns what the coverage returns, hits being the hits
+    returned (not the total). Every hit is checked (runners/validation.py check_fetch_response): node and epoch,
+    the fields present, cpu against the order statistics of its rank, mem and net within the node's range; the exact
+    total per node. Errors as for the coverage."""
+
+    def check(self, decoded, params, errors, pct_errors):
+        epoch, expected = params["epoch"], params["expected"]
+        responses = self._responses(decoded, params, errors)
+        counts = [check_fetch_response(r, n, epoch, expected[n], params["fetch"], errors)
+                  for n, r in zip(params["nodes"], responses)]
+        return sum(c for c in counts if c is not None), sum(r.get("took", 0) for r in responses)
+
+    def __repr__(self):
+        return "fetch-coverage"
+
+
 def _where(params, i):
     target = f"node {params['nodes'][i]}" if params["transport"] == "serial" else f"(all {len(params['nodes'])} nodes)"
-    return (f"{params['variant']}/{params['transport']}: epoch {params['epoch']} {target}, request {i + 1} of "
+    return (f"{params['cell']}: epoch {params['epoch']} {target}, request {i + 1} of "
             f"{len(params['requests'])}")
 
 
@@ -186,16 +243,12 @@ def validate_coverage(params, clients, context):
     """Load-time check of a coverage operation against the race context; raises ValueError naming the problem."""
     queries.validate_variant(params.get("variant"))
     queries.validate_transport(params.get("transport"))
-    for epoch in params.get("epochs") or context.epochs:
-        if epoch not in context.epochs:
-            raise ValueError(f"epoch {epoch} is not ingested by this race (epochs {list(context.epochs)}, track "
-                             "parameter epochs)")
-    unknown = [n for n in params.get("nodes") or () if n not in context.nodes]
-    if unknown:
-        raise ValueError(f"node(s) {', '.join(unknown)} are not in the generated corpus")
+    _validate_common(params, context)
     parameters.check_operation_value("percents", params.get("percents", list(queries.DEFAULT_PERCENTS)), "percents")
     parameters.check_operation_value("hdr-digits", params.get("hdr-digits", queries.DEFAULT_HDR_DIGITS), "hdr_digits")
-    parameters.check_operation_value("request-timeout", params.get("request-timeout", 120), "request_timeout")
+    if params.get("tdigest-compression") is not None:
+        parameters.check_operation_value("tdigest-compression", [params["tdigest-compression"]],
+                                         "memory_tdigest_compression")
     if params.get("remote") is not None:
         parameters.check_operation_value("remote", params["remote"], "ccs_alias")
     if "rate-fraction" in params:
@@ -203,3 +256,25 @@ def validate_coverage(params, clients, context):
     if "ccs-minimize-roundtrips" in params:
         parameters.check_operation_value("ccs-minimize-roundtrips", [params["ccs-minimize-roundtrips"]],
                                          "ccs_minimize_roundtrips")
+
+
+def validate_fetch_coverage(params, clients, context):
+    """Load-time check of a fetch coverage; raises ValueError naming the problem."""
+    queries.validate_fetch_kind(params.get("fetch"))
+    if params.get("transport") not in queries.FETCH_TRANSPORTS:
+        raise ValueError(f"a fetch coverage goes over {' or '.join(queries.FETCH_TRANSPORTS)}, not "
+                         f"{params.get('transport')!r} (a terms bucket's top_hits stops at 100 hits)")
+    parameters.check_operation_value("fetch-size", params.get("fetch-size"), "fetch_size")
+    _validate_common(params, context)
+
+
+def _validate_common(params, context):
+    """Epochs, nodes and the request timeout of any coverage."""
+    for epoch in params.get("epochs") or context.epochs:
+        if epoch not in context.epochs:
+            raise ValueError(f"epoch {epoch} is not ingested by this race (epochs {list(context.epochs)}, track "
+                             "parameter epochs)")
+    unknown = [n for n in params.get("nodes") or () if n not in context.nodes]
+    if unknown:
+        raise ValueError(f"node(s) {', '.join(unknown)} are not in the generated corpus")
+    parameters.check_operation_value("request-timeout", params.get("request-timeout", 120), "request_timeout")

@@ -8,13 +8,16 @@ track task names it as "param-source": "<operation type>".
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from runners.coverage import Coverage, CoverageParamSource, validate_coverage
+from runners.coverage import (Coverage, CoverageParamSource, FetchCoverage, FetchCoverageParamSource,
+                              validate_coverage, validate_fetch_coverage)
 from runners.index_checks import VerifyCorpus, VerifyDocCount
 from runners.ingest import BulkWithTook, EpochBulkParamSource, IngestCostStart, IngestEpochCost, validate_bulk
 from runners.network import (NetworkFault, NetworkLatency, RegisterRemoteCluster, RemoveRemoteCluster,
                               validate_fault, validate_latency, validate_remote)
 from runners.layouts import CheckClusterLayouts, LayoutStats, validate_layout_stats, validate_layouts
+from runners.memory import BreakerFloorParamSource, RequestBreakerFloor, validate_breaker_floor
 from runners.profile import ProfileBreakdown, validate_profile
+from runners.storage import SourceStorageStats, validate_storage_stats
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,9 @@ OPERATIONS = {
     "verify-doc-count": Operation(VerifyDocCount),
     "verify-corpus": Operation(VerifyCorpus),
     "coverage": Operation(Coverage, CoverageParamSource, validate_coverage),
+    "fetch-coverage": Operation(FetchCoverage, FetchCoverageParamSource, validate_fetch_coverage),
+    "source-storage-stats": Operation(SourceStorageStats, validate=validate_storage_stats),
+    "request-breaker-floor": Operation(RequestBreakerFloor, BreakerFloorParamSource, validate_breaker_floor),
     "profile-breakdown": Operation(ProfileBreakdown, validate=validate_profile),
     "check-cluster-layouts": Operation(CheckClusterLayouts, validate=validate_layouts),
     "layout-stats": Operation(LayoutStats, validate=validate_layout_stats),

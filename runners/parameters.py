@@ -9,7 +9,7 @@ fields fall back to the default), so that this check, not a JSON error, is what 
 import numbers
 
 from runners.layouts import parse_layout
-from runners.queries import LAYOUTS, TRANSPORTS, VARIANTS
+from runners.queries import FETCH_KINDS, FETCH_TRANSPORTS, LAYOUTS, SOURCE_MODES, TRANSPORTS, VARIANTS
 from runners.toxiproxy import DEFAULT_API, FAULTS, PROXIES
 
 MAX_HDR_DIGITS = 5  # Elasticsearch accepts number_of_significant_value_digits 0..5
@@ -87,6 +87,11 @@ def _layouts(value):
     except ValueError:
         raise ParameterError('a non-empty list (or comma-separated string) of layouts <shards>S<replicas>R, '
                              'e.g. ["1S0R", "2S1R"]') from None
+
+
+def _fraction(value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < 1:
+        raise ParameterError("a number between 0 and 1 (exclusive)")
 
 
 def _positive_number_or_none(value):
@@ -184,6 +189,26 @@ PARAMETERS = {
     "live_transport": ("msearch", _one_of(*TRANSPORTS)),
     "live_target_throughput": (1, _positive_number),
     "live_iterations": (60, _integer(1)),
+    # what it costs: _source modes (stored last, so that the index ends as the other challenges create it), the
+    # size-0 coverages and a fetch per mode; aggregation memory per cell (request breaker floor, GC activity)
+    "source_modes": (["disabled", "synthetic", "stored"], _names(SOURCE_MODES)),
+    "source_variants": (list(VARIANTS), _names(tuple(VARIANTS))),
+    "source_transports": (["msearch"], _names(TRANSPORTS)),
+    "source_force_merge": (True, _boolean),
+    "fetch_size": (500, _integer(1, 10000)),  # index.max_result_window
+    "fetch_kinds": (list(FETCH_KINDS), _names(FETCH_KINDS)),
+    "fetch_transports": (["msearch"], _names(FETCH_TRANSPORTS)),
+    "memory_variants": (list(VARIANTS), _names(tuple(VARIANTS))),
+    "memory_transports": (list(TRANSPORTS), _names(TRANSPORTS)),
+    "memory_hdr_digits": ([1, 2, 3, 4, 5], _list_of(_integer(0, MAX_HDR_DIGITS), f"HDR digits (0 to {MAX_HDR_DIGITS})")),
+    "memory_tdigest_compression": ([50, 100, 200, 500], _list_of(_integer(1, 100000), "t-digest compressions "
+                                                                                     "(1 to 100000)")),
+    # above this many digits the HDR sweep runs over serial only: msearch and terms hold up to 90 histograms at once,
+    # which at 5 digits is more than a 1 GB heap holds, and no breaker sees them (runners/memory.py)
+    "memory_parallel_hdr_digits_max": (4, _integer(0, MAX_HDR_DIGITS)),
+    "memory_attempts": (3, _integer(1, 100)),
+    "memory_resolution": (0.05, _fraction),
+    "memory_iterations": (5, _integer(1)),
 }
 
 

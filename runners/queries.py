@@ -16,14 +16,19 @@ _MODULE = jinja2.Environment().from_string(VOCABULARY.read_text()).module
 
 
 def _vocabulary():
-    """Variants (name -> aggregation pieces), transports and the layout sweep's layouts, from the file track.json
-    imports too."""
+    """Variants (name -> aggregation pieces), transports, the layout sweep's layouts, the _source modes and the fetch
+    kinds, from the file track.json imports too."""
     module = _MODULE
     return ({name: tuple(pieces) for name, pieces in module.variants.items()}, tuple(module.transports),
-            tuple(module.layouts))
+            tuple(module.layouts), tuple(module.source_modes), tuple(module.fetch_kinds))
 
 
-VARIANTS, TRANSPORTS, LAYOUTS = _vocabulary()
+VARIANTS, TRANSPORTS, LAYOUTS, SOURCE_MODES, FETCH_KINDS = _vocabulary()
+SOURCE_MODE_SETTING = _MODULE.source_mode_setting
+DEFAULT_COMPRESSION = _MODULE.default_compression  # Elasticsearch's default t-digest compression
+FETCH_TRANSPORTS = ("serial", "msearch")  # top_hits in a terms bucket stops at index.max_inner_result_window (100)
+FETCH_SORT_FIELD = "cpu"  # a fetch coverage returns each node's busiest samples: sorted by cpu, descending
+DOC_FIELDS = ("epoch", "node", "task", "cpu", "mem", "net")  # index.json's properties
 
 
 def rtt_samples(rtt_ms, iterations):
@@ -58,8 +63,9 @@ def json_bytes(body):
     return json.dumps(body, separators=(",", ":")).encode()
 
 
-def metric_aggs(variant, percents=DEFAULT_PERCENTS, hdr_digits=DEFAULT_HDR_DIGITS):
-    """The variant's aggregations: <field>_sum and/or <field>_pct for cpu, mem and net."""
+def metric_aggs(variant, percents=DEFAULT_PERCENTS, hdr_digits=DEFAULT_HDR_DIGITS, compression=None):
+    """The variant's aggregations: <field>_sum and/or <field>_pct for cpu, mem and net. compression: t-digest's
+    (None: Elasticsearch's default, left out of the request as the seed sends it)."""
     validate_variant(variant)
     aggs = {}
     for piece in VARIANTS[variant]:
@@ -70,6 +76,8 @@ def metric_aggs(variant, percents=DEFAULT_PERCENTS, hdr_digits=DEFAULT_HDR_DIGIT
                 percentiles = {"field": field, "percents": list(percents)}
                 if piece == "hdr":
                     percentiles["hdr"] = {"number_of_significant_value_digits": hdr_digits}
+                elif compression is not None:
+                    percentiles["tdigest"] = {"compression": compression}
                 aggs[f"{field}_pct"] = {"percentiles": percentiles}
     return aggs
 
@@ -83,18 +91,41 @@ def _search(filters, aggs):
     return body
 
 
-def node_search(variant, epoch, node, percents=DEFAULT_PERCENTS, hdr_digits=DEFAULT_HDR_DIGITS):
+def _node_filters(epoch, node):
+    return [{"term": {"node": node}}, {"term": {"epoch": epoch}}]
+
+
+def node_search(variant, epoch, node, percents=DEFAULT_PERCENTS, hdr_digits=DEFAULT_HDR_DIGITS, compression=None):
     """One node's search for one epoch, as the seed sends it."""
-    return _search([{"term": {"node": node}}, {"term": {"epoch": epoch}}], metric_aggs(variant, percents, hdr_digits))
+    return _search(_node_filters(epoch, node), metric_aggs(variant, percents, hdr_digits, compression))
 
 
-def terms_search(variant, epoch, node_count, percents=DEFAULT_PERCENTS, hdr_digits=DEFAULT_HDR_DIGITS):
+def terms_search(variant, epoch, node_count, percents=DEFAULT_PERCENTS, hdr_digits=DEFAULT_HDR_DIGITS,
+                 compression=None):
     """The whole coverage in one search: the epoch filter, a terms bucket per node holding the variant's aggs."""
     per_node = {"terms": {"field": "node", "size": node_count}}
-    aggs = metric_aggs(variant, percents, hdr_digits)
+    aggs = metric_aggs(variant, percents, hdr_digits, compression)
     if aggs:
         per_node["aggs"] = aggs
     return _search([{"term": {"epoch": epoch}}], {TERMS_AGG: per_node})
+
+
+def validate_fetch_kind(kind):
+    if kind not in FETCH_KINDS:
+        raise ValueError(f"unknown fetch kind {kind!r}: use one of {', '.join(FETCH_KINDS)}")
+
+
+def fetch_search(epoch, node, size, kind):
+    """One node's N busiest samples of one epoch (sorted by cpu, descending), each hit with its _source or with every
+    field's doc values."""
+    validate_fetch_kind(kind)
+    body = {"size": size, "track_total_hits": True, "query": {"bool": {"filter": _node_filters(epoch, node)}},
+            "sort": [{FETCH_SORT_FIELD: "desc"}]}
+    if kind == "source":
+        body["_source"] = True
+    else:
+        body.update({"_source": False, "docvalue_fields": list(DOC_FIELDS)})
+    return body
 
 
 def msearch_body(index, searches):

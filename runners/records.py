@@ -14,6 +14,17 @@ PROFILE = "profile.json"    # profile-breakdown shares
 TOOK_DIR = "bulk-took"      # each bulk response's took, one file per epoch and client process
 RATE_DIR = "coverage-rate"  # each calibration coverage's seconds, one file per calibration task (coverage-load)
 LOAD_STEPS = "load-steps.jsonl"  # coverage-load: each step's calibrated and target rate
+MEMORY = "aggregation-memory.jsonl"  # aggregation-memory: each cell's request breaker floor and GC activity
+
+
+def source_record(mode):
+    """source-cost: the index's storage in one _source mode (track.json spells the same name)."""
+    return f"source-{mode}.json"
+
+
+def source_ingest_record(mode):
+    """source-cost: the per-epoch ingest cost in one _source mode (track.json spells the same name)."""
+    return f"ingest-source-{mode}.json"
 
 
 def is_our_track(track_name):

@@ -53,3 +53,30 @@ LIVE_COVERAGE_ALONE, LIVE_COVERAGE_WITH_INGEST = "live-coverage-alone", "live-co
 
 def live_bulk_task_name(epoch, with_queries):
     return f"live-bulk-epoch-{epoch}-{'with-queries' if with_queries else 'alone'}"
+
+
+def source_task_name(mode, name):
+    """A task of one _source mode of source-cost: source_task_name("stored", coverage_task_name("D_td", "msearch"))."""
+    return f"source-{mode}-{name}"
+
+
+def fetch_task_name(kind, transport):
+    """A fetch coverage: each node's N busiest samples with their _source or their doc values."""
+    return f"fetch-{kind}-{transport}"
+
+
+def memory_cell(variant, transport, hdr_digits=None, compression=None):
+    """One cell of aggregation-memory: "D_hdr-terms-hdr-3", "D_td-msearch-compression-100", "B-serial"."""
+    setting = f"-hdr-{hdr_digits}" if hdr_digits is not None else (
+        f"-compression-{compression}" if compression is not None else "")
+    return f"{variant}-{transport}{setting}"
+
+
+def memory_task_name(cell):
+    """aggregation-memory: the cell's timed coverages."""
+    return f"memory-{cell}"
+
+
+def breaker_floor_task_name(cell):
+    """aggregation-memory: the cell's request breaker floor (bisection, untimed)."""
+    return f"breaker-floor-{cell}"

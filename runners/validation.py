@@ -18,20 +18,19 @@
 import math
 
 from runners import queries
-from runners.corpus import FIELDS, OrderStatistics
+from runners.corpus import FIELDS, OrderStatistics, as_float32
 
 SUM_RELATIVE_TOLERANCE = 1e-9
-TDIGEST_DEFAULT_COMPRESSION = 100  # Elasticsearch's default
 TDIGEST_RANK_TOLERANCE = 1.5       # divided by the compression: a fraction of the node's count
 HDR_RANK_SLACK = 1
 MAX_LISTED_ERRORS = 5
 
 
-def tdigest_rank_tolerance(compression=TDIGEST_DEFAULT_COMPRESSION):
+def tdigest_rank_tolerance(compression=queries.DEFAULT_COMPRESSION):
     return TDIGEST_RANK_TOLERANCE / compression
 
 
-def percentile_bounds(stats, count, percent, algorithm, hdr_digits=3, compression=TDIGEST_DEFAULT_COMPRESSION):
+def percentile_bounds(stats, count, percent, algorithm, hdr_digits=3, compression=queries.DEFAULT_COMPRESSION):
     """(low, high): the values an estimate of `percent` by `algorithm` may take for these order statistics."""
     if algorithm == "tdigest":
         rank, tolerance = percent / 100 * (count - 1), tdigest_rank_tolerance(compression) * count
@@ -58,7 +57,7 @@ class NodeExpectation:
     """What one node's answer must be for one epoch and variant: count, sums, and per field and percent the
     (low, high) bounds and the exact value. Built once per (epoch, node) by the parameter source."""
 
-    def __init__(self, truth, variant, percents, hdr_digits=3, compression=TDIGEST_DEFAULT_COMPRESSION):
+    def __init__(self, truth, variant, percents, hdr_digits=3, compression=queries.DEFAULT_COMPRESSION):
         self.count = truth["count"]
         self.sums = truth["sum"] if queries.has_sums(variant) else None
         self.percentiles = None
@@ -228,3 +227,63 @@ def check_terms_response(response, nodes, epoch, expected_by_node, errors, pct_e
                      lambda: f"{node_where}: doc_count {bucket['doc_count']}, expected {expected_by_node[node].count}")
         check_metrics(bucket, expected_by_node[node], node_where, errors, pct_errors)
     return total.get("value")
+
+
+class FetchExpectation:
+    """What one node's fetch answer must be for one epoch: the exact hit count, min(size, count) hits, each of this
+    node and epoch, sorted by cpu descending with the k-th hit's cpu between the order statistics around rank
+    count - 1 - k (exact for the first: the node's maximum), mem and net within the node's exact range."""
+
+    def __init__(self, truth, size):
+        self.count = truth["count"]
+        self.returned = min(size, self.count)
+        cpu = OrderStatistics(truth["ranks"][queries.FETCH_SORT_FIELD], self.count)
+        self.cpu_bounds = [(cpu.at_or_below(self.count - 1 - k), cpu.at_or_above(self.count - 1 - k))
+                           for k in range(self.returned)]
+        self.ranges = {}
+        for field in FIELDS:
+            if field != queries.FETCH_SORT_FIELD:
+                stats = OrderStatistics(truth["ranks"][field], self.count)
+                self.ranges[field] = (stats.at_or_below(0), stats.at_or_above(self.count - 1))
+
+
+def _hit_values(hit, kind):
+    """{field: value} of one hit: from its _source, or from its doc values (each a one-element list)."""
+    if kind == "source":
+        return dict(hit.get("_source") or {})
+    return {name: values[0] for name, values in (hit.get("fields") or {}).items() if values}
+
+
+def check_fetch_response(response, node, epoch, expected, kind, errors):
+    """One node's fetch (_search or _msearch sub-) response. Returns the number of hits it returned (None if none)."""
+    where = f"epoch {epoch} node {node}"
+    if "error" in response:
+        error = response["error"]
+        errors.add(f"{where}: {error.get('type') if isinstance(error, dict) else 'error'}: "
+                   f"{error.get('reason') if isinstance(error, dict) else error}")
+        return None
+    check_shards(response, where, errors)
+    total = response.get("hits", {}).get("total", {})
+    errors.check(total.get("relation") == "eq" and total.get("value") == expected.count,
+                 lambda: f"{where}: {total.get('value')} hits ({total.get('relation')}), expected {expected.count}")
+    hits = response.get("hits", {}).get("hits", [])
+    if not errors.check(len(hits) == expected.returned,
+                        lambda: f"{where}: {len(hits)} hits returned, expected {expected.returned}"):
+        return len(hits)
+    for k, hit in enumerate(hits):
+        values, label = _hit_values(hit, kind), f"{where} hit {k + 1}"
+        missing = [f for f in queries.DOC_FIELDS if f not in values]
+        if not errors.check(not missing, lambda: f"{label}: no {', '.join(missing)} in its {kind}"):
+            continue
+        errors.check(values["node"] == node and values["epoch"] == epoch,
+                     lambda: f"{label}: node {values['node']} epoch {values['epoch']}, asked for {node} epoch {epoch}")
+        cpu, (low, high) = as_float32(values["cpu"]), expected.cpu_bounds[k]
+        errors.check(low <= cpu <= high, lambda: f"{label}: cpu {cpu} is outside [{low}, {high}], the values "
+                                                  f"around rank {expected.count - k} of {expected.count}")
+        sort = (hit.get("sort") or [None])[0]
+        errors.check(isinstance(sort, (int, float)) and as_float32(sort) == cpu,
+                     lambda: f"{label}: sort value {sort} is not its cpu {cpu}")
+        for field, (low, high) in expected.ranges.items():
+            value = as_float32(values[field])
+            errors.check(low <= value <= high, lambda: f"{label}: {field} {value} is outside the node's [{low}, {high}]")
+    return len(hits)

@@ -3,7 +3,8 @@ prove inside real races that a rejected request or a wrong answer is a failed sa
 can neither answer with an HTTP status nor rewrite JSON; that is all this does.)
 
 Modes: "pass" forwards everything; "429-every-other" answers every second coverage request with a real-looking 429;
-"double-net-p50" doubles every net p50 in coverage answers (in _msearch sub-responses and terms buckets too)."""
+"double-net-p50" doubles every net p50 in coverage answers (in _msearch sub-responses and terms buckets too), after
+the first `corrupt_after` coverage requests (0: from the first)."""
 import json
 import threading
 import urllib.error
@@ -28,8 +29,8 @@ def _double_net_p50(node):
 
 
 class AnswerProxy:
-    def __init__(self, upstream_port, mode="pass"):
-        self.mode, self.searches, self.rejected = mode, 0, 0
+    def __init__(self, upstream_port, mode="pass", corrupt_after=0):
+        self.mode, self.searches, self.rejected, self.corrupt_after = mode, 0, 0, corrupt_after
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -57,7 +58,7 @@ class AnswerProxy:
                         status, data, kind = response.status, response.read(), response.headers.get("content-type")
                 except urllib.error.HTTPError as e:
                     status, data, kind = e.code, e.read(), e.headers.get("content-type")
-                if search and proxy.mode == "double-net-p50" and status == 200:
+                if search and proxy.mode == "double-net-p50" and status == 200 and proxy.searches > proxy.corrupt_after:
                     answer = json.loads(data)
                     _double_net_p50(answer)
                     data = json.dumps(answer).encode()

@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
-from conftest import (PROXY_PORT, REMOTE_PORT, REPO, TEST_PORT, TOXIPROXY_LAUNCHER, http, run_race, track_params)
+from conftest import PROXY_PORT, REPO, TEST_PORT, TOXIPROXY_LAUNCHER, http, run_race, track_params
 from report import network as network_report
 from report import races
 from runners.parameters import PARAMETERS
-from runners.tasks import ccs_task_name, healed_task_name, rtt_task_name
+from runners.tasks import healed_task_name, rtt_task_name
 from runners.toxiproxy import FAULT, FAULTS, PROXIES
 from test_rally_track import assert_clean, assert_faults, doc_count, ensure_test_mode_ingest, race_dir
 
@@ -74,19 +74,6 @@ def test_an_unreachable_toxiproxy_is_named_before_the_cluster_changes(rally_home
     assert race.returncode != 0
     assert "Toxiproxy is not reachable at http://127.0.0.1:8479" in race.output and "make proxy-start" in race.output
     assert http("GET", "/cluster-metrics/_settings")[1] == before and doc_count() == 5000
-
-
-def test_cross_cluster_search_with_and_without_minimized_round_trips(rally_home, remote_cluster):
-    alias = PARAMETERS["ccs_alias"][0]
-    hosts = json.dumps({"default": [f"127.0.0.1:{TEST_PORT}"], alias: [f"127.0.0.1:{remote_cluster}"]})
-    race = run_race(rally_home, "ccs-roundtrips", track_params(rtt_ms=[0, 20], rtt_variants=["D_hdr"]),
-                    target_hosts=hosts)
-    assert_clean(race, [ccs_task_name("D_hdr", t, m, r) for t in ("msearch", "terms") for m in (True, False)
-                        for r in (0, 20)])
-    assert http("GET", "/_remote/info")[1] == {}  # the registration is removed at the end
-    assert http("GET", "/cluster-metrics/_count", port=REMOTE_PORT)[1]["count"] == 5000
-    header, body = network_report.ccs_table(races.load(race_dir(rally_home, race)))
-    assert header[3:5] == ["0 ms", "20 ms"] and len(body) == 5
 
 
 def test_a_remote_behind_no_proxy_is_refused(rally_home, remote_cluster):

@@ -11,12 +11,15 @@ from esrally.client.factory import EsClientFactory
 from esrally.track import loader
 
 from answer_proxy import AnswerProxy
-from conftest import (PROXY_PORT, REPO, TEST_PORT, data_root, generate, http, launcher, rendered_tasks, run_race,
+from conftest import (PROXY_PORT, REMOTE_PORT, REPO, TEST_PORT, data_root, generate, http, launcher, rendered_tasks, run_race,
                       track_params)
-from runners import corpus
+from report import network as network_report
+from report import races
+from runners import corpus, records
+from runners.memory import BREAKER_SETTING
 from runners.operations import OPERATIONS
 from runners.parameters import PARAMETERS
-from runners.tasks import fault_task_name
+from runners.tasks import breaker_floor_task_name, fault_task_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("es_node")]
 
@@ -66,9 +69,10 @@ def race_dir(home, race):
     return home / ".rally" / "benchmarks" / "races" / race.race["race-id"]
 
 
-def rendered_challenges():
+def rendered_challenges(params=None):
     """The track's challenges as Rally renders them: a new challenge is tested without editing a list."""
-    track = json.loads(loader.render_template_from_file(str(REPO / "tracks" / "cluster-metrics" / "track.json"), {}))
+    track = json.loads(loader.render_template_from_file(str(REPO / "tracks" / "cluster-metrics" / "track.json"),
+                                                        params or {}))
     return {c["name"]: c for c in track["challenges"]}
 
 
@@ -88,23 +92,31 @@ def multi_node_cluster():
     assert stopped.returncode == 0, stopped.stdout + stopped.stderr
 
 
+# Fewer points of the longest sweeps in CI (their defaults run at full scale): two RTTs, two layouts (2S1R, whose
+# placement is checked below), two load steps, one more HDR digits (5: serial only) and t-digest compression
+CI_PARAMS = {"rtt-sweep": {"rtt_ms": [0, 20]}, "ccs-roundtrips": {"rtt_ms": [0, 20]},
+             "layout-sweep": {"layouts": ["1S0R", "2S1R"]}, "coverage-load": {"load_steps": [50, 150]},
+             "aggregation-memory": {"memory_hdr_digits": [3, 5], "memory_tdigest_compression": [100, 200]}}
+
+
 @pytest.mark.parametrize("challenge", sorted(CHALLENGES))
 def test_every_challenge_in_test_mode(rally_home, small_corpus, challenge, request):
-    tasks = list(rendered_tasks(CHALLENGES[challenge]))
+    params = CI_PARAMS.get(challenge, {})
+    tasks = list(rendered_tasks(rendered_challenges(params)[challenge]))
     meta = CHALLENGES[challenge].get("meta", {})
-    port, extra, hosts = TEST_PORT, [], None
+    port, extra, hosts = TEST_PORT, [f"--track-params={json.dumps(params)}"] if params else [], None
     if meta.get("data_nodes", 1) > 1:
         port = request.getfixturevalue("multi_node_cluster")
     elif not any(t["operation"]["operation-type"] == "cluster-metrics-bulk" for t in tasks):
         ensure_test_mode_ingest(rally_home)
     if meta.get("network") == "http-proxy":  # through the suite's Toxiproxy, in front of the test node
         request.getfixturevalue("toxiproxy")
-        port, extra = PROXY_PORT, [track_params()]
+        port, extra = PROXY_PORT, [track_params(**params)]
     elif meta.get("network") == "ccs":  # searches to the test node, the index on the remote cluster
         remote = request.getfixturevalue("remote_cluster")
         hosts = json.dumps({"default": [f"127.0.0.1:{TEST_PORT}"],
                             PARAMETERS["ccs_alias"][0]: [f"127.0.0.1:{remote}"]})
-        extra = [track_params()]
+        extra = [track_params(**params)]
     race = run_race(rally_home, challenge, *extra, port=port, target_hosts=hosts)
     # every task of ours is reported (Rally leaves its own admin operations such as refresh out of race.json)
     ours = [t["operation"]["name"] for t in tasks if t["operation"]["operation-type"] in OPERATIONS]
@@ -112,6 +124,29 @@ def test_every_challenge_in_test_mode(rally_home, small_corpus, challenge, reque
         assert_faults(race, PARAMETERS["faults"][0], ours)
     else:
         assert_clean(race, ours)
+    folder = race_dir(rally_home, race) / records.RECORD_DIR
+    if challenge == "aggregation-memory":  # every cell's bisection put the breaker's limit back as it was (unset)
+        assert BREAKER_SETTING not in http("GET", "/_cluster/settings?flat_settings=true")[1]["persistent"]
+        rows = [json.loads(line) for line in (folder / records.MEMORY).read_text().splitlines()]
+        assert [r["task"] for r in rows] == [n for n in ours if n.startswith(breaker_floor_task_name(""))]
+        assert all(r["below-bytes"] < r["floor-bytes"] and (r["below-bytes"] == 0 or
+                   r["floor-bytes"] <= r["below-bytes"] * (1 + PARAMETERS["memory_resolution"][0])) for r in rows)
+    if challenge == "source-cost":  # each mode measured in that mode; the index ends in the last one, stored
+        for mode in PARAMETERS["source_modes"][0]:
+            storage = json.loads((folder / records.source_record(mode)).read_text())
+            assert storage["source-mode"] == mode and storage["merged"] == {"store_bytes": storage["merged"]["store_bytes"],
+                                                                            "segments": 1, "docs": 5000}
+            source_bytes = storage["disk-usage"]["fields"].get("_source", {}).get("total", 0)
+            assert (source_bytes > 0) is (mode == "stored"), (mode, source_bytes)
+            ingest = json.loads((folder / records.source_ingest_record(mode)).read_text())
+            assert [e["docs"] for e in ingest["epochs"]] == [1000] * 5
+        settings = http("GET", "/cluster-metrics/_settings?flat_settings=true")[1]["cluster-metrics"]["settings"]
+        assert settings.get("index.mapping.source.mode") == "stored"
+    if challenge == "ccs-roundtrips":
+        assert http("GET", "/_remote/info")[1] == {}  # the registration is removed at the end
+        assert http("GET", "/cluster-metrics/_count", port=REMOTE_PORT)[1]["count"] == 5000
+        header, body = network_report.ccs_table(races.load(race_dir(rally_home, race)))
+        assert header[3:5] == ["0 ms", "20 ms"] and len(body) == 9  # 2 variants x 2 transports x 2 settings, 1 note
     if port == MULTI_NODE_PORT:
         placement = json.loads((race_dir(rally_home, race) / "cluster-metrics" / "layout-2S1R.json").read_text())
         nodes = [c["node"] for c in placement["ingested"]]

@@ -16,9 +16,10 @@ from runners import corpus, parameters
 from runners.context import CONTEXT_KEY, RaceContext
 from runners.operations import OPERATIONS
 from runners.processor import ClusterMetricsProcessor
-from runners.queries import TRANSPORTS, VARIANTS
-from runners.tasks import (bulk_task_name, ccs_task_name, coverage_task_name, fault_task_name, healed_task_name,
-                           rtt_task_name)
+from runners.queries import FETCH_KINDS, TRANSPORTS, VARIANTS
+from runners.tasks import (breaker_floor_task_name, bulk_task_name, ccs_task_name, coverage_task_name,
+                           fault_task_name, fetch_task_name, healed_task_name, memory_cell, memory_task_name,
+                           rtt_task_name, source_task_name)
 from runners.toxiproxy import FAULTS
 
 TRACK_DIR = REPO / "tracks" / "cluster-metrics"
@@ -96,6 +97,16 @@ def test_epochs_bound_ingest_and_queries(corpus_root):
     ({"epochs": 7}, "The generated corpus has no epoch 6"),
     ({"layouts": ["2S1R", "3X"]}, "track parameter layouts must be a non-empty list (or comma-separated string) of layouts"),
     ({"search_clients": 0}, "track parameter search_clients must be an integer of at least 1, got 0"),
+    ({"source_modes": ["zip"]}, "track parameter source_modes must be a non-empty list (or comma-separated string) "
+                                "of stored, synthetic, disabled"),
+    ({"fetch_size": 0}, "track parameter fetch_size must be an integer from 1 to 10000, got 0"),
+    ({"fetch_transports": ["terms"]}, "track parameter fetch_transports must be a non-empty list"),
+    ({"memory_hdr_digits": [3, 6]}, "track parameter memory_hdr_digits must be a non-empty list of HDR digits (0 to 5)"),
+    ({"memory_tdigest_compression": [0]}, "track parameter memory_tdigest_compression must be a non-empty list of "
+                                          "t-digest compressions"),
+    ({"memory_resolution": 1.5}, "track parameter memory_resolution must be a number between 0 and 1 (exclusive)"),
+    ({"memory_attempts": "3"}, "track parameter memory_attempts must be an integer from 1 to 100, got '3'"),
+    ({"source_force_merge": "no"}, "track parameter source_force_merge must be true or false"),
 ])
 def test_bad_parameters_are_named_before_the_cluster_is_touched(corpus_root, track_params, message):
     with pytest.raises(exceptions.SystemSetupError, match=re.escape(message)):
@@ -170,6 +181,21 @@ def test_rendered_task_names_use_the_shared_vocabulary():
             assert source is None or source in OPERATIONS and OPERATIONS[source].param_source, source
 
 
+def test_cost_task_names_use_the_shared_patterns():
+    rendered = json.loads(loader.render_template_from_file(str(TRACK_DIR / "track.json"), {}))
+    names = {c["name"]: [t["operation"]["name"] for t in rendered_tasks(c)] for c in rendered["challenges"]}
+    modes = parameters.PARAMETERS["source_modes"][0]
+    expected = [source_task_name(m, n) for m in modes for n in
+                [coverage_task_name(v, "msearch") for v in VARIANTS] +
+                [fetch_task_name(k, "msearch") for k in FETCH_KINDS if not (k == "source" and m == "disabled")]]
+    assert expected == [n for n in names["source-cost"] if "coverage-" in n or "fetch-" in n]
+    cells = [memory_cell(v, t, 3 if "hdr" in v else None, 100 if "td" in v else None) for v in VARIANTS for t in TRANSPORTS]
+    cells += [memory_cell("D_hdr", t, d) for d in (1, 2, 4, 5) for t in TRANSPORTS if d <= 4 or t == "serial"]
+    cells += [memory_cell("D_td", t, compression=c) for c in (50, 200, 500) for t in TRANSPORTS]
+    assert [x for c in cells for x in (memory_task_name(c), breaker_floor_task_name(c))] == \
+        [n for n in names["aggregation-memory"] if n != "verify-corpus"]
+
+
 def test_network_task_names_use_the_shared_patterns():
     rendered = json.loads(loader.render_template_from_file(str(TRACK_DIR / "track.json"), {}))
     names = {c["name"]: [t["operation"]["name"] for t in rendered_tasks(c)] for c in rendered["challenges"]}
@@ -187,7 +213,8 @@ def test_query_challenges_check_the_corpus_before_the_first_timed_query():
     rendered = json.loads(loader.render_template_from_file(str(TRACK_DIR / "track.json"), {}))
     for challenge in rendered["challenges"]:
         types = [t["operation"]["operation-type"] for t in rendered_tasks(challenge)]
-        timed = [i for i, t in enumerate(types) if t in ("coverage", "profile-breakdown")]
+        timed = [i for i, t in enumerate(types) if t in ("coverage", "fetch-coverage", "request-breaker-floor",
+                                                           "profile-breakdown")]
         if timed:
             assert "verify-corpus" in types[:timed[0]], challenge["name"]
 

@@ -1,0 +1,81 @@
+"""What the index costs on disk in one _source mode: store size as ingested and force-merged, and where the bytes
+are (the _disk_usage API)."""
+
+import logging
+
+from runners import parameters, queries, records
+from runners.context import RaceContext
+
+LOG = logging.getLogger(__name__)
+FIELD_PARTS = ("stored_fields", "doc_values", "points", "norms", "term_vectors", "knn_vectors")
+
+
+class SourceStorageStats:
+    """The index's storage in one _source mode (untimed).
+
+    Checks first that the index is in the mode the task names (index.mapping.source.mode, as the index reports it),
+    else the sample fails: the figures would be filed under the wrong mode. Then records the primaries' store size
+    and segment count as ingested; with force-merge true, merges to one segment (so that every mode is compared in the
+    same shape) and records them again; then the per-field breakdown of the _disk_usage API (run_expensive_tasks:
+    it reads every file), of which _source's stored fields are the mode's own cost.
+
+    Returns 1 op and the figures; writes them to <race>/cluster-metrics/<records.source_record(mode)>."""
+
+    async def __call__(self, es, params):
+        context, mode = RaceContext.of(params), params["source-mode"]
+        index = context.index
+        reported = await _source_mode(es, index)
+        if reported != mode:
+            description = (f"index {index} is in _source mode {reported!r}, this task measures {mode!r}: the "
+                           "create-index before it did not apply the mode")
+            LOG.warning("%s", description)
+            return {"weight": 1, "unit": "ops", "success": False, "error-type": "cluster-metrics",
+                    "error-description": description}
+        row = {"source-mode": mode, "ingested": await _store(es, index)}
+        if params.get("force-merge", True):
+            await es.options(request_timeout=params.get("request-timeout", 3600)).perform_request(
+                "POST", f"/{index}/_forcemerge", params={"max_num_segments": "1"})
+            row["merged"] = await _store(es, index)
+        usage = (await es.options(request_timeout=params.get("request-timeout", 3600)).perform_request(
+            "POST", f"/{index}/_disk_usage", params={"run_expensive_tasks": "true"})).body[index]
+        row["disk-usage"] = {"total_bytes": usage["store_size_in_bytes"],
+                             "fields": {name: _field_bytes(f) for name, f in usage.get("fields", {}).items()}}
+        records.write(context.record_dir, records.source_record(mode), row)
+        LOG.info("cluster-metrics storage in _source mode %s: %s", mode, {k: row[k] for k in row if k != "disk-usage"})
+        return {"weight": 1, "unit": "ops", "success": True, "source-mode": mode,
+                "store-bytes": row.get("merged", row["ingested"])["store_bytes"]}
+
+    def __repr__(self):
+        return "source-storage-stats"
+
+
+async def _source_mode(es, index):
+    body = (await es.perform_request("GET", f"/{index}/_settings", params={"include_defaults": "true",
+                                                                          "flat_settings": "true"})).body
+    found = next(iter(body.values()))
+    mapping = (await es.perform_request("GET", f"/{index}/_mapping")).body
+    if next(iter(mapping.values()))["mappings"].get("_source", {}).get("enabled") is False:
+        return "disabled"  # the mapping's own switch (track parameter source_enabled false)
+    value = found.get("settings", {}).get(queries.SOURCE_MODE_SETTING) or \
+        found.get("defaults", {}).get(queries.SOURCE_MODE_SETTING, "stored")
+    return value.lower()  # a default is reported in capitals ("STORED")
+
+
+async def _store(es, index):
+    stats = (await es.perform_request("GET", f"/{index}/_stats/store,segments,docs")).body["_all"]["primaries"]
+    return {"store_bytes": stats["store"]["size_in_bytes"], "segments": stats["segments"]["count"],
+            "docs": stats["docs"]["count"]}
+
+
+def _field_bytes(field):
+    """One field's bytes on disk, in total and by Lucene structure (inverted index, stored fields, doc values...)."""
+    parts = {part: field.get(f"{part}_in_bytes", 0) for part in FIELD_PARTS}
+    parts["inverted_index"] = field.get("inverted_index", {}).get("total_in_bytes", 0)
+    return {"total": field.get("total_in_bytes", 0), **{k: v for k, v in parts.items() if v}}
+
+
+def validate_storage_stats(params, clients, context):
+    if params.get("source-mode") not in queries.SOURCE_MODES:
+        raise ValueError(f"source-mode must be one of {', '.join(queries.SOURCE_MODES)}, got "
+                         f"{params.get('source-mode')!r} (track parameter source_modes)")
+    parameters.check_operation_value("force-merge", params.get("force-merge", True), "source_force_merge")
