@@ -117,8 +117,9 @@ def memory_table(race):
     body = []
     for cell, row, timed, floor in found:
         if row is None or tables.failed(floor):
-            variant, transport = cell.split("-")[:2]
-            body.append([variant, "", transport, _median(timed) if timed and not tables.failed(timed) else "FAILED",
+            variant, transport, *setting = cell.split("-")  # "D_hdr-msearch-hdr-4"
+            body.append([variant, _setting({"variant": variant, "hdr-digits": setting[-1] if setting else None,
+                                            "tdigest-compression": setting[-1] if setting else None}), transport, _median(timed) if timed and not tables.failed(timed) else "FAILED",
                          "FAILED", None, None, None])
             continue
         floor_kib = row["floor-bytes"] / KIB

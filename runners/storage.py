@@ -1,12 +1,14 @@
 """What the index costs on disk in one _source mode: store size as ingested and force-merged, and where the bytes
 are (the _disk_usage API)."""
 
+import asyncio
 import logging
 
 from runners import parameters, queries, records
 from runners.context import RaceContext
 
 LOG = logging.getLogger(__name__)
+STATS_INTERVAL = "index.store.stats_refresh_interval"
 FIELD_PARTS = ("stored_fields", "doc_values", "points", "norms", "term_vectors", "knn_vectors")
 
 
@@ -15,7 +17,7 @@ class SourceStorageStats:
 
     Checks first that the index is in the mode the task names (index.mapping.source.mode, as the index reports it),
     else the sample fails: the figures would be filed under the wrong mode. Then records the primaries' store size
-    and segment count as ingested; with force-merge true, merges to one segment (so that every mode is compared in the
+    and segment count as ingested (after index.store.stats_refresh_interval: the node caches the size that long); with force-merge true, merges to one segment (so that every mode is compared in the
     same shape) and records them again; then the per-field breakdown of the _disk_usage API (run_expensive_tasks:
     it reads every file), of which _source's stored fields are the mode's own cost.
 
@@ -31,10 +33,14 @@ class SourceStorageStats:
             LOG.warning("%s", description)
             return {"weight": 1, "unit": "ops", "success": False, "error-type": "cluster-metrics",
                     "error-description": description}
+        cached = await _store_stats_interval(es, index)
+        await asyncio.sleep(cached)  # the last refresh's files, not a cached size from before it
         row = {"source-mode": mode, "ingested": await _store(es, index)}
         if params.get("force-merge", True):
             await es.options(request_timeout=params.get("request-timeout", 3600)).perform_request(
                 "POST", f"/{index}/_forcemerge", params={"max_num_segments": "1"})
+            await es.perform_request("POST", f"/{index}/_refresh")  # lets go of the merged-away segments' files
+            await asyncio.sleep(cached)
             row["merged"] = await _store(es, index)
         usage = (await es.options(request_timeout=params.get("request-timeout", 3600)).perform_request(
             "POST", f"/{index}/_disk_usage", params={"run_expensive_tasks": "true"})).body[index]
@@ -59,6 +65,23 @@ async def _source_mode(es, index):
     value = found.get("settings", {}).get(queries.SOURCE_MODE_SETTING) or \
         found.get("defaults", {}).get(queries.SOURCE_MODE_SETTING, "stored")
     return value.lower()  # a default is reported in capitals ("STORED")
+
+
+async def _store_stats_interval(es, index):
+    """Seconds for which the node serves a cached store size (index.store.stats_refresh_interval, default 10s), plus
+    one: a size read sooner can be the one from before the last refresh or merge."""
+    body = (await es.perform_request("GET", f"/{index}/_settings", params={"include_defaults": "true",
+                                                                          "flat_settings": "true"})).body
+    found = next(iter(body.values()))
+    value = found.get("settings", {}).get(STATS_INTERVAL) or found.get("defaults", {}).get(STATS_INTERVAL, "10s")
+    return _seconds(value) + 1
+
+
+def _seconds(value):
+    for suffix, factor in (("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)):
+        if value.endswith(suffix) and value[:-len(suffix)].replace(".", "", 1).isdigit():
+            return float(value[:-len(suffix)]) * factor
+    return 10.0
 
 
 async def _store(es, index):

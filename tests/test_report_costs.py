@@ -80,5 +80,5 @@ def test_the_memory_table_gives_each_cell_its_floor_gcs_and_time(tmp_path):
 def test_a_failed_floor_is_failed_and_left_out_of_the_chart(tmp_path):
     race = memory_race(tmp_path, floor_failed=True)
     body = costs.memory_table(race)[1]
-    assert body[1][:5] == ["D_hdr", "", "terms", 100, "FAILED"]
+    assert body[1][:5] == ["D_hdr", "hdr 3 digits", "terms", 100, "FAILED"]
     assert [p[0] for p in costs.memory_points(race)] == ["D_td t-digest 100", "A -"]
