@@ -26,14 +26,15 @@ class SourceStorageStats:
     async def __call__(self, es, params):
         context, mode = RaceContext.of(params), params["source-mode"]
         index = context.index
-        reported = await _source_mode(es, index)
+        settings = await _settings(es, index)
+        reported = await _source_mode(es, index, settings)
         if reported != mode:
             description = (f"index {index} is in _source mode {reported!r}, this task measures {mode!r}: the "
                            "create-index before it did not apply the mode")
             LOG.warning("%s", description)
             return {"weight": 1, "unit": "ops", "success": False, "error-type": "cluster-metrics",
                     "error-description": description}
-        cached = await _store_stats_interval(es, index)
+        cached = _store_stats_interval(settings)
         await asyncio.sleep(cached)  # the last refresh's files, not a cached size from before it
         row = {"source-mode": mode, "ingested": await _store(es, index)}
         if params.get("force-merge", True):
@@ -55,10 +56,14 @@ class SourceStorageStats:
         return "source-storage-stats"
 
 
-async def _source_mode(es, index):
+async def _settings(es, index):
+    """The index's flat settings, defaults included: {"settings": {...}, "defaults": {...}}."""
     body = (await es.perform_request("GET", f"/{index}/_settings", params={"include_defaults": "true",
                                                                           "flat_settings": "true"})).body
-    found = next(iter(body.values()))
+    return next(iter(body.values()))
+
+
+async def _source_mode(es, index, found):
     mapping = (await es.perform_request("GET", f"/{index}/_mapping")).body
     if next(iter(mapping.values()))["mappings"].get("_source", {}).get("enabled") is False:
         return "disabled"  # the mapping's own switch (track parameter source_enabled false)
@@ -67,12 +72,9 @@ async def _source_mode(es, index):
     return value.lower()  # a default is reported in capitals ("STORED")
 
 
-async def _store_stats_interval(es, index):
+def _store_stats_interval(found):
     """Seconds for which the node serves a cached store size (index.store.stats_refresh_interval, default 10s), plus
     one: a size read sooner can be the one from before the last refresh or merge."""
-    body = (await es.perform_request("GET", f"/{index}/_settings", params={"include_defaults": "true",
-                                                                          "flat_settings": "true"})).body
-    found = next(iter(body.values()))
     value = found.get("settings", {}).get(STATS_INTERVAL) or found.get("defaults", {}).get(STATS_INTERVAL, "10s")
     return _seconds(value) + 1
 

@@ -57,12 +57,12 @@ def test_the_mode_the_index_reports_is_checked_first(context, slept):
 
 
 def test_a_default_mode_is_read_in_any_case_and_the_cached_size_waited_out(context, slept):
-    client = StubClient([settings_answer(), mapping_answer(), settings_answer(interval="2s"), store_answer(3000, 7),
+    client = StubClient([settings_answer(interval="2s"), mapping_answer(), store_answer(3000, 7),
                          (200, {}), (200, {}), store_answer(2000, 1), DISK_USAGE])
     result = run(client, context, "stored")
     assert result["success"] is True and result["store-bytes"] == 2000
     assert slept == [3.0, 3.0]  # the interval + 1 s, before each store size
-    assert [r["path"] for r in client.sent][4:6] == ["/cluster-metrics/_forcemerge", "/cluster-metrics/_refresh"]
+    assert [r["path"] for r in client.sent][3:5] == ["/cluster-metrics/_forcemerge", "/cluster-metrics/_refresh"]
     row = json.load(open(f"{context.record_dir}/{records.source_record('stored')}"))
     assert row["ingested"] == {"store_bytes": 3000, "segments": 7, "docs": 90}
     assert row["merged"]["segments"] == 1
