@@ -36,7 +36,7 @@ TOXIPROXY := $(PYTHON) local-es/toxiproxy.py
 # one Rally at a time: the previous race's processes take a moment to exit (waits, never kills)
 WAIT_FOR_RALLY := for i in $$(seq 120); do pgrep -f '[e]srally race' >/dev/null || pgrep -x esrally >/dev/null || break; sleep 1; done
 
-.PHONY: venv es-start es-stop es-status es-wipe corpus race layout-sweep test test-fast report accuracy validation-proof compare \
+.PHONY: lint format venv es-start es-stop es-status es-wipe corpus race layout-sweep test test-fast report accuracy validation-proof compare \
 	toxiproxy proxy-start proxy-stop proxy-status remote-start remote-stop rtt-sweep network-faults ccs-roundtrips \
 	source-cost aggregation-memory
 
@@ -118,12 +118,21 @@ aggregation-memory: venv es-start corpus
 	$(MAKE) --no-print-directory race CHALLENGE=aggregation-memory
 	$(VPY) -m report
 
-test: venv
+test: venv lint
 	$(VPY) -m pytest tests
 
 # unit tests only (no node, no race): seconds
-test-fast: venv
+test-fast: venv lint
 	$(VPY) -m pytest -m 'not integration' tests
+
+# the formatting (pyproject.toml: black and isort, line length 140) is checked by the tests and applied by make format
+PY_SOURCES := runners report tests corpora-gen local-es tracks corpora-gen/generate
+lint: venv
+	$(VENV)/bin/isort --check-only --diff $(PY_SOURCES)
+	$(VENV)/bin/black --check $(PY_SOURCES)
+format: venv
+	$(VENV)/bin/isort $(PY_SOURCES)
+	$(VENV)/bin/black $(PY_SOURCES)
 
 report: venv
 	$(VPY) -m report $(if $(RACE),--race $(RACE))

@@ -28,9 +28,20 @@ def naive_write(params, out_dir, timings):
         cpu, mem, net = cols["cpu"].tolist(), cols["mem"].tolist(), cols["net"].tolist()
         with open(Path(out_dir) / cmgen.file_name(epoch), "w") as f:
             for i in range(params.rows_per_epoch):
-                f.write(json.dumps({"epoch": epoch, "node": nodes[node[i]], "task": tasks[task[i]],
-                                    "cpu": cpu[i] / 100, "mem": mem[i] / 100, "net": net[i] / 100},
-                                   separators=(",", ":")) + "\n")
+                f.write(
+                    json.dumps(
+                        {
+                            "epoch": epoch,
+                            "node": nodes[node[i]],
+                            "task": tasks[task[i]],
+                            "cpu": cpu[i] / 100,
+                            "mem": mem[i] / 100,
+                            "net": net[i] / 100,
+                        },
+                        separators=(",", ":"),
+                    )
+                    + "\n"
+                )
 
 
 def same_values(fast_file, naive_file):
@@ -56,8 +67,7 @@ def main():
         began = time.monotonic()
         cmgen.generate(params, Path(tmp) / "parallel", jobs=os.cpu_count() or 1)
         parallel = time.monotonic() - began
-        same = all((Path(tmp) / "parallel" / p.relative_to(fast_dir)).read_bytes() == p.read_bytes()
-                   for p in fast_dir.rglob("*.json"))
+        same = all((Path(tmp) / "parallel" / p.relative_to(fast_dir)).read_bytes() == p.read_bytes() for p in fast_dir.rglob("*.json"))
         began = time.monotonic()
         timings = {"columns": 0.0}
         naive_write(params, naive_dir, timings)
@@ -70,10 +80,14 @@ def main():
     print(f"naive per-row json.dumps writer (corpus only):               {naive:6.1f} s")
     print(f"speedup end to end: {naive / fast:.1f}x")
     print(f"of which drawing the random columns, the same on both sides:   {columns:6.1f} s")
-    print(f"vectorized generate, {os.cpu_count()} processes (make corpus's default):   {parallel:6.1f} s "
-          f"(files byte-identical to 1 process: {same}); speedup end to end: {naive / parallel:.1f}x")
-    print(f"speedup of the writing alone (columns excluded, ground truth included on the fast side): "
-          f"{(naive - columns) / (fast - columns):.1f}x")
+    print(
+        f"vectorized generate, {os.cpu_count()} processes (make corpus's default):   {parallel:6.1f} s "
+        f"(files byte-identical to 1 process: {same}); speedup end to end: {naive / parallel:.1f}x"
+    )
+    print(
+        f"speedup of the writing alone (columns excluded, ground truth included on the fast side): "
+        f"{(naive - columns) / (fast - columns):.1f}x"
+    )
 
 
 if __name__ == "__main__":

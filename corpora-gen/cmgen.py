@@ -41,8 +41,10 @@ class Params:
         if self.tasks > 9999:
             raise ValueError(f"--tasks must be at most 9999 (names are T0001..T9999), got {self.tasks}")
         if self.rows_per_epoch < self.nodes:
-            raise ValueError(f"--rows-per-epoch ({self.rows_per_epoch}) must be at least --nodes ({self.nodes}) "
-                             "so that every node reports in every epoch")
+            raise ValueError(
+                f"--rows-per-epoch ({self.rows_per_epoch}) must be at least --nodes ({self.nodes}) "
+                "so that every node reports in every epoch"
+            )
         if not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"--seed must be a non-negative integer, got {self.seed!r}")
 
@@ -57,14 +59,15 @@ def node_names(nodes):
 
 # ------------------------------------------------------------------ values
 
+
 def _cluster_profile(params):
     """Per-task base cpu load and net rate, per-node cpu factor and memory baseline: fixed for the whole corpus."""
     rng = np.random.default_rng([params.seed, 0])
-    task_cpu = rng.gamma(shape=2.0, scale=12.0, size=params.tasks)          # most tasks light, a few heavy
-    task_net = rng.lognormal(mean=1.5, sigma=1.0, size=params.tasks)        # MB/s, orders of magnitude apart
-    node_cpu = rng.uniform(0.7, 1.3, size=params.nodes)                     # faster and slower hardware
-    node_mem = rng.uniform(25.0, 75.0, size=params.nodes)                   # % memory in use at epoch 1
-    node_mem_drift = rng.normal(0.0, 3.0, size=params.nodes)                # % per epoch, slow leak or release
+    task_cpu = rng.gamma(shape=2.0, scale=12.0, size=params.tasks)  # most tasks light, a few heavy
+    task_net = rng.lognormal(mean=1.5, sigma=1.0, size=params.tasks)  # MB/s, orders of magnitude apart
+    node_cpu = rng.uniform(0.7, 1.3, size=params.nodes)  # faster and slower hardware
+    node_mem = rng.uniform(25.0, 75.0, size=params.nodes)  # % memory in use at epoch 1
+    node_mem_drift = rng.normal(0.0, 3.0, size=params.nodes)  # % per epoch, slow leak or release
     return task_cpu, task_net, node_cpu, node_mem, node_mem_drift
 
 
@@ -80,7 +83,7 @@ def epoch_columns(params, epoch, profile=None):
     task = rng.integers(0, params.tasks, size=rows, dtype=np.int32)
     progress = np.arange(rows, dtype=np.float64) / rows  # position within the epoch, for the memory drift
     cpu = task_cpu[task] * node_cpu[node] + rng.normal(0.0, 6.0, size=rows)
-    mem = (node_mem[node] + node_mem_drift[node] * (epoch - 1 + progress) + rng.normal(0.0, 1.5, size=rows))
+    mem = node_mem[node] + node_mem_drift[node] * (epoch - 1 + progress) + rng.normal(0.0, 1.5, size=rows)
     net = task_net[task] * rng.lognormal(0.0, 0.75, size=rows)
     return {
         "node": node,
@@ -123,12 +126,12 @@ def _cents_table(count, int_width):
     return _blank_leading_zeros(table, keep_last=4)
 
 
-_PERCENT_TABLE = _cents_table(10_001, 3)        # cpu, mem: 0.00 .. 100.00
-_LOW_PADDED = _cents_table(10_000, 2)           # net below 100.00, or the low part of a larger value
-_LOW_FULL = _fixed_digits(10_000, 4)            # low part after a non-zero high part: "0512" -> 05.12
+_PERCENT_TABLE = _cents_table(10_001, 3)  # cpu, mem: 0.00 .. 100.00
+_LOW_PADDED = _cents_table(10_000, 2)  # net below 100.00, or the low part of a larger value
+_LOW_FULL = _fixed_digits(10_000, 4)  # low part after a non-zero high part: "0512" -> 05.12
 _LOW_FULL = np.hstack([_LOW_FULL[:, :2], np.full((10_000, 1), ord("."), np.uint8), _LOW_FULL[:, 2:]])
 _HIGH = _blank_leading_zeros(_fixed_digits(10_000, 4), keep_last=1)
-_HIGH[0] = _SPACE                               # no high part at all
+_HIGH[0] = _SPACE  # no high part at all
 
 
 def _net_field(cents):
@@ -143,11 +146,16 @@ def format_rows(epoch, columns, start, stop, nodes, tasks):
     spaces are then removed in one pass (no key or name holds a space)."""
     node_w, task_w = name_width(nodes), name_width(tasks)
     pieces = [
-        f'{{"epoch":{epoch},"node":"N'.encode(), _fixed_digits(nodes + 1, node_w)[columns["node"][start:stop] + 1],
-        b'","task":"T', _fixed_digits(tasks + 1, task_w)[columns["task"][start:stop] + 1],
-        b'","cpu":', _PERCENT_TABLE[columns["cpu"][start:stop]],
-        b',"mem":', _PERCENT_TABLE[columns["mem"][start:stop]],
-        b',"net":', _net_field(columns["net"][start:stop]),
+        f'{{"epoch":{epoch},"node":"N'.encode(),
+        _fixed_digits(nodes + 1, node_w)[columns["node"][start:stop] + 1],
+        b'","task":"T',
+        _fixed_digits(tasks + 1, task_w)[columns["task"][start:stop] + 1],
+        b'","cpu":',
+        _PERCENT_TABLE[columns["cpu"][start:stop]],
+        b',"mem":',
+        _PERCENT_TABLE[columns["mem"][start:stop]],
+        b',"net":',
+        _net_field(columns["net"][start:stop]),
         b"}\n",
     ]
     width = sum(len(p) if isinstance(p, bytes) else p.shape[1] for p in pieces)
@@ -155,16 +163,17 @@ def format_rows(epoch, columns, start, stop, nodes, tasks):
     col = 0
     for piece in pieces:
         if isinstance(piece, bytes):
-            matrix[:, col:col + len(piece)] = np.frombuffer(piece, dtype=np.uint8)
+            matrix[:, col : col + len(piece)] = np.frombuffer(piece, dtype=np.uint8)
             col += len(piece)
         else:
-            matrix[:, col:col + piece.shape[1]] = piece
+            matrix[:, col : col + piece.shape[1]] = piece
             col += piece.shape[1]
     # bytes.replace runs in C over the whole buffer: ~5x faster than a numpy boolean mask here
     return matrix.tobytes().replace(b" ", b"")
 
 
 # ------------------------------------------------------------------ ground truth
+
 
 def exact_percentiles(sorted_values):
     """Linear interpolation between closest ranks (numpy's default method): rank = p/100 * (n - 1);
@@ -194,22 +203,22 @@ def ground_truth(columns, rows, nodes):
     node = columns["node"][:rows].astype(np.int64)
     counts = np.bincount(node, minlength=nodes)
     bounds = np.concatenate([[0], np.cumsum(counts)])
-    result = {name: {"count": int(counts[i]), "sum": {}, "percentiles": {}, "ranks": {}}
-              for i, name in enumerate(node_names(nodes))}
+    result = {name: {"count": int(counts[i]), "sum": {}, "percentiles": {}, "ranks": {}} for i, name in enumerate(node_names(nodes))}
     for field in FIELDS:
         # one sort on (node, value) orders every node's values at once
         keyed = np.sort((node << 32) | columns[field][:rows])
         cents = keyed & 0xFFFFFFFF
         values = as_float32(cents).astype(np.float64)
         for i, name in enumerate(node_names(nodes)):
-            group = values[bounds[i]:bounds[i + 1]]
+            group = values[bounds[i] : bounds[i + 1]]
             result[name]["sum"][field] = math.fsum(group.tolist())  # exact; ES accumulates in double
             result[name]["percentiles"][field] = exact_percentiles(group)
-            result[name]["ranks"][field] = rank_grid(cents[bounds[i]:bounds[i + 1]])
+            result[name]["ranks"][field] = rank_grid(cents[bounds[i] : bounds[i + 1]])
     return result
 
 
 # ------------------------------------------------------------------ files
+
 
 def _atomic_write(path, data):
     tmp = path.with_suffix(path.suffix + ".tmp")
@@ -237,8 +246,17 @@ def _generate_epoch(params, out, epoch):
                 digest.update(data)
                 size += len(data)
         os.replace(tmp, path)
-        files.append({"corpus": corpus_name(epoch), "epoch": epoch, "file": path.name, "test_mode": test_mode,
-                      "documents": rows, "bytes": size, "sha256": digest.hexdigest()})
+        files.append(
+            {
+                "corpus": corpus_name(epoch),
+                "epoch": epoch,
+                "file": path.name,
+                "test_mode": test_mode,
+                "documents": rows,
+                "bytes": size,
+                "sha256": digest.hexdigest(),
+            }
+        )
         truth["test_mode" if test_mode else "full"] = ground_truth(columns, rows, params.nodes)
     return epoch, files, truth
 
@@ -263,12 +281,14 @@ def generate(params, out, progress=None, jobs=1):
             if progress:
                 progress(e * params.rows_per_epoch, params.epochs * params.rows_per_epoch)
     files = [f for e in sorted(results) for f in results[e][0]]
-    truth = {section: {str(e): results[e][1][section] for e in sorted(results) if section in results[e][1]}
-             for section in ("full", "test_mode")}
+    truth = {
+        section: {str(e): results[e][1][section] for e in sorted(results) if section in results[e][1]} for section in ("full", "test_mode")
+    }
     corpus.manifest_path(out).parent.mkdir(parents=True, exist_ok=True)
     # compact: the rank grids are ~450k numbers at full scale
-    truth_bytes = json.dumps({"generator": asdict(params), "percents": list(GROUND_TRUTH_PERCENTS),
-                              "epochs": truth}, sort_keys=True, separators=(",", ":")).encode()
+    truth_bytes = json.dumps(
+        {"generator": asdict(params), "percents": list(GROUND_TRUTH_PERCENTS), "epochs": truth}, sort_keys=True, separators=(",", ":")
+    ).encode()
     _atomic_write(corpus.ground_truth_path(out), truth_bytes)
     manifest = {
         "generator": generator_record(params),
@@ -297,8 +317,10 @@ def made_with_difference(manifest):
     """A sentence when the corpus was made by another numpy than this one, else None."""
     theirs = (manifest or {}).get("made_with", {}).get("numpy")
     if theirs and theirs != np.__version__:
-        return (f"the corpus was made with numpy {theirs}, this is numpy {np.__version__}: the same parameters may "
-                "give other bytes (the sha256 check tells; regenerate with --force to make it with this numpy)")
+        return (
+            f"the corpus was made with numpy {theirs}, this is numpy {np.__version__}: the same parameters may "
+            "give other bytes (the sha256 check tells; regenerate with --force to make it with this numpy)"
+        )
     return None
 
 

@@ -53,8 +53,7 @@ def default_state():
 
 
 STATE = Path(os.environ.get("ES_LOCAL_STATE") or default_state()).resolve()
-STATE_NOTE = ("" if STATE == (HERE / ".state").resolve() else
-              f" (node state in {STATE}: '{UNPRIVILEGED_USER}' cannot reach this checkout)")
+STATE_NOTE = "" if STATE == (HERE / ".state").resolve() else f" (node state in {STATE}: '{UNPRIVILEGED_USER}' cannot reach this checkout)"
 DIST = STATE / "dist"
 
 
@@ -68,6 +67,7 @@ def log(msg):
 
 # ---------------------------------------------------------------- checks
 
+
 def find_java():
     """The java binary from ES_JAVA_HOME, JAVA_HOME or PATH, with its major version checked."""
     for var in ("ES_JAVA_HOME", "JAVA_HOME"):
@@ -77,7 +77,8 @@ def find_java():
             if not java.is_file():
                 raise LauncherError(
                     f"{var}={home} has no bin/java. Point {var} at a JDK {SUPPORTED_JAVA.start} "
-                    f"(e.g. /usr/lib/jvm/java-17-openjdk-amd64) or unset it to use java from PATH.")
+                    f"(e.g. /usr/lib/jvm/java-17-openjdk-amd64) or unset it to use java from PATH."
+                )
             source = f"{var}={home}"
             break
     else:
@@ -85,7 +86,8 @@ def find_java():
         if not found:
             raise LauncherError(
                 "no Java found (ES_JAVA_HOME, JAVA_HOME and PATH checked). Install a JDK 17: "
-                "apt-get install openjdk-17-jdk-headless, or set ES_JAVA_HOME.")
+                "apt-get install openjdk-17-jdk-headless, or set ES_JAVA_HOME."
+            )
         java = Path(found)
         source = "PATH"
     out = subprocess.run([str(java), "-version"], capture_output=True, text=True).stderr
@@ -98,7 +100,8 @@ def find_java():
     if major not in SUPPORTED_JAVA:
         raise LauncherError(
             f"Java {major} at {java} (from {source}) is not supported: Elasticsearch {ES_VERSION} here needs "
-            f"JDK {SUPPORTED_JAVA.start} (tested) to {SUPPORTED_JAVA.stop - 1}. Set ES_JAVA_HOME to such a JDK.")
+            f"JDK {SUPPORTED_JAVA.start} (tested) to {SUPPORTED_JAVA.stop - 1}. Set ES_JAVA_HOME to such a JDK."
+        )
     javac = java.parent / "javac"
     return java, javac, major
 
@@ -123,7 +126,8 @@ def check_memory(heap_mb, nodes):
     if needed_mb > available_mb:
         raise LauncherError(
             f"not enough memory: {nodes} node(s) with HEAP={heap_mb}m need about {needed_mb} MB, "
-            f"{available_mb} MB is available. Use a smaller HEAP (e.g. HEAP=512m) or fewer NODES.")
+            f"{available_mb} MB is available. Use a smaller HEAP (e.g. HEAP=512m) or fewer NODES."
+        )
 
 
 def port_is_free(port):
@@ -138,6 +142,7 @@ def port_is_free(port):
 
 
 # ---------------------------------------------------------------- building the node home
+
 
 def run_checked(cmd, what, fix, **kwargs):
     result = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
@@ -154,23 +159,36 @@ def build_dist(javac):
         return False
     mvn = shutil.which("mvn")
     if not mvn:
-        raise LauncherError("Maven (mvn) is not installed; it fetches Elasticsearch's jars from Maven Central. "
-                            "Install it: apt-get install maven.")
+        raise LauncherError(
+            "Maven (mvn) is not installed; it fetches Elasticsearch's jars from Maven Central. " "Install it: apt-get install maven."
+        )
     if not javac.is_file():
-        raise LauncherError(f"no javac beside {javac.parent}/java: install a full JDK 17 "
-                            "(apt-get install openjdk-17-jdk-headless), not only a JRE.")
+        raise LauncherError(
+            f"no javac beside {javac.parent}/java: install a full JDK 17 " "(apt-get install openjdk-17-jdk-headless), not only a JRE."
+        )
     log(f"building a node home for Elasticsearch {ES_VERSION} from Maven Central (first use only)")
     STATE.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix="dist-", dir=STATE))
     staging.chmod(0o755)  # mkdtemp makes it private; the unprivileged node user must read it
     try:
-        fix = ("Check that Maven Central is reachable (or the mirror in ~/.m2/settings.xml) "
-               "and retry with: make es-start")
+        fix = "Check that Maven Central is reachable (or the mirror in ~/.m2/settings.xml) " "and retry with: make es-start"
         for profile, target in (("server", staging / "lib"), ("netty4", staging / "netty")):
-            run_checked([mvn, "-q", "-B", "-f", str(HERE / "pom.xml"), f"-P{profile}",
-                         "dependency:copy-dependencies", "-DincludeScope=runtime",
-                         f"-DoutputDirectory={target}", f"-Des.version={ES_VERSION}"],
-                        f"Maven resolution of the {profile} jars", fix)
+            run_checked(
+                [
+                    mvn,
+                    "-q",
+                    "-B",
+                    "-f",
+                    str(HERE / "pom.xml"),
+                    f"-P{profile}",
+                    "dependency:copy-dependencies",
+                    "-DincludeScope=runtime",
+                    f"-DoutputDirectory={target}",
+                    f"-Des.version={ES_VERSION}",
+                ],
+                f"Maven resolution of the {profile} jars",
+                fix,
+            )
         netty_module = staging / "modules" / "transport-netty4"
         netty_module.mkdir(parents=True)
         for jar in (staging / "netty").glob("*.jar"):
@@ -178,20 +196,30 @@ def build_dist(javac):
             if not jar.name.startswith("elasticsearch-core-"):
                 shutil.move(str(jar), netty_module / jar.name)
         shutil.rmtree(staging / "netty")
-        write_descriptor(netty_module, name="transport-netty4", classname="org.elasticsearch.transport.netty4.Netty4Plugin",
-                         description="Netty 4 based HTTP and transport layer", modulename="org.elasticsearch.transport.netty4")
+        write_descriptor(
+            netty_module,
+            name="transport-netty4",
+            classname="org.elasticsearch.transport.netty4.Netty4Plugin",
+            description="Netty 4 based HTTP and transport layer",
+            modulename="org.elasticsearch.transport.netty4",
+        )
         (netty_module / "plugin-security.policy").write_text(
             "grant {\n"
             '  permission java.net.SocketPermission "*", "accept,connect";\n'
             '  permission java.util.PropertyPermission "sun.nio.ch.bugLevel", "write";\n'
             '  permission java.lang.RuntimePermission "setContextClassLoader";\n'
-            "};\n")
+            "};\n"
+        )
         classpath = f"{staging / 'lib'}/*"
         compile_jar(javac, "ansi-console", classpath, staging / "lib" / "tools" / "ansi-console" / "ansi-console-stub.jar")
         root_module = staging / "modules" / "root-info"
         compile_jar(javac, "root-info", classpath, root_module / "root-info.jar")
-        write_descriptor(root_module, name="root-info", classname="org.clustermetrics.rootinfo.RootInfoPlugin",
-                         description="Serves GET / in place of the unpublished rest-root module")
+        write_descriptor(
+            root_module,
+            name="root-info",
+            classname="org.clustermetrics.rootinfo.RootInfoPlugin",
+            description="Serves GET / in place of the unpublished rest-root module",
+        )
         compile_classes(javac, "bootstrap", classpath, staging / "bootstrap")
         for folder in ("plugins", "bin", "config"):  # security setup needs an existing bin/
             (staging / folder).mkdir()
@@ -208,24 +236,38 @@ def build_dist(javac):
 def compile_classes(javac, source_dir, classpath, out_dir):
     sources = [str(p) for p in (HERE / "java" / source_dir).rglob("*.java")]
     out_dir.mkdir(parents=True, exist_ok=True)
-    run_checked([str(javac), "-nowarn", "-d", str(out_dir), "-cp", classpath, *sources],
-                f"compiling local-es/java/{source_dir}", "This is a bug in the launcher's Java sources.")
+    run_checked(
+        [str(javac), "-nowarn", "-d", str(out_dir), "-cp", classpath, *sources],
+        f"compiling local-es/java/{source_dir}",
+        "This is a bug in the launcher's Java sources.",
+    )
 
 
 def compile_jar(javac, source_dir, classpath, jar_path):
     classes = jar_path.parent / f".{source_dir}-classes"
     compile_classes(javac, source_dir, classpath, classes)
     jar_tool = javac.parent / "jar"
-    run_checked([str(jar_tool), "cf", str(jar_path), "-C", str(classes), "."], f"packaging {jar_path.name}",
-                "The JDK's jar tool is needed beside javac.")
+    run_checked(
+        [str(jar_tool), "cf", str(jar_path), "-C", str(classes), "."],
+        f"packaging {jar_path.name}",
+        "The JDK's jar tool is needed beside javac.",
+    )
     shutil.rmtree(classes)
 
 
 def write_descriptor(folder, name, classname, description, modulename=None):
     folder.mkdir(parents=True, exist_ok=True)
-    lines = [f"name={name}", f"description={description}", f"version={ES_VERSION}", f"classname={classname}",
-             "java.version=17", f"elasticsearch.version={ES_VERSION}", "extended.plugins=",
-             "has.native.controller=false", "licensed=false"]
+    lines = [
+        f"name={name}",
+        f"description={description}",
+        f"version={ES_VERSION}",
+        f"classname={classname}",
+        "java.version=17",
+        f"elasticsearch.version={ES_VERSION}",
+        "extended.plugins=",
+        "has.native.controller=false",
+        "licensed=false",
+    ]
     if modulename:
         lines.append(f"modulename={modulename}")
     (folder / "plugin-descriptor.properties").write_text("\n".join(lines) + "\n")
@@ -250,8 +292,15 @@ def running_file(http_port):
 
 def node_layout(nodes, http_port, transport_port):
     cluster_dir = STATE / f"cluster-{nodes}-{http_port}"
-    return [{"name": f"node-{i + 1}", "dir": str(cluster_dir / f"node-{i + 1}"),
-             "http_port": http_port + i, "transport_port": transport_port + i} for i in range(nodes)]
+    return [
+        {
+            "name": f"node-{i + 1}",
+            "dir": str(cluster_dir / f"node-{i + 1}"),
+            "http_port": http_port + i,
+            "transport_port": transport_port + i,
+        }
+        for i in range(nodes)
+    ]
 
 
 def write_node_config(node, layout):
@@ -300,24 +349,48 @@ def check_unprivileged_access(prefix):
     if probe.returncode != 0:
         raise LauncherError(
             f"Elasticsearch refuses to run as root, so it runs as '{UNPRIVILEGED_USER}', which cannot read {DIST}. "
-            f"Move the checkout to a world-readable path, or set ES_LOCAL_STATE to a folder '{UNPRIVILEGED_USER}' can read.")
+            f"Move the checkout to a world-readable path, or set ES_LOCAL_STATE to a folder '{UNPRIVILEGED_USER}' can read."
+        )
 
 
 def java_command(java, node, heap_mb, major):
     node_dir = Path(node["dir"])
-    cmd = [str(java), f"-Xms{heap_mb}m", f"-Xmx{heap_mb}m", "-XX:+UseG1GC", "-Xss1m",
-           "-Djava.security.manager=allow", "-Des.networkaddress.cache.ttl=60",
-           "-Des.networkaddress.cache.negative.ttl=10", "-Djava.awt.headless=true", "-Dfile.encoding=UTF-8",
-           "-Djna.nosys=true", "-XX:-OmitStackTraceInFastThrow", "-Dio.netty.noUnsafe=true",
-           "-Dio.netty.noKeySetOptimization=true", "-Dio.netty.recycler.maxCapacityPerThread=0",
-           "-Dlog4j.shutdownHookEnabled=false", "-Dlog4j2.disable.jmx=true", "-Dlog4j2.formatMsgNoLookups=true",
-           "-Djava.locale.providers=CLDR", "-Des.distribution.type=tar",
-           f"-Des.path.home={DIST}", f"-Des.path.conf={node_dir / 'config'}",
-           f"-Djava.io.tmpdir={node_dir / 'tmp'}", f"-XX:ErrorFile={node_dir / 'logs' / 'hs_err_pid%p.log'}"]
+    cmd = [
+        str(java),
+        f"-Xms{heap_mb}m",
+        f"-Xmx{heap_mb}m",
+        "-XX:+UseG1GC",
+        "-Xss1m",
+        "-Djava.security.manager=allow",
+        "-Des.networkaddress.cache.ttl=60",
+        "-Des.networkaddress.cache.negative.ttl=10",
+        "-Djava.awt.headless=true",
+        "-Dfile.encoding=UTF-8",
+        "-Djna.nosys=true",
+        "-XX:-OmitStackTraceInFastThrow",
+        "-Dio.netty.noUnsafe=true",
+        "-Dio.netty.noKeySetOptimization=true",
+        "-Dio.netty.recycler.maxCapacityPerThread=0",
+        "-Dlog4j.shutdownHookEnabled=false",
+        "-Dlog4j2.disable.jmx=true",
+        "-Dlog4j2.formatMsgNoLookups=true",
+        "-Djava.locale.providers=CLDR",
+        "-Des.distribution.type=tar",
+        f"-Des.path.home={DIST}",
+        f"-Des.path.conf={node_dir / 'config'}",
+        f"-Djava.io.tmpdir={node_dir / 'tmp'}",
+        f"-XX:ErrorFile={node_dir / 'logs' / 'hs_err_pid%p.log'}",
+    ]
     if major >= 21:
         cmd.append("--enable-native-access=org.elasticsearch.nativeaccess,org.apache.lucene.core")
-    cmd += [f"--module-path={DIST / 'lib'}", "--add-modules=jdk.net", "--add-modules=jdk.management.agent",
-            "--add-modules=ALL-MODULE-PATH", "-m", "org.elasticsearch.server/org.elasticsearch.bootstrap.Elasticsearch"]
+    cmd += [
+        f"--module-path={DIST / 'lib'}",
+        "--add-modules=jdk.net",
+        "--add-modules=jdk.management.agent",
+        "--add-modules=ALL-MODULE-PATH",
+        "-m",
+        "org.elasticsearch.server/org.elasticsearch.bootstrap.Elasticsearch",
+    ]
     return cmd
 
 
@@ -370,7 +443,8 @@ def wait_for_health(layout, procs, timeout):
         time.sleep(0.5)
     raise LauncherError(
         f"the cluster was not healthy within {timeout:.0f} s (ES_START_TIMEOUT to wait longer).\n"
-        + "\n".join(last_log_lines(n) for n in layout))
+        + "\n".join(last_log_lines(n) for n in layout)
+    )
 
 
 def start(args):
@@ -381,11 +455,11 @@ def start(args):
     running = read_running(args.http_port)
     if running:
         if running["size"] != nodes:
-            raise LauncherError(f"a {running['size']}-node local cluster is already running; "
-                                f"run make es-stop before starting one with NODES={nodes}.")
+            raise LauncherError(
+                f"a {running['size']}-node local cluster is already running; " f"run make es-stop before starting one with NODES={nodes}."
+            )
         health = http_json(running["nodes"][0]["http_port"], "/_cluster/health")
-        log(f"already running: {nodes} node(s), status {health['status']}, "
-            f"http://127.0.0.1:{running['nodes'][0]['http_port']}")
+        log(f"already running: {nodes} node(s), status {health['status']}, " f"http://127.0.0.1:{running['nodes'][0]['http_port']}")
         return 0
     java, javac, major = find_java()
     layout = node_layout(nodes, args.http_port, args.transport_port)
@@ -394,7 +468,8 @@ def start(args):
             if not port_is_free(port):
                 raise LauncherError(
                     f"port {port} on 127.0.0.1 is in use by a process this launcher did not start. "
-                    f"Stop that process, or pick other ports with PORT=<http port> (transport uses PORT+100).")
+                    f"Stop that process, or pick other ports with PORT=<http port> (transport uses PORT+100)."
+                )
     check_memory(heap_mb, nodes)
     began = time.monotonic()
     built = build_dist(javac)
@@ -404,9 +479,20 @@ def start(args):
         write_node_config(node, layout)
         node_dir = Path(node["dir"])
         serverargs = node_dir / "serverargs.bin"
-        run_checked([str(java), "-cp", f"{DIST / 'bootstrap'}:{DIST / 'lib'}/*", "WriteServerArgs",
-                     str(DIST), str(node_dir / "config"), str(node_dir / "node.pid"), str(serverargs)],
-                    "writing the server arguments", "Check the node's config/elasticsearch.yml.")
+        run_checked(
+            [
+                str(java),
+                "-cp",
+                f"{DIST / 'bootstrap'}:{DIST / 'lib'}/*",
+                "WriteServerArgs",
+                str(DIST),
+                str(node_dir / "config"),
+                str(node_dir / "node.pid"),
+                str(serverargs),
+            ],
+            "writing the server arguments",
+            "Check the node's config/elasticsearch.yml.",
+        )
         if user:
             chown_tree(node_dir, user)
     procs = []
@@ -414,8 +500,15 @@ def start(args):
         node_dir = Path(node["dir"])
         env = dict(os.environ, LIBFFI_TMPDIR=str(node_dir / "tmp"), ES_TMPDIR=str(node_dir / "tmp"))
         with open(node_dir / "serverargs.bin", "rb") as stdin, open(node_dir / "stdout.log", "wb") as out:
-            proc = subprocess.Popen(prefix + java_command(java, node, heap_mb, major), stdin=stdin, stdout=out,
-                                    stderr=subprocess.STDOUT, cwd=node_dir, env=env, start_new_session=True)
+            proc = subprocess.Popen(
+                prefix + java_command(java, node, heap_mb, major),
+                stdin=stdin,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=node_dir,
+                env=env,
+                start_new_session=True,
+            )
         node["pid"] = proc.pid  # setpriv execs java, so this is the JVM's pid
         procs.append(proc)
     running_file(args.http_port).write_text(json.dumps({"size": nodes, "heap_mb": heap_mb, "nodes": layout}, indent=2))
@@ -434,9 +527,11 @@ def start(args):
         raise
     info = http_json(layout[0]["http_port"], "/")
     took = time.monotonic() - began
-    log(f"Elasticsearch {info['version']['number']} is up: {nodes} node(s), status {health['status']}, "
+    log(
+        f"Elasticsearch {info['version']['number']} is up: {nodes} node(s), status {health['status']}, "
         f"http://127.0.0.1:{layout[0]['http_port']} ({'cold, node home built' if built else 'warm'} start, {took:.1f} s)"
-        f"{STATE_NOTE}")
+        f"{STATE_NOTE}"
+    )
     return 0
 
 
@@ -503,9 +598,11 @@ def main(argv=None):
     p_start.add_argument("--nodes", type=int, default=int(os.environ.get("NODES", "1")))
     p_start.add_argument("--heap", default=os.environ.get("HEAP", "1g"))
     p_start.add_argument("--transport-port", type=int, default=None)
-    others = [sub.add_parser("stop", help="stop gracefully, forcibly after 30 s"),
-              sub.add_parser("status", help="show the nodes and cluster health"),
-              sub.add_parser("wipe", help="delete the data (node must be stopped)")]
+    others = [
+        sub.add_parser("stop", help="stop gracefully, forcibly after 30 s"),
+        sub.add_parser("status", help="show the nodes and cluster health"),
+        sub.add_parser("wipe", help="delete the data (node must be stopped)"),
+    ]
     for p in [p_start, *others]:
         p.add_argument("--http-port", type=int, default=int(os.environ.get("PORT", "9200")))
     args = parser.parse_args(argv)

@@ -42,18 +42,29 @@ def install(_args=None):
         return 0
     go = shutil.which("go")
     if not go:
-        raise LauncherError("`go` is not on PATH: install Go 1.22 or newer (Debian: apt-get install golang, or "
-                            "https://go.dev/dl/), then run this again")
+        raise LauncherError(
+            "`go` is not on PATH: install Go 1.22 or newer (Debian: apt-get install golang, or " "https://go.dev/dl/), then run this again"
+        )
     go_home = TOOLS / "go"
-    env = dict(os.environ, GOBIN=str(BIN), GOPATH=str(go_home / "path"), GOMODCACHE=str(go_home / "mod"),
-               GOCACHE=str(go_home / "cache"), GOFLAGS="-modcacherw", CGO_ENABLED="0")
+    env = dict(
+        os.environ,
+        GOBIN=str(BIN),
+        GOPATH=str(go_home / "path"),
+        GOMODCACHE=str(go_home / "mod"),
+        GOCACHE=str(go_home / "cache"),
+        GOFLAGS="-modcacherw",
+        CGO_ENABLED="0",
+    )
     log(f"installing Toxiproxy {VERSION} from the Go module proxy into {BIN} (about a minute)")
-    result = subprocess.run([go, "install", f"{MODULE}/cmd/server@{VERSION}", f"{MODULE}/cmd/cli@{VERSION}"],
-                            env=env, capture_output=True, text=True)
+    result = subprocess.run(
+        [go, "install", f"{MODULE}/cmd/server@{VERSION}", f"{MODULE}/cmd/cli@{VERSION}"], env=env, capture_output=True, text=True
+    )
     if result.returncode != 0 or not SERVER.is_file():
-        raise LauncherError(f"go install of Toxiproxy {VERSION} failed (exit {result.returncode}): "
-                            f"{result.stderr.strip()[-800:]}\nfix: check that the Go module proxy "
-                            f"({env.get('GOPROXY') or 'proxy.golang.org'}) is reachable, or set GOPROXY")
+        raise LauncherError(
+            f"go install of Toxiproxy {VERSION} failed (exit {result.returncode}): "
+            f"{result.stderr.strip()[-800:]}\nfix: check that the Go module proxy "
+            f"({env.get('GOPROXY') or 'proxy.golang.org'}) is reachable, or set GOPROXY"
+        )
     log(f"installed {SERVER}")
     return 0
 
@@ -88,17 +99,23 @@ def start(args):
         return 0
     try:
         version = api(args.api_port).version()
-        raise LauncherError(f"port {args.api_port} already serves a Toxiproxy ({version}) this launcher did not "
-                            f"start: use it (track parameter toxiproxy_url) or choose another --api-port")
+        raise LauncherError(
+            f"port {args.api_port} already serves a Toxiproxy ({version}) this launcher did not "
+            f"start: use it (track parameter toxiproxy_url) or choose another --api-port"
+        )
     except ToxiproxyError:
         pass
     STATE.mkdir(parents=True, exist_ok=True)
     log_path = STATE / f"toxiproxy-{args.api_port}.log"
     with open(log_path, "ab") as out:
-        proc = subprocess.Popen([str(SERVER), "-host", "127.0.0.1", "-port", str(args.api_port)],
-                                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-    state_file(args.api_port).write_text(json.dumps({"pid": proc.pid, "api": f"http://127.0.0.1:{args.api_port}",
-                                                     "log": str(log_path)}))
+        proc = subprocess.Popen(
+            [str(SERVER), "-host", "127.0.0.1", "-port", str(args.api_port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    state_file(args.api_port).write_text(json.dumps({"pid": proc.pid, "api": f"http://127.0.0.1:{args.api_port}", "log": str(log_path)}))
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -155,8 +172,12 @@ def main(argv=None):
     parsers = {name: sub.add_parser(name) for name in commands}
     for name in ("start", "stop", "status", "proxy"):
         parsers[name].add_argument("--api-port", type=int, default=DEFAULT_API_PORT)
-    parsers["proxy"].add_argument("--role", choices=sorted(PROXIES), required=True,
-                                  help="http: in front of a cluster's HTTP port; remote: of a remote's transport port")
+    parsers["proxy"].add_argument(
+        "--role",
+        choices=sorted(PROXIES),
+        required=True,
+        help="http: in front of a cluster's HTTP port; remote: of a remote's transport port",
+    )
     parsers["proxy"].add_argument("--listen", type=int, required=True, help="loopback port clients connect to")
     parsers["proxy"].add_argument("--upstream", type=int, required=True, help="loopback port it forwards to")
     args = parser.parse_args(argv)

@@ -10,37 +10,49 @@ from pathlib import Path
 from report import ReportError, charts, costs, load, network, races, tables
 
 SECTIONS = [
-    ("Ingest per epoch", tables.ingest_table,
-     "this race has no ingest tasks (run ingest-baseline, ingest-tuned or full)"),
-    ("30-node coverage: service time per coverage", tables.coverage_table,
-     "this race has no coverage tasks (run query-decomposition, production-comparison or full)"),
-    ("Subtractive cost attribution (median per coverage)", tables.attribution_table,
-     "this race lacks one of the cells A, B, C_td, C_hdr needed for the attribution"),
-    ("Speedup against D_td serial (median)", tables.speedup_table,
-     "this race has no coverage-D_td-serial task to compare against"),
-    ("Layout sweep: indexing throughput per layout", tables.layout_ingest_table,
-     "this race has no layout-sweep tasks"),
-    ("Layout sweep: coverage throughput per layout", tables.layout_query_table,
-     "this race has no layout-sweep tasks"),
-    ("Layout sweep: where the shards went and who did the work", tables.layout_placement_table,
-     "this race has no layout-stats records"),
-    ("Over the network: median coverage time (ms) at each round-trip time", network.rtt_table,
-     "this race has no RTT sweep tasks (make rtt-sweep)"),
-    ("Cross-cluster search: median coverage time (ms) at each round-trip time between the clusters", network.ccs_table,
-     "this race has no cross-cluster tasks (make ccs-roundtrips)"),
-    ("Under load: latency against offered rate", load.load_table,
-     "this race has no coverage-load tasks"),
-    ("Under load: the redline per cell", load.redline_table,
-     "this race has no coverage-load tasks"),
-    ("Live: ingest and coverages, each alone and beside the other", load.live_table,
-     "this race has no live tasks"),
-    ("What _source costs: storage, ingest, coverage and fetch per _source mode", costs.source_table,
-     "this race has no source-cost tasks (make source-cost)"),
-    ("Aggregation memory: request breaker floor and GC activity per cell, beside its time", costs.memory_table,
-     "this race has no aggregation-memory tasks (make aggregation-memory)"),
-    ("Profile breakdown (profile: true, shares of filter + aggregations; profiling inflates absolute time)",
-     tables.profile_table,
-     "this race has no profile-breakdown task"),
+    ("Ingest per epoch", tables.ingest_table, "this race has no ingest tasks (run ingest-baseline, ingest-tuned or full)"),
+    (
+        "30-node coverage: service time per coverage",
+        tables.coverage_table,
+        "this race has no coverage tasks (run query-decomposition, production-comparison or full)",
+    ),
+    (
+        "Subtractive cost attribution (median per coverage)",
+        tables.attribution_table,
+        "this race lacks one of the cells A, B, C_td, C_hdr needed for the attribution",
+    ),
+    ("Speedup against D_td serial (median)", tables.speedup_table, "this race has no coverage-D_td-serial task to compare against"),
+    ("Layout sweep: indexing throughput per layout", tables.layout_ingest_table, "this race has no layout-sweep tasks"),
+    ("Layout sweep: coverage throughput per layout", tables.layout_query_table, "this race has no layout-sweep tasks"),
+    ("Layout sweep: where the shards went and who did the work", tables.layout_placement_table, "this race has no layout-stats records"),
+    (
+        "Over the network: median coverage time (ms) at each round-trip time",
+        network.rtt_table,
+        "this race has no RTT sweep tasks (make rtt-sweep)",
+    ),
+    (
+        "Cross-cluster search: median coverage time (ms) at each round-trip time between the clusters",
+        network.ccs_table,
+        "this race has no cross-cluster tasks (make ccs-roundtrips)",
+    ),
+    ("Under load: latency against offered rate", load.load_table, "this race has no coverage-load tasks"),
+    ("Under load: the redline per cell", load.redline_table, "this race has no coverage-load tasks"),
+    ("Live: ingest and coverages, each alone and beside the other", load.live_table, "this race has no live tasks"),
+    (
+        "What _source costs: storage, ingest, coverage and fetch per _source mode",
+        costs.source_table,
+        "this race has no source-cost tasks (make source-cost)",
+    ),
+    (
+        "Aggregation memory: request breaker floor and GC activity per cell, beside its time",
+        costs.memory_table,
+        "this race has no aggregation-memory tasks (make aggregation-memory)",
+    ),
+    (
+        "Profile breakdown (profile: true, shares of filter + aggregations; profiling inflates absolute time)",
+        tables.profile_table,
+        "this race has no profile-breakdown task",
+    ),
 ]
 
 
@@ -51,15 +63,20 @@ LAYOUT_NOTE = (
     "nodes of one local cluster share one host's cores, so adding a node adds no CPU and the node-count scaling of "
     "the rule cannot appear; what remains visible is the cost of coordination, of replica writes and of uneven "
     "placement. Elasticsearch 8 also routes searches by adaptive replica selection (load-aware), not the round-robin "
-    "the seed describes: the search share column shows where it sent them.\n")
+    "the seed describes: the search share column shows where it sent them.\n"
+)
 
 
 def single_report(race, out_root):
     out = Path(out_root) / race.race_id
     out.mkdir(parents=True, exist_ok=True)
-    parts = [f"# cluster-metrics race {race.race_id}", "",
-             f"challenge `{race.challenge}`, Elasticsearch {race.data.get('cluster', {}).get('distribution-version', '?')}, "
-             f"track params `{race.data.get('track-params', {})}`, {race.data.get('race-timestamp', '')}", ""]
+    parts = [
+        f"# cluster-metrics race {race.race_id}",
+        "",
+        f"challenge `{race.challenge}`, Elasticsearch {race.data.get('cluster', {}).get('distribution-version', '?')}, "
+        f"track params `{race.data.get('track-params', {})}`, {race.data.get('race-timestamp', '')}",
+        "",
+    ]
     summary = []
     for title, build, missing in SECTIONS:
         parts.append(f"## {title}\n")
@@ -71,10 +88,12 @@ def single_report(race, out_root):
             parts.append(tables.markdown(*table) if table else f"_{missing}._")
         parts.append("")
         if table and title.startswith("Ingest"):
-            parts.append("wall: the duration of task bulk-epoch-N in race.json. bulk took: the sum of the bulk responses' "
-                         "`took` (Elasticsearch's clock ticks every 200 ms, so only sums are meaningful; with several "
-                         "clients the requests overlap and took / wall can exceed 100%). index / refresh / merge / "
-                         "flush: `/_stats` deltas, summed over shards and threads.\n")
+            parts.append(
+                "wall: the duration of task bulk-epoch-N in race.json. bulk took: the sum of the bulk responses' "
+                "`took` (Elasticsearch's clock ticks every 200 ms, so only sums are meaningful; with several "
+                "clients the requests overlap and took / wall can exceed 100%). index / refresh / merge / "
+                "flush: `/_stats` deltas, summed over shards and threads.\n"
+            )
         if table and title.startswith("Layout sweep: coverage"):
             parts.append(LAYOUT_NOTE)
         if table and title.startswith("Over the network"):
@@ -94,15 +113,20 @@ def single_report(race, out_root):
             summary.append(_speedup_summary(race))
     accuracy = Path(out_root) / "accuracy.md"
     parts.append("## Percentile accuracy\n")
-    parts.append(accuracy.read_text().split("\n", 2)[2] if accuracy.is_file() else
-                 "_no accuracy measurement yet: make accuracy (queries the running cluster)._")
+    parts.append(
+        accuracy.read_text().split("\n", 2)[2]
+        if accuracy.is_file()
+        else "_no accuracy measurement yet: make accuracy (queries the running cluster)._"
+    )
     parts.append("")
-    for name, draw, caption in (("coverage.png", charts.coverage_bars, "Coverage by variant and transport"),
-                                ("ingest.png", charts.ingest_stacked, "Ingest per epoch by phase"),
-                                ("rtt.png", charts.rtt_lines, "Coverage time against round-trip time"),
-                                ("ccs.png", charts.ccs_lines, "Cross-cluster coverage time against round-trip time"),
-                                ("load.png", charts.load_lines, "Coverage latency against offered rate"),
-                                ("memory.png", charts.memory_tradeoff, "Coverage time against memory per cell")):
+    for name, draw, caption in (
+        ("coverage.png", charts.coverage_bars, "Coverage by variant and transport"),
+        ("ingest.png", charts.ingest_stacked, "Ingest per epoch by phase"),
+        ("rtt.png", charts.rtt_lines, "Coverage time against round-trip time"),
+        ("ccs.png", charts.ccs_lines, "Cross-cluster coverage time against round-trip time"),
+        ("load.png", charts.load_lines, "Coverage latency against offered rate"),
+        ("memory.png", charts.memory_tradeoff, "Coverage time against memory per cell"),
+    ):
         if draw(race, out / name):
             parts.append(f"![{caption}]({name})\n")
     path = out / "report.md"
@@ -116,33 +140,42 @@ def _speedup_summary(race):
     base = tables.valid_median(cells, tables.BASELINE)
     best = tables.fastest_cell(cells)
     failed = sorted(f"{v} {t}" for (v, t), op in cells.items() if tables.failed(op))
-    line = (f"D_td serial: {base:.0f} ms per coverage; fastest cell {best[0]} {best[1]}: "
-            f"{tables.valid_median(cells, best):.0f} ms ({base / tables.valid_median(cells, best):.1f}x)")
+    line = (
+        f"D_td serial: {base:.0f} ms per coverage; fastest cell {best[0]} {best[1]}: "
+        f"{tables.valid_median(cells, best):.0f} ms ({base / tables.valid_median(cells, best):.1f}x)"
+    )
     return line + (f"; FAILED cells (not ranked): {', '.join(failed)}" if failed else "")
 
 
 def compare_report(race_list, out_root):
     """The coverage medians and ingest totals of several races side by side, with ratios against the first."""
     first = race_list[0]
-    header = ["quantity"] + [r.label for r in race_list] + [f"ratio {r.race_id[:8]} / {first.race_id[:8]}"
-                                                            for r in race_list[1:]]
+    header = ["quantity"] + [r.label for r in race_list] + [f"ratio {r.race_id[:8]} / {first.race_id[:8]}" for r in race_list[1:]]
     rows = []
     cells = [tables.coverage_cells(r) for r in race_list]
     ingest = [tables.ingest_rows(r) for r in race_list]
-    keys = sorted({k for c in cells for k in c},
-                  key=lambda k: (list(tables.VARIANTS).index(k[0]), tables.TRANSPORTS.index(k[1])))
+    keys = sorted({k for c in cells for k in c}, key=lambda k: (list(tables.VARIANTS).index(k[0]), tables.TRANSPORTS.index(k[1])))
     for v, t in keys:
         values = [tables.valid_median(c, (v, t)) if not tables.failed(c.get((v, t))) else "FAILED" for c in cells]
         rows.append([f"{tables.coverage_task_name(v, t)} median (ms)"] + values + _ratios(values))
-    for label, key in (("ingest wall (s)", "wall_s"), ("bulk took (s)", "bulk_took_s"), ("ES indexing (s)", "index_s"),
-                       ("refresh (s)", "refresh_s"), ("merge (s)", "merge_s"), ("flush (s)", "flush_s")):
+    for label, key in (
+        ("ingest wall (s)", "wall_s"),
+        ("bulk took (s)", "bulk_took_s"),
+        ("ES indexing (s)", "index_s"),
+        ("refresh (s)", "refresh_s"),
+        ("merge (s)", "merge_s"),
+        ("flush (s)", "flush_s"),
+    ):
         values = [sum(row[key] or 0 for row in epochs) if epochs else None for epochs in ingest]
         if any(v is not None for v in values):
             rows.append([label] + values + _ratios(values))
     out = Path(out_root) / ("compare-" + "-".join(r.race_id[:8] for r in race_list))
     out.mkdir(parents=True, exist_ok=True)
-    text = f"# cluster-metrics: {len(race_list)} races side by side\n\n" + (
-        tables.markdown(header, rows) if rows else "_these races share no coverage or ingest tasks._") + "\n"
+    text = (
+        f"# cluster-metrics: {len(race_list)} races side by side\n\n"
+        + (tables.markdown(header, rows) if rows else "_these races share no coverage or ingest tasks._")
+        + "\n"
+    )
     (out / "compare.md").write_text(text)
     return out / "compare.md", text
 
@@ -163,7 +196,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.compare:
         if not args.race or len(args.race) < 2:
-            parser.error("--compare needs at least two races: make compare RACES=\"id1 id2\"")
+            parser.error('--compare needs at least two races: make compare RACES="id1 id2"')
         path, text = compare_report([races.find(r, args.rally_home) for r in args.race], args.out)
         print(text)
         print(f"written: {path}")

@@ -21,8 +21,12 @@ ALGORITHMS = {"t-digest": "C_td", "HDR": "C_hdr"}
 
 
 def post(url, path, body, ndjson=False):
-    request = urllib.request.Request(url + path, data=body if ndjson else json.dumps(body).encode(), method="POST",
-                                     headers={"content-type": "application/x-ndjson" if ndjson else "application/json"})
+    request = urllib.request.Request(
+        url + path,
+        data=body if ndjson else json.dumps(body).encode(),
+        method="POST",
+        headers={"content-type": "application/x-ndjson" if ndjson else "application/json"},
+    )
     with urllib.request.urlopen(request, timeout=300) as response:
         return json.loads(response.read())
 
@@ -34,8 +38,10 @@ def pick_section(url, index, manifest):
     section = corpus.section_for_count(manifest, count)
     if section:
         return section
-    raise ReportError(f"index {index} holds {count} documents, which matches neither the generated corpus nor its "
-                     "test-mode files: ingest it first (make race) or regenerate the corpus it was ingested from")
+    raise ReportError(
+        f"index {index} holds {count} documents, which matches neither the generated corpus nor its "
+        "test-mode files: ingest it first (make race) or regenerate the corpus it was ingested from"
+    )
 
 
 def measure(url, data_root, hdr_digits=queries.DEFAULT_HDR_DIGITS):
@@ -67,8 +73,17 @@ def table(errors):
     rows = []
     for (algorithm, field, p), pairs in sorted(errors.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
         abs_errors, rel_errors = [a for a, _ in pairs], [r for _, r in pairs]
-        rows.append([algorithm, field, p, max(abs_errors), statistics.fmean(abs_errors),
-                     f"{100 * max(rel_errors):.3f}%", f"{100 * statistics.fmean(rel_errors):.3f}%"])
+        rows.append(
+            [
+                algorithm,
+                field,
+                p,
+                max(abs_errors),
+                statistics.fmean(abs_errors),
+                f"{100 * max(rel_errors):.3f}%",
+                f"{100 * statistics.fmean(rel_errors):.3f}%",
+            ]
+        )
     return header, rows
 
 
@@ -86,17 +101,23 @@ def main(argv=None):
     except (ReportError, corpus.CorpusError) as e:
         raise SystemExit(str(e))
     except urllib.error.URLError as e:
-        raise SystemExit(f"cannot reach Elasticsearch at {url} ({e.reason}): start it with make es-start, "
-                         "or pass TARGET_HOSTS=host:port")
+        raise SystemExit(
+            f"cannot reach Elasticsearch at {url} ({e.reason}): start it with make es-start, " "or pass TARGET_HOSTS=host:port"
+        )
     header, rows = table(errors)
-    text = (f"# Percentile accuracy against the exact ground truth ({section} corpus)\n\n"
-            "Exact: linear interpolation between closest ranks of the float32 values. "
-            "Relative error is against the exact value.\n\n" + markdown(header, rows) + "\n")
+    text = (
+        f"# Percentile accuracy against the exact ground truth ({section} corpus)\n\n"
+        "Exact: linear interpolation between closest ranks of the float32 values. "
+        "Relative error is against the exact value.\n\n" + markdown(header, rows) + "\n"
+    )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "accuracy.md").write_text(text)
-    (out / "accuracy.json").write_text(json.dumps({"section": section, "header": header,
-                                                   "rows": [[fmt(c) if isinstance(c, float) else c for c in r] for r in rows]}, indent=1))
+    (out / "accuracy.json").write_text(
+        json.dumps(
+            {"section": section, "header": header, "rows": [[fmt(c) if isinstance(c, float) else c for c in r] for r in rows]}, indent=1
+        )
+    )
     print(text)
     print(f"written: {out / 'accuracy.md'}")
     return 0

@@ -26,8 +26,18 @@ def coverage_bars(race, path):
         ax.bar_label(bars, labels=[f"{y:.0f}" for y in ys], fontsize=7)
         for j, v in enumerate(variants):
             if tables.failed(cells.get((v, t))):
-                ax.text(j + i * width, 0.02, "FAILED", transform=ax.get_xaxis_transform(), rotation=90,
-                        ha="center", va="bottom", color="red", fontsize=8, fontweight="bold")
+                ax.text(
+                    j + i * width,
+                    0.02,
+                    "FAILED",
+                    transform=ax.get_xaxis_transform(),
+                    rotation=90,
+                    ha="center",
+                    va="bottom",
+                    color="red",
+                    fontsize=8,
+                    fontweight="bold",
+                )
     ax.set_xticks([j + width * (len(transports) - 1) / 2 for j in range(len(variants))], variants)
     ax.set_yscale("log")
     ax.set_ylabel("median service time per 30-node coverage (ms)")
@@ -72,7 +82,7 @@ def _lines(series, path, title, model=None):
     fig, ax = plt.subplots(figsize=(9, 5))
     for label, points in series.items():
         valid = [(r, network._median(op)) for r, op in points if network._median(op) is not None]
-        line, = ax.plot([r for r, _ in valid], [m for _, m in valid], "o-", label=" ".join(map(str, label)))
+        (line,) = ax.plot([r for r, _ in valid], [m for _, m in valid], "o-", label=" ".join(map(str, label)))
         if model and valid:
             rounds = model(label)
             base = network.model_base(valid, rounds)
@@ -80,8 +90,7 @@ def _lines(series, path, title, model=None):
             ax.plot(xs, [base + rounds * r for r in xs], "--", color=line.get_color(), alpha=0.6)
         for r, op in points:
             if tables.failed(op):
-                ax.annotate("FAILED", (r, 0.03), xycoords=("data", "axes fraction"), color="red", fontsize=7,
-                            rotation=90, ha="center")
+                ax.annotate("FAILED", (r, 0.03), xycoords=("data", "axes fraction"), color="red", fontsize=7, rotation=90, ha="center")
     ax.set_yscale("log")
     ax.set_xlabel("round-trip time added by Toxiproxy (ms)")
     ax.set_ylabel("median service time per coverage (ms)")
@@ -95,8 +104,12 @@ def _lines(series, path, title, model=None):
 
 def rtt_lines(race, path):
     """The RTT sweep: measured (solid) and the model base + round trips x RTT (dashed, same colour)."""
-    return _lines(network.rtt_series(race), path, f"Coverage time against RTT — race {race.race_id[:8]} "
-                  "(dashed: model)", model=lambda label: network.model_round_trips(label[1]))
+    return _lines(
+        network.rtt_series(race),
+        path,
+        f"Coverage time against RTT — race {race.race_id[:8]} " "(dashed: model)",
+        model=lambda label: network.model_round_trips(label[1]),
+    )
 
 
 def ccs_lines(race, path):
@@ -116,10 +129,13 @@ def load_lines(race, path):
         for (v, cell_t), cell in found.items():
             if cell_t != t:
                 continue
-            ok = [(load.achieved_rate(race, op), op.get("latency", {}).get("50_0"), load.tail_latency(op)[0])
-                  for _, op, _ in cell["steps"] if not tables.failed(op)]
+            ok = [
+                (load.achieved_rate(race, op), op.get("latency", {}).get("50_0"), load.tail_latency(op)[0])
+                for _, op, _ in cell["steps"]
+                if not tables.failed(op)
+            ]
             ok = [p for p in ok if None not in p]
-            line, = ax.plot([p[0] for p in ok], [p[1] for p in ok], "o-", label=f"{v} p50")
+            (line,) = ax.plot([p[0] for p in ok], [p[1] for p in ok], "o-", label=f"{v} p50")
             ax.plot([p[0] for p in ok], [p[2] for p in ok], "s--", color=line.get_color(), label=f"{v} tail")
         ax.axhline(race.param("redline_latency_ms"), color="grey", lw=0.8, ls=":")
         ax.set_yscale("log")
@@ -143,20 +159,22 @@ def memory_tradeoff(race, path):
     colours = {"tdigest": "tab:blue", "hdr": "tab:red", "none": "tab:grey"}
     markers = {"serial": "o", "msearch": "s", "terms": "^"}
     fig, axes = plt.subplots(1, 2, figsize=(13, 5.5))
-    for ax, index, xlabel in ((axes[0], 3, "request breaker floor per coverage (KiB, log)"),
-                              (axes[1], 5, "young GCs per coverage (JVM statistics)")):
+    for ax, index, xlabel in (
+        (axes[0], 3, "request breaker floor per coverage (KiB, log)"),
+        (axes[1], 5, "young GCs per coverage (JVM statistics)"),
+    ):
         for point in points:
             label, transport, algorithm = point[:3]
             ax.scatter(point[index], point[4], color=colours[algorithm], marker=markers.get(transport, "o"), s=36)
-            ax.annotate(f"{label} {transport}", (point[index], point[4]), fontsize=6, xytext=(3, 2),
-                        textcoords="offset points")
+            ax.annotate(f"{label} {transport}", (point[index], point[4]), fontsize=6, xytext=(3, 2), textcoords="offset points")
         ax.set_yscale("log")
         if index == 3:
             ax.set_xscale("log")
         ax.set_xlabel(xlabel)
         ax.set_ylabel("median coverage time (ms, log)")
-    handles = [plt.Line2D([], [], color=c, marker="o", ls="", label=a) for a, c in colours.items()] + \
-              [plt.Line2D([], [], color="black", marker=m, ls="", label=t) for t, m in markers.items()]
+    handles = [plt.Line2D([], [], color=c, marker="o", ls="", label=a) for a, c in colours.items()] + [
+        plt.Line2D([], [], color="black", marker=m, ls="", label=t) for t, m in markers.items()
+    ]
     axes[1].legend(handles=handles, fontsize=7, loc="best")
     fig.suptitle(f"Time against memory per cell — race {race.race_id[:8]} (failed cells left out)")
     fig.tight_layout()

@@ -5,8 +5,7 @@ A failed task is FAILED in its column and takes no part in a ratio."""
 
 from report import tables
 from runners import queries
-from runners.tasks import (breaker_floor_task_name, bulk_task_name, coverage_task_name, fetch_task_name,
-                           memory_task_name, source_task_name)
+from runners.tasks import breaker_floor_task_name, bulk_task_name, coverage_task_name, fetch_task_name, memory_task_name, source_task_name
 
 SOURCE_BASELINE = "stored"
 KIB = 1024
@@ -78,8 +77,7 @@ def source_table(race):
     body = []
     for label, values in source_rows(race).items():
         base = values.get(SOURCE_BASELINE)
-        body.append([label] + [values.get(m) for m in modes] +
-                    [tables._normalized(values.get(m), base) for m in others])
+        body.append([label] + [values.get(m) for m in modes] + [tables._normalized(values.get(m), base) for m in others])
     return header, body
 
 
@@ -88,7 +86,8 @@ SOURCE_NOTE = (
     "stored and doc values: the _disk_usage API on that segment. A coverage is size 0 (aggregations only): it never "
     "reads _source. A fetch returns each node's N busiest samples (sorted by cpu): with _source (stored: read and "
     "sent as kept; synthetic: rebuilt from doc values per hit) or with docvalue_fields (the only way to get values "
-    "back without a _source). Disabled has no _source fetch. Ratios are against stored, Elasticsearch's default.\n")
+    "back without a _source). Disabled has no _source fetch. Ratios are against stored, Elasticsearch's default.\n"
+)
 
 
 def _setting(row):
@@ -104,29 +103,63 @@ def memory_cells(race):
     ops = race.op_metrics()
     rows = {r["task"]: r for r in race.memory}
     prefix = breaker_floor_task_name("")
-    return [(task[len(prefix):], rows.get(task), ops.get(memory_task_name(task[len(prefix):])), op)
-            for task, op in ops.items() if task.startswith(prefix)]
+    return [
+        (task[len(prefix) :], rows.get(task), ops.get(memory_task_name(task[len(prefix) :])), op)
+        for task, op in ops.items()
+        if task.startswith(prefix)
+    ]
 
 
 def memory_table(race):
     found = memory_cells(race)
     if not found:
         return None
-    header = ["variant", "setting", "transport", "median (ms)", "breaker floor (KiB)", "trips at (KiB)",
-              "young GCs / coverage", "GC ms / coverage"]
+    header = [
+        "variant",
+        "setting",
+        "transport",
+        "median (ms)",
+        "breaker floor (KiB)",
+        "trips at (KiB)",
+        "young GCs / coverage",
+        "GC ms / coverage",
+    ]
     body = []
     for cell, row, timed, floor in found:
         if row is None or tables.failed(floor):
             variant, transport, *setting = cell.split("-")  # "D_hdr-msearch-hdr-4"
-            body.append([variant, _setting({"variant": variant, "hdr-digits": setting[-1] if setting else None,
-                                            "tdigest-compression": setting[-1] if setting else None}), transport, _median(timed) if timed and not tables.failed(timed) else "FAILED",
-                         "FAILED", None, None, None])
+            body.append(
+                [
+                    variant,
+                    _setting(
+                        {
+                            "variant": variant,
+                            "hdr-digits": setting[-1] if setting else None,
+                            "tdigest-compression": setting[-1] if setting else None,
+                        }
+                    ),
+                    transport,
+                    _median(timed) if timed and not tables.failed(timed) else "FAILED",
+                    "FAILED",
+                    None,
+                    None,
+                    None,
+                ]
+            )
             continue
         floor_kib = row["floor-bytes"] / KIB
-        body.append([row["variant"], _setting(row), row["transport"],
-                     _median(timed) if not tables.failed(timed) else "FAILED",
-                     floor_kib if row["below-bytes"] else f"< {floor_kib:.0f}", row["below-bytes"] / KIB or None,
-                     row["young-gcs-per-coverage"], row["gc-ms-per-coverage"]])
+        body.append(
+            [
+                row["variant"],
+                _setting(row),
+                row["transport"],
+                _median(timed) if not tables.failed(timed) else "FAILED",
+                floor_kib if row["below-bytes"] else f"< {floor_kib:.0f}",
+                row["below-bytes"] / KIB or None,
+                row["young-gcs-per-coverage"],
+                row["gc-ms-per-coverage"],
+            ]
+        )
     return header, body
 
 
@@ -138,7 +171,8 @@ MEMORY_NOTE = (
     "over the searches running at once. Elasticsearch 8.17 creates the shard-level t-digest and HDR states outside "
     "the breaker, so their size shows only through what is serialized back to the coordinator. young GCs / GC ms: "
     "young-generation collections per coverage at the node's own limit (the node's JVM statistics, over the "
-    "memory_attempts baseline coverages), which count every allocation, breaker-accounted or not.\n")
+    "memory_attempts baseline coverages), which count every allocation, breaker-accounted or not.\n"
+)
 
 
 def memory_points(race):
@@ -147,7 +181,14 @@ def memory_points(race):
     for cell, row, timed, floor in memory_cells(race):
         if row is None or tables.failed(floor) or timed is None or tables.failed(timed):
             continue
-        points.append((f"{row['variant']} {_setting(row)}", row["transport"],
-                       queries.percentile_algorithm(row["variant"]) or "none", row["floor-bytes"] / KIB,
-                       _median(timed), row["young-gcs-per-coverage"]))
+        points.append(
+            (
+                f"{row['variant']} {_setting(row)}",
+                row["transport"],
+                queries.percentile_algorithm(row["variant"]) or "none",
+                row["floor-bytes"] / KIB,
+                _median(timed),
+                row["young-gcs-per-coverage"],
+            )
+        )
     return points

@@ -7,8 +7,13 @@ the redline uses the largest latency (never below the p99), and the table says w
 """
 
 from report import tables
-from runners.tasks import (LIVE_COVERAGE_ALONE, LIVE_COVERAGE_WITH_INGEST, live_bulk_task_name,
-                           load_calibration_task_name, load_step_task_name)
+from runners.tasks import (
+    LIVE_COVERAGE_ALONE,
+    LIVE_COVERAGE_WITH_INGEST,
+    live_bulk_task_name,
+    load_calibration_task_name,
+    load_step_task_name,
+)
 
 
 def tail_latency(op):
@@ -25,8 +30,10 @@ def cells(race):
     found = {}
     for v in race.param("load_variants"):
         for t in race.param("load_transports"):
-            steps = [(p, ops.get(load_step_task_name(v, t, p)), race.load_steps.get(load_step_task_name(v, t, p)))
-                     for p in race.param("load_steps")]
+            steps = [
+                (p, ops.get(load_step_task_name(v, t, p)), race.load_steps.get(load_step_task_name(v, t, p)))
+                for p in race.param("load_steps")
+            ]
             steps = [s for s in steps if s[1]]
             if steps:
                 found[(v, t)] = {"calibration": ops.get(load_calibration_task_name(v, t)), "steps": steps}
@@ -50,16 +57,34 @@ def load_table(race):
     found = cells(race)
     if not found:
         return None
-    header = ["variant", "transport", "step", "target /s", "achieved /s", "latency p50 (ms)", "latency tail (ms)",
-              "service p50 (ms)", "errors"]
+    header = [
+        "variant",
+        "transport",
+        "step",
+        "target /s",
+        "achieved /s",
+        "latency p50 (ms)",
+        "latency tail (ms)",
+        "service p50 (ms)",
+        "errors",
+    ]
     body = []
     for (v, t), cell in found.items():
         for percent, op, record in cell["steps"]:
             tail, which = tail_latency(op)
-            body.append([v, t, f"{percent}%", record["target_per_s"] if record else None,
-                         achieved_rate(race, op), op.get("latency", {}).get("50_0"),
-                         f"{tables.fmt(tail)} ({which})", tables.service_ms(op, "median"),
-                         tables.failed_label(op) if tables.failed(op) else "0"])
+            body.append(
+                [
+                    v,
+                    t,
+                    f"{percent}%",
+                    record["target_per_s"] if record else None,
+                    achieved_rate(race, op),
+                    op.get("latency", {}).get("50_0"),
+                    f"{tables.fmt(tail)} ({which})",
+                    tables.service_ms(op, "median"),
+                    tables.failed_label(op) if tables.failed(op) else "0",
+                ]
+            )
     return header, body
 
 
@@ -91,8 +116,9 @@ def redline_table(race):
             body.append([v, t, "FAILED" if calibration else None, "FAILED"])
             continue
         rate, exceeded = redline(cell, limit)
-        text = "none: the lowest step already fails" if rate is None else \
-            (rate if exceeded else f">= {tables.fmt(rate)} (every step passed)")
+        text = (
+            "none: the lowest step already fails" if rate is None else (rate if exceeded else f">= {tables.fmt(rate)} (every step passed)")
+        )
         body.append([v, t, calibrated, text])
     return header, body
 
@@ -101,9 +127,12 @@ def _live_ops(race):
     """The live challenge's four tasks; its last epoch from the race's epochs track parameter."""
     ops = race.op_metrics()
     last = race.param("epochs")
-    found = {"ingest alone": ops.get(live_bulk_task_name(last - 1, False)),
-             "ingest with queries": ops.get(live_bulk_task_name(last, True)),
-             "queries alone": ops.get(LIVE_COVERAGE_ALONE), "queries with ingest": ops.get(LIVE_COVERAGE_WITH_INGEST)}
+    found = {
+        "ingest alone": ops.get(live_bulk_task_name(last - 1, False)),
+        "ingest with queries": ops.get(live_bulk_task_name(last, True)),
+        "queries alone": ops.get(LIVE_COVERAGE_ALONE),
+        "queries with ingest": ops.get(LIVE_COVERAGE_WITH_INGEST),
+    }
     return found if any(found.values()) else None
 
 
@@ -117,26 +146,32 @@ def live_table(race):
         x, y = value(found[a]), value(found[b])
         failed = tables.failed(found[a]) or tables.failed(found[b])
         ratio = y / x if isinstance(x, (int, float)) and isinstance(y, (int, float)) and x and not failed else None
-        return [tables.failed_label(found[a]) if tables.failed(found[a]) else x,
-                tables.failed_label(found[b]) if tables.failed(found[b]) else y, ratio]
+        return [
+            tables.failed_label(found[a]) if tables.failed(found[a]) else x,
+            tables.failed_label(found[b]) if tables.failed(found[b]) else y,
+            ratio,
+        ]
 
     throughput = lambda op: op and op.get("throughput", {}).get("median")  # noqa: E731
-    body = [["ingest (docs/s, median)", *pair("ingest alone", "ingest with queries", throughput)],
-            ["coverage latency p50 (ms)", *pair("queries alone", "queries with ingest",
-                                                lambda op: op and op.get("latency", {}).get("50_0"))],
-            ["coverage latency tail (ms)", *pair("queries alone", "queries with ingest",
-                                                 lambda op: op and tail_latency(op)[0])],
-            ["coverage service p50 (ms)", *pair("queries alone", "queries with ingest",
-                                                lambda op: tables.service_ms(op, "median"))]]
+    body = [
+        ["ingest (docs/s, median)", *pair("ingest alone", "ingest with queries", throughput)],
+        ["coverage latency p50 (ms)", *pair("queries alone", "queries with ingest", lambda op: op and op.get("latency", {}).get("50_0"))],
+        ["coverage latency tail (ms)", *pair("queries alone", "queries with ingest", lambda op: op and tail_latency(op)[0])],
+        ["coverage service p50 (ms)", *pair("queries alone", "queries with ingest", lambda op: tables.service_ms(op, "median"))],
+    ]
     return header, body
 
 
-LOAD_NOTE = ("target: the step's rate (its percent of the cell's calibrated one-client rate), as Poisson arrivals; "
-             "achieved: the step's coverages / its duration. Latency counts from when the schedule meant to send the coverage, so waiting behind "
-             "earlier ones shows; service time does not. tail: Rally's p99 from 100 samples on, else the largest "
-             "latency (never below the p99).\n")
-LIVE_NOTE = ("ingest: the last epoch's bulk load beside the coverages, against the epoch before it (the same size) "
-             "alone. Coverages: the latest complete epoch at live_target_throughput, alone and while the next epoch "
-             "is ingested; each is checked exactly against that epoch's ground truth (the epoch being ingested is "
-             "filtered out by the epoch term, so its partial, refreshing documents cannot enter an answer). The "
-             "epoch being ingested is queried only after its refresh and a document count equal to the corpus's.\n")
+LOAD_NOTE = (
+    "target: the step's rate (its percent of the cell's calibrated one-client rate), as Poisson arrivals; "
+    "achieved: the step's coverages / its duration. Latency counts from when the schedule meant to send the coverage, so waiting behind "
+    "earlier ones shows; service time does not. tail: Rally's p99 from 100 samples on, else the largest "
+    "latency (never below the p99).\n"
+)
+LIVE_NOTE = (
+    "ingest: the last epoch's bulk load beside the coverages, against the epoch before it (the same size) "
+    "alone. Coverages: the latest complete epoch at live_target_throughput, alone and while the next epoch "
+    "is ingested; each is checked exactly against that epoch's ground truth (the epoch being ingested is "
+    "filtered out by the epoch term, so its partial, refreshing documents cannot enter an answer). The "
+    "epoch being ingested is queried only after its refresh and a document count equal to the corpus's.\n"
+)

@@ -14,8 +14,10 @@ from runners.queries import rtt_samples
 from runners.tasks import ccs_task_name, rtt_task_name
 
 SERIAL_ROUND_TRIPS = 30  # one _search per node of the 30-node coverage
-SEED_001 = ("seed 001 (two single-node 7.2 clusters, 190 ms RTT, 200 shards, one geo-grid search): took 40-70 ms "
-            "direct, 240-270 ms through CCS with minimized round trips, 8,800-8,900 ms without")
+SEED_001 = (
+    "seed 001 (two single-node 7.2 clusters, 190 ms RTT, 200 shards, one geo-grid search): took 40-70 ms "
+    "direct, 240-270 ms through CCS with minimized round trips, 8,800-8,900 ms without"
+)
 
 
 def model_round_trips(transport):
@@ -77,8 +79,7 @@ def rtt_table(race):
     header = ["variant", "transport", *[f"{r} ms" for r in rtts], "fitted ms per ms RTT", "model"]
     body = []
     for (v, t), points in series.items():
-        body.append([v, t, *[_cell(op) for _, op in points], _slope([(r, _median(op)) for r, op in points]),
-                     model_round_trips(t)])
+        body.append([v, t, *[_cell(op) for _, op in points], _slope([(r, _median(op)) for r, op in points]), model_round_trips(t)])
     body.append([*_samples_row(race, 2), "", ""])
     return header, body
 
@@ -89,8 +90,10 @@ def ccs_table(race):
         return None
     rtts = race.param("rtt_ms")
     header = ["variant", "transport", "minimize round trips", *[f"{r} ms" for r in rtts], "fitted ms per ms RTT"]
-    body = [[v, t, str(m).lower(), *[_cell(op) for _, op in points], _slope([(r, _median(op)) for r, op in points])]
-            for (v, t, m), points in series.items()]
+    body = [
+        [v, t, str(m).lower(), *[_cell(op) for _, op in points], _slope([(r, _median(op)) for r, op in points])]
+        for (v, t, m), points in series.items()
+    ]
     body.append([*_samples_row(race, 3), ""])
     return header, body
 
@@ -108,24 +111,27 @@ def _departures(points, transport):
     if len(valid) < 2:
         return None
     base = model_base(valid, model_round_trips(transport))
-    distances = [((m - (base + model_round_trips(transport) * r)) / (base + model_round_trips(transport) * r), r)
-                 for r, m in valid]
+    distances = [((m - (base + model_round_trips(transport) * r)) / (base + model_round_trips(transport) * r), r) for r, m in valid]
     return max(distances, key=lambda d: abs(d[0]))
 
 
 def rtt_note(race):
     """What the sweep shows against the model, in sentences computed from this race."""
     series = rtt_series(race)
-    lines = [f"Model: a base time + RTT x round trips ({SERIAL_ROUND_TRIPS} for serial, 1 for msearch and terms); the "
-             "base is the median over the points of measured - round trips x RTT. The RTT is added by Toxiproxy on one open connection: half on the way up, half down; no TCP "
-             "handshake is repeated (the client keeps its connections)."]
+    lines = [
+        f"Model: a base time + RTT x round trips ({SERIAL_ROUND_TRIPS} for serial, 1 for msearch and terms); the "
+        "base is the median over the points of measured - round trips x RTT. The RTT is added by Toxiproxy on one open connection: half on the way up, half down; no TCP "
+        "handshake is repeated (the client keeps its connections)."
+    ]
     for (v, t), points in series.items():
         slope = _slope([(r, _median(op)) for r, op in points])
         worst = _departures(points, t)
         if slope is None or worst is None:
             continue
-        lines.append(f"- {v} {t}: {slope:.1f} ms per ms of RTT (model {model_round_trips(t)}); farthest from the model "
-                     f"at {worst[1]} ms RTT ({100 * worst[0]:+.0f}%, {_median(dict(points)[worst[1]]):.0f} ms measured).")
+        lines.append(
+            f"- {v} {t}: {slope:.1f} ms per ms of RTT (model {model_round_trips(t)}); farthest from the model "
+            f"at {worst[1]} ms RTT ({100 * worst[0]:+.0f}%, {_median(dict(points)[worst[1]]):.0f} ms measured)."
+        )
     ratio = serial_msearch_ratio(race, 50)
     if ratio:
         lines.append("- serial / msearch at 50 ms RTT: " + "; ".join(f"{v} {x:.1f}x" for v, x in ratio.items()) + ".")
@@ -144,14 +150,16 @@ def serial_msearch_ratio(race, rtt):
 
 
 def ccs_note(race):
-    lines = ["Model: with minimized round trips, about one round trip to the remote per search; without, the "
-             "coordinating cluster sends a shard-level request to every remote shard itself, at most "
-             "max_concurrent_shard_requests (5) per node at once, so a search waits about 1 + shards / 5 round trips. "
-             "An _msearch runs its 30 sub-searches max_concurrent_searches at a time (by default "
-             "min(10, search threads) per data node of the coordinating cluster), so it pays those round trips once "
-             "per wave of sub-searches; a terms request is one search. A cell whose remote answer was skipped or "
-             "partial (skip_unavailable turns a remote failure into an HTTP 200 with fewer hits) is FAILED. "
-             f"Beside it, {SEED_001}."]
+    lines = [
+        "Model: with minimized round trips, about one round trip to the remote per search; without, the "
+        "coordinating cluster sends a shard-level request to every remote shard itself, at most "
+        "max_concurrent_shard_requests (5) per node at once, so a search waits about 1 + shards / 5 round trips. "
+        "An _msearch runs its 30 sub-searches max_concurrent_searches at a time (by default "
+        "min(10, search threads) per data node of the coordinating cluster), so it pays those round trips once "
+        "per wave of sub-searches; a terms request is one search. A cell whose remote answer was skipped or "
+        "partial (skip_unavailable turns a remote failure into an HTTP 200 with fewer hits) is FAILED. "
+        f"Beside it, {SEED_001}."
+    ]
     for (v, t, m), points in ccs_series(race).items():
         slope = _slope([(r, _median(op)) for r, op in points])
         if slope is not None:
@@ -163,6 +171,7 @@ def ccs_note(race):
     slowest = max((r for (_, _, r) in pairs), default=None)
     for (v, t, r), by_setting in pairs.items():
         if r == slowest and by_setting.get(True) and by_setting.get(False):
-            lines.append(f"- at {r} ms: {v} {t} without minimized round trips takes "
-                         f"{by_setting[False] / by_setting[True]:.1f}x as long as with.")
+            lines.append(
+                f"- at {r} ms: {v} {t} without minimized round trips takes " f"{by_setting[False] / by_setting[True]:.1f}x as long as with."
+            )
     return "\n".join(lines) + "\n"

@@ -10,7 +10,6 @@ from runners.corpus import races_root
 from runners.load import read_steps
 from runners.queries import SOURCE_MODES
 
-
 # parameters that hold a list (a user may give a comma-separated string)
 LIST_PARAMETERS = {name for name, (default, _) in parameters.PARAMETERS.items() if isinstance(default, list)}
 
@@ -62,8 +61,7 @@ def load(race_dir):
         data = json.loads(record.read_text())
         race.layouts[data["layout"]] = data
     for mode in SOURCE_MODES:
-        for name, attr in ((records.source_record(mode), race.sources), (records.source_ingest_record(mode),
-                                                                         race.source_ingest)):
+        for name, attr in ((records.source_record(mode), race.sources), (records.source_ingest_record(mode), race.source_ingest)):
             data = records.read(str(race_dir / records.RECORD_DIR), name)
             if data is not None:
                 attr[mode] = data
@@ -80,11 +78,13 @@ def find(race_id=None, rally_home=None):
     if race_id:
         matches = [p for p in candidates if p.parent.name.startswith(race_id)]
         if len(matches) != 1:
-            raise ReportError(f"{'no' if not matches else 'more than one'} race matching {race_id!r} under {root}; "
-                             "list them with: esrally list races")
+            raise ReportError(
+                f"{'no' if not matches else 'more than one'} race matching {race_id!r} under {root}; " "list them with: esrally list races"
+            )
         return load(matches[0].parent)
-    ours = [(data["race-timestamp"], path) for path in candidates
-            if records.is_our_track((data := json.loads(path.read_text())).get("track"))]
+    ours = [
+        (data["race-timestamp"], path) for path in candidates if records.is_our_track((data := json.loads(path.read_text())).get("track"))
+    ]
     if ours:
         return load(max(ours)[1].parent)  # by Rally's own race timestamp: file times mean nothing in a clone
     raise ReportError(f"no race of the {records.TRACK_NAME} track under {root}; run one first: make race")

@@ -30,8 +30,7 @@ def failed_label(op):
 
 def coverage_cells(race):
     ops = race.op_metrics()
-    return {(v, t): ops[coverage_task_name(v, t)] for v in VARIANTS for t in TRANSPORTS
-            if coverage_task_name(v, t) in ops}
+    return {(v, t): ops[coverage_task_name(v, t)] for v in VARIANTS for t in TRANSPORTS if coverage_task_name(v, t) in ops}
 
 
 def valid_median(cells, key):
@@ -57,11 +56,22 @@ def ingest_rows(race):
         bulk = ops.get(bulk_task_name(e["epoch"]), {})
         wall = bulk["duration"] / 1000 if bulk.get("duration") is not None else None  # race.json keeps ms
         throughput = bulk.get("throughput", {}).get("median")
-        rows.append({"epoch": e["epoch"], "docs": e["docs"], "wall_s": wall, "bulk_took_s": e["bulk_took_ms"] / 1000,
-                     "took_share": (e["bulk_took_ms"] / 1000 / wall) if wall else None,
-                     "index_s": e["index_ms"] / 1000, "refresh_s": e["refresh_ms"] / 1000,
-                     "merge_s": e["merge_ms"] / 1000, "flush_s": e["flush_ms"] / 1000, "merged_mb": e["merged_mb"],
-                     "docs_per_s": throughput, "requests": e["bulk_requests"]})
+        rows.append(
+            {
+                "epoch": e["epoch"],
+                "docs": e["docs"],
+                "wall_s": wall,
+                "bulk_took_s": e["bulk_took_ms"] / 1000,
+                "took_share": (e["bulk_took_ms"] / 1000 / wall) if wall else None,
+                "index_s": e["index_ms"] / 1000,
+                "refresh_s": e["refresh_ms"] / 1000,
+                "merge_s": e["merge_ms"] / 1000,
+                "flush_s": e["flush_ms"] / 1000,
+                "merged_mb": e["merged_mb"],
+                "docs_per_s": throughput,
+                "requests": e["bulk_requests"],
+            }
+        )
     return rows
 
 
@@ -69,16 +79,54 @@ def ingest_table(race):
     rows = ingest_rows(race)
     if rows is None:
         return None
-    header = ["epoch", "docs", "wall (s)", "bulk took (s)", "took / wall", "index (s)", "refresh (s)", "merge (s)",
-              "flush (s)", "merged MB", "docs/s (median)"]
-    body = [[r["epoch"], r["docs"], r["wall_s"], r["bulk_took_s"], _pct(r["took_share"]), r["index_s"], r["refresh_s"],
-             r["merge_s"], r["flush_s"], r["merged_mb"], r["docs_per_s"]] for r in rows]
-    totals = {k: sum(r[k] or 0 for r in rows) for k in ("docs", "wall_s", "bulk_took_s", "index_s", "refresh_s",
-                                                          "merge_s", "flush_s", "merged_mb")}
-    body.append(["total", totals["docs"], totals["wall_s"], totals["bulk_took_s"],
-                 _pct(totals["bulk_took_s"] / totals["wall_s"] if totals["wall_s"] else None), totals["index_s"],
-                 totals["refresh_s"], totals["merge_s"], totals["flush_s"], totals["merged_mb"],
-                 totals["docs"] / totals["wall_s"] if totals["wall_s"] else None])
+    header = [
+        "epoch",
+        "docs",
+        "wall (s)",
+        "bulk took (s)",
+        "took / wall",
+        "index (s)",
+        "refresh (s)",
+        "merge (s)",
+        "flush (s)",
+        "merged MB",
+        "docs/s (median)",
+    ]
+    body = [
+        [
+            r["epoch"],
+            r["docs"],
+            r["wall_s"],
+            r["bulk_took_s"],
+            _pct(r["took_share"]),
+            r["index_s"],
+            r["refresh_s"],
+            r["merge_s"],
+            r["flush_s"],
+            r["merged_mb"],
+            r["docs_per_s"],
+        ]
+        for r in rows
+    ]
+    totals = {
+        k: sum(r[k] or 0 for r in rows)
+        for k in ("docs", "wall_s", "bulk_took_s", "index_s", "refresh_s", "merge_s", "flush_s", "merged_mb")
+    }
+    body.append(
+        [
+            "total",
+            totals["docs"],
+            totals["wall_s"],
+            totals["bulk_took_s"],
+            _pct(totals["bulk_took_s"] / totals["wall_s"] if totals["wall_s"] else None),
+            totals["index_s"],
+            totals["refresh_s"],
+            totals["merge_s"],
+            totals["flush_s"],
+            totals["merged_mb"],
+            totals["docs"] / totals["wall_s"] if totals["wall_s"] else None,
+        ]
+    )
     return header, body
 
 
@@ -138,8 +186,13 @@ def speedup_table(race):
     body = []
     for v in VARIANTS:
         if any((v, t) in cells for t in transports):
-            body.append([v] + [None if (v, t) not in cells else "FAILED" if failed(cells[(v, t)])
-                               else base / valid_median(cells, (v, t)) for t in transports])
+            body.append(
+                [v]
+                + [
+                    None if (v, t) not in cells else "FAILED" if failed(cells[(v, t)]) else base / valid_median(cells, (v, t))
+                    for t in transports
+                ]
+            )
     return header, body
 
 
@@ -155,7 +208,7 @@ def _layout_ops(race):
     found = {}
     for layout in names:
         prefix = layout_task_name(layout, "")
-        mine = {task[len(prefix):]: op for task, op in ops.items() if task.startswith(prefix)}
+        mine = {task[len(prefix) :]: op for task, op in ops.items() if task.startswith(prefix)}
         if mine:
             found[layout] = mine
     return found
@@ -171,8 +224,15 @@ def layout_ingest_rows(race):
         copies = race.layouts.get(layout, {}).get("ingested", [])
         docs = sum(c["docs"] for c in copies if c["primary"])
         wall = sum(op["duration"] for op in bulks) / 1000 if bulks else None
-        rows.append({"layout": layout, "docs": docs, "wall_s": wall, "failed": any(failed(op) for op in bulks),
-                     "docs_per_s": docs / wall if wall and docs else None})
+        rows.append(
+            {
+                "layout": layout,
+                "docs": docs,
+                "wall_s": wall,
+                "failed": any(failed(op) for op in bulks),
+                "docs_per_s": docs / wall if wall and docs else None,
+            }
+        )
     return rows
 
 
@@ -230,8 +290,7 @@ def layout_placement_table(race):
         bottleneck = layout_rules.bottleneck(indexing)
         for node in sorted(indexing):
             copies = " ".join(f"{'P' if c['primary'] else 'R'}{c['shard']}" for c in ingested if c["node"] == node)
-            body.append([layout, node, copies, _pct(indexing[node]), _pct(search.get(node)),
-                         "indexing" if node == bottleneck else ""])
+            body.append([layout, node, copies, _pct(indexing[node]), _pct(search.get(node)), "indexing" if node == bottleneck else ""])
     return header, body
 
 

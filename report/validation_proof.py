@@ -24,8 +24,16 @@ from report import ReportError
 from report.tables import markdown
 from runners import corpus, queries
 from runners.corpus import FIELDS, OrderStatistics
-from runners.validation import (CoverageErrors, NodeExpectation, PercentileErrors, check_metrics, check_node_response,
-                                check_terms_response, es_percent_key, tdigest_rank_tolerance)
+from runners.validation import (
+    CoverageErrors,
+    NodeExpectation,
+    PercentileErrors,
+    check_metrics,
+    check_node_response,
+    check_terms_response,
+    es_percent_key,
+    tdigest_rank_tolerance,
+)
 
 PERCENTS = [0, 50, 90, 100]
 VARIANTS = ("D_td", "D_hdr")
@@ -88,12 +96,13 @@ def within_precision(entry, field, variant, p, value):
         grid = 100 * OrderStatistics(entry["ranks"][field], entry["count"]).step / entry["count"]
         return abs(rank_distance(entry, field, p, value)) <= 100 * tdigest_rank_tolerance() + grid
     exact = entry["percentiles"][field][str(p)]
-    return abs(value - exact) <= 2 * 10.0 ** -queries.DEFAULT_HDR_DIGITS * abs(exact) + 0.02
+    return abs(value - exact) <= 2 * 10.0**-queries.DEFAULT_HDR_DIGITS * abs(exact) + 0.02
 
 
 def _post(url, path, body, ndjson=False):
-    request = urllib.request.Request(url + path, data=body, method="POST", headers={
-        "content-type": "application/x-ndjson" if ndjson else "application/json"})
+    request = urllib.request.Request(
+        url + path, data=body, method="POST", headers={"content-type": "application/x-ndjson" if ndjson else "application/json"}
+    )
     with urllib.request.urlopen(request, timeout=600) as response:
         return json.loads(response.read())
 
@@ -104,8 +113,9 @@ def node_aggregations(url, index, variant, transport, epoch, nodes, truth_epoch)
     searches = [queries.node_search(variant, epoch, n, PERCENTS) for n in nodes]
     errors = CoverageErrors()
     if transport == "terms":
-        response = _post(url, f"/{index}/_search?request_cache=false",
-                         queries.json_bytes(queries.terms_search(variant, epoch, len(nodes), PERCENTS)))
+        response = _post(
+            url, f"/{index}/_search?request_cache=false", queries.json_bytes(queries.terms_search(variant, epoch, len(nodes), PERCENTS))
+        )
         check_terms_response(response, nodes, epoch, expected, errors, PercentileErrors())
         buckets = {b["key"]: b for b in response["aggregations"][queries.TERMS_AGG]["buckets"]}
         return {n: buckets[n] for n in nodes}, expected, errors
@@ -125,8 +135,10 @@ def prove(url, root):
         count = json.loads(response.read())["count"]
     section = corpus.section_for_count(manifest, count)
     if section is None:
-        raise ReportError(f"index {manifest['index']} holds {count} documents, neither the corpus nor its test-mode "
-                         "files: ingest it first (make race CHALLENGE=ingest-baseline)")
+        raise ReportError(
+            f"index {manifest['index']} holds {count} documents, neither the corpus nor its test-mode "
+            "files: ingest it first (make race CHALLENGE=ingest-baseline)"
+        )
     nodes = manifest["nodes"]
     false_failures, checked = [], 0
     tally = {}  # (substitution, variant, field) -> [caught, total, [uncaught rank distances], uncaught beyond precision]
@@ -134,8 +146,7 @@ def prove(url, root):
         epoch = int(epoch_key)
         for variant in VARIANTS:
             for transport in TRANSPORTS:
-                aggs, expected, errors = node_aggregations(url, manifest["index"], variant, transport, epoch, nodes,
-                                                           by_node)
+                aggs, expected, errors = node_aggregations(url, manifest["index"], variant, transport, epoch, nodes, by_node)
                 checked += 1
                 if errors:
                     false_failures.append(f"{variant}/{transport} epoch {epoch}: {errors.description()}")
@@ -158,20 +169,29 @@ def prove(url, root):
 
 
 def report(section, checked, false_failures, tally):
-    header = ["substitution", "variant", "field", "caught", "uncaught: rank distance from the exact (% of n)",
-              "uncaught beyond the algorithm's precision"]
-    rows = [[name, variant, field, f"{c}/{t}", ", ".join(f"{d:+.2f}" for d in sorted(misses)[:6]) or "-", beyond]
-            for (name, variant, field), (c, t, misses, beyond) in tally.items()]
+    header = [
+        "substitution",
+        "variant",
+        "field",
+        "caught",
+        "uncaught: rank distance from the exact (% of n)",
+        "uncaught beyond the algorithm's precision",
+    ]
+    rows = [
+        [name, variant, field, f"{c}/{t}", ", ".join(f"{d:+.2f}" for d in sorted(misses)[:6]) or "-", beyond]
+        for (name, variant, field), (c, t, misses, beyond) in tally.items()
+    ]
     caught_total, total = sum(v[0] for v in tally.values()), sum(v[1] for v in tally.values())
     beyond_total = sum(v[3] for v in tally.values())
-    text = (f"# Validation proof ({section} corpus)\n\n"
-            f"Real answers: {checked} coverages (D_td, D_hdr x msearch, terms, serial x every epoch), "
-            f"**{len(false_failures)} false failures**.\n\n"
-            f"Wrong answers substituted into the real _msearch answers: **{caught_total} of {total} caught**; "
-            f"of the {total - caught_total} not caught, **{beyond_total}** lie beyond the algorithm's own precision "
-            "(t-digest: its rank tolerance; HDR: its relative precision), the rest are as close to the exact answer as "
-            "the algorithm's own answers may be.\n\n"
-            + markdown(header, rows) + "\n")
+    text = (
+        f"# Validation proof ({section} corpus)\n\n"
+        f"Real answers: {checked} coverages (D_td, D_hdr x msearch, terms, serial x every epoch), "
+        f"**{len(false_failures)} false failures**.\n\n"
+        f"Wrong answers substituted into the real _msearch answers: **{caught_total} of {total} caught**; "
+        f"of the {total - caught_total} not caught, **{beyond_total}** lie beyond the algorithm's own precision "
+        "(t-digest: its rank tolerance; HDR: its relative precision), the rest are as close to the exact answer as "
+        "the algorithm's own answers may be.\n\n" + markdown(header, rows) + "\n"
+    )
     if false_failures:
         text += "\nFalse failures:\n\n" + "\n".join(f"- {f}" for f in false_failures[:20]) + "\n"
     return text
@@ -189,17 +209,28 @@ def main(argv=None):
     except (ReportError, corpus.CorpusError) as e:
         raise SystemExit(str(e))
     except urllib.error.URLError as e:
-        raise SystemExit(f"cannot reach Elasticsearch at {url} ({e.reason}): start it with make es-start, "
-                         "or pass TARGET_HOSTS=host:port")
+        raise SystemExit(
+            f"cannot reach Elasticsearch at {url} ({e.reason}): start it with make es-start, " "or pass TARGET_HOSTS=host:port"
+        )
     text = report(*result)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "validation-proof.md").write_text(text)
     section, checked, false_failures, tally = result
-    (out / "validation-proof.json").write_text(json.dumps({
-        "section": section, "checked": checked, "false_failures": false_failures,
-        "substitutions": [{"substitution": k[0], "variant": k[1], "field": k[2], "caught": v[0], "total": v[1],
-                           "uncaught_beyond_precision": v[3]} for k, v in tally.items()]}, indent=1))
+    (out / "validation-proof.json").write_text(
+        json.dumps(
+            {
+                "section": section,
+                "checked": checked,
+                "false_failures": false_failures,
+                "substitutions": [
+                    {"substitution": k[0], "variant": k[1], "field": k[2], "caught": v[0], "total": v[1], "uncaught_beyond_precision": v[3]}
+                    for k, v in tally.items()
+                ],
+            },
+            indent=1,
+        )
+    )
     print(text)
     print(f"written: {out / 'validation-proof.md'}")
     return 1 if false_failures or any(v[3] for v in tally.values()) else 0

@@ -19,14 +19,14 @@ CONTEXT_KEY = "cluster-metrics"  # the operation parameter that carries the cont
 @dataclass(frozen=True)
 class RaceContext:
     index: str
-    nodes: tuple            # node names, as the corpus has them
-    epochs: tuple           # the epochs this race ingests and queries (track parameter epochs)
-    section: str            # ground-truth section of the files this race uses: "full" or "test_mode"
-    ground_truth: str       # path of ground-truth.json
+    nodes: tuple  # node names, as the corpus has them
+    epochs: tuple  # the epochs this race ingests and queries (track parameter epochs)
+    section: str  # ground-truth section of the files this race uses: "full" or "test_mode"
+    ground_truth: str  # path of ground-truth.json
     ground_truth_sha256: str
-    epoch_docs: dict        # epoch (str) -> documents of that epoch's file
-    record_dir: str         # <race>/cluster-metrics: what race.json cannot hold
-    fingerprint: dict       # written into the index's _meta at create time, checked before timed queries
+    epoch_docs: dict  # epoch (str) -> documents of that epoch's file
+    record_dir: str  # <race>/cluster-metrics: what race.json cannot hold
+    fingerprint: dict  # written into the index's _meta at create time, checked before timed queries
 
     @property
     def expected_docs(self):

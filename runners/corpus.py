@@ -23,13 +23,13 @@ import struct
 from pathlib import Path
 
 INDEX = "cluster-metrics"
-META_DIR = "cluster-metrics"          # manifest + ground truth, beside the per-epoch corpus folders
+META_DIR = "cluster-metrics"  # manifest + ground truth, beside the per-epoch corpus folders
 MANIFEST = "manifest.json"
 GROUND_TRUTH = "ground-truth.json"
 FIELDS = ("cpu", "mem", "net")
-TEST_MODE_DOCS = 1000                 # Rally's --test-mode replaces every document set over 1000 docs by its -1k sibling
+TEST_MODE_DOCS = 1000  # Rally's --test-mode replaces every document set over 1000 docs by its -1k sibling
 SECTIONS = {False: "full", True: "test_mode"}  # ground-truth section of the full files / the -1k files
-GENERATOR_VERSION = 2                 # 2: rank grid in the ground truth, numpy version in the manifest
+GENERATOR_VERSION = 2  # 2: rank grid in the ground truth, numpy version in the manifest
 GROUND_TRUTH_PERCENTS = (0, 1, 5, 10, 25, 50, 75, 90, 95, 99, 100)  # exact interpolated values kept for these
 RANK_GRID_INTERVALS = 1000
 FINGERPRINT_KEY = "cluster-metrics-corpus"  # the index mapping's _meta key naming the corpus it was created for
@@ -94,9 +94,11 @@ def require_manifest(root):
     if manifest is None:
         raise CorpusError(f"No cluster-metrics corpus: {manifest_path(root)} does not exist; {FIX}.")
     if manifest.get("generator", {}).get("version") != GENERATOR_VERSION:
-        raise CorpusError(f"The corpus under {root} was made by generator version "
-                          f"{manifest.get('generator', {}).get('version')}, this track reads version "
-                          f"{GENERATOR_VERSION}; regenerate it: make corpus (add --force to corpora-gen/generate).")
+        raise CorpusError(
+            f"The corpus under {root} was made by generator version "
+            f"{manifest.get('generator', {}).get('version')}, this track reads version "
+            f"{GENERATOR_VERSION}; regenerate it: make corpus (add --force to corpora-gen/generate)."
+        )
     return manifest
 
 
@@ -146,8 +148,7 @@ def load_ground_truth(root, manifest):
 
 def fingerprint(manifest, section):
     """What the index is created for: written into its mapping's _meta, checked before any timed query."""
-    return {"generator": manifest["generator"], "ground_truth_sha256": manifest["ground_truth"]["sha256"],
-            "section": section}
+    return {"generator": manifest["generator"], "ground_truth_sha256": manifest["ground_truth"]["sha256"], "section": section}
 
 
 def as_float32(value):

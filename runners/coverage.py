@@ -8,8 +8,15 @@ import elasticsearch
 
 from runners import load, parameters, queries
 from runners.context import CONTEXT_KEY, RaceContext
-from runners.validation import (CoverageErrors, FetchExpectation, NodeExpectation, PercentileErrors,
-                                check_fetch_response, check_node_response, check_terms_response)
+from runners.validation import (
+    CoverageErrors,
+    FetchExpectation,
+    NodeExpectation,
+    PercentileErrors,
+    check_fetch_response,
+    check_node_response,
+    check_terms_response,
+)
 
 LOG = logging.getLogger(__name__)
 JSON = {"content-type": "application/json", "accept": "application/json"}
@@ -38,16 +45,22 @@ class CoverageParamSource:
             self._url["ccs_minimize_roundtrips"] = str(params["ccs-minimize-roundtrips"]).lower()
         self.epochs = list(params.get("epochs") or context.epochs)
         self.nodes = list(params.get("nodes") or context.nodes)
-        self._fixed = {"name": params.get("name"), "transport": self.transport, "nodes": self.nodes,
-                       "request-timeout": params.get("request-timeout", 120), **self._query(params)}
+        self._fixed = {
+            "name": params.get("name"),
+            "transport": self.transport,
+            "nodes": self.nodes,
+            "request-timeout": params.get("request-timeout", 120),
+            **self._query(params),
+        }
         if "assertions" in params:
             self._fixed["assertions"] = params["assertions"]
         if params.get("record-rate"):
             self._fixed.update({"record-rate": True, CONTEXT_KEY: params[CONTEXT_KEY]})
         truth = context.truth()
-        self._per_epoch = {epoch: {"expected": {n: self._expectation(truth[str(epoch)][n]) for n in self.nodes},
-                                   "requests": self._requests(epoch)}
-                           for epoch in self.epochs}
+        self._per_epoch = {
+            epoch: {"expected": {n: self._expectation(truth[str(epoch)][n]) for n in self.nodes}, "requests": self._requests(epoch)}
+            for epoch in self.epochs
+        }
         self._next = 0
         self.infinite = True
 
@@ -60,15 +73,13 @@ class CoverageParamSource:
         return {"variant": self.variant, "cell": f"{self.variant}/{self.transport}"}
 
     def _expectation(self, node_truth):
-        return NodeExpectation(node_truth, self.variant, self.percents, self.hdr_digits,
-                               self.compression or queries.DEFAULT_COMPRESSION)
+        return NodeExpectation(node_truth, self.variant, self.percents, self.hdr_digits, self.compression or queries.DEFAULT_COMPRESSION)
 
     def _node_search(self, epoch, node):
         return queries.node_search(self.variant, epoch, node, self.percents, self.hdr_digits, self.compression)
 
     def _terms_search(self, epoch):
-        return queries.terms_search(self.variant, epoch, len(self.nodes), self.percents, self.hdr_digits,
-                                    self.compression)
+        return queries.terms_search(self.variant, epoch, len(self.nodes), self.percents, self.hdr_digits, self.compression)
 
     def _requests(self, epoch):
         """(path, URL parameters, body bytes, headers) of each HTTP request of one coverage."""
@@ -130,8 +141,7 @@ class Coverage:
       one link is a failed sample like any other, and --on-error=abort still ends the race on the first one."""
 
     async def __call__(self, es, params):
-        client = es.options(request_timeout=params["request-timeout"], max_retries=0, retry_on_status=(),
-                            retry_on_timeout=False)
+        client = es.options(request_timeout=params["request-timeout"], max_retries=0, retry_on_status=(), retry_on_timeout=False)
         requests = params["requests"]
         bodies = []
         es.return_raw_response()  # keep the bytes: decoding waits until the timed window is closed
@@ -149,8 +159,17 @@ class Coverage:
         # the timed window is closed: decode and check
         errors, pct_errors = CoverageErrors(), PercentileErrors()
         hits, took = self.check([json.load(body) for body in bodies], params, errors, pct_errors)
-        result = {"weight": 1, "unit": "coverages", "success": not errors, "hits": hits or 0, "took": took,
-                  "requests": len(requests), "epoch": params["epoch"], **errors.as_meta(), **pct_errors.as_meta()}
+        result = {
+            "weight": 1,
+            "unit": "coverages",
+            "success": not errors,
+            "hits": hits or 0,
+            "took": took,
+            "requests": len(requests),
+            "epoch": params["epoch"],
+            **errors.as_meta(),
+            **pct_errors.as_meta(),
+        }
         if params.get("record-rate") and not errors:
             load.record_duration(params, seconds)
         if errors:
@@ -163,8 +182,7 @@ class Coverage:
         """Every answer of one coverage against its expectation; returns (hits, took summed)."""
         transport, epoch, nodes, expected = params["transport"], params["epoch"], params["nodes"], params["expected"]
         if transport == "terms":
-            return (check_terms_response(decoded[0], nodes, epoch, expected, errors, pct_errors),
-                    decoded[0].get("took", 0))
+            return (check_terms_response(decoded[0], nodes, epoch, expected, errors, pct_errors), decoded[0].get("took", 0))
         responses = self._responses(decoded, params, errors)
         counts = [check_node_response(r, n, epoch, expected[n], errors, pct_errors) for n, r in zip(nodes, responses)]
         return sum(c for c in counts if c is not None), sum(r.get("took", 0) for r in responses)
@@ -173,8 +191,10 @@ class Coverage:
     def _responses(decoded, params, errors):
         """The per-node responses of a serial or msearch coverage (one per node, or an error)."""
         responses = decoded if params["transport"] == "serial" else decoded[0].get("responses", [])
-        errors.check(len(responses) == len(params["nodes"]),
-                     lambda: f"epoch {params['epoch']}: {len(responses)} responses for {len(params['nodes'])} searches")
+        errors.check(
+            len(responses) == len(params["nodes"]),
+            lambda: f"epoch {params['epoch']}: {len(responses)} responses for {len(params['nodes'])} searches",
+        )
         return responses
 
     def __repr__(self):
@@ -193,8 +213,7 @@ class FetchCoverage(Coverage):
     def check(self, decoded, params, errors, pct_errors):
         epoch, expected = params["epoch"], params["expected"]
         responses = self._responses(decoded, params, errors)
-        counts = [check_fetch_response(r, n, epoch, expected[n], params["fetch"], errors)
-                  for n, r in zip(params["nodes"], responses)]
+        counts = [check_fetch_response(r, n, epoch, expected[n], params["fetch"], errors) for n, r in zip(params["nodes"], responses)]
         return sum(c for c in counts if c is not None), sum(r.get("took", 0) for r in responses)
 
     def __repr__(self):
@@ -203,8 +222,7 @@ class FetchCoverage(Coverage):
 
 def _where(params, i):
     target = f"node {params['nodes'][i]}" if params["transport"] == "serial" else f"(all {len(params['nodes'])} nodes)"
-    return (f"{params['cell']}: epoch {params['epoch']} {target}, request {i + 1} of "
-            f"{len(params['requests'])}")
+    return f"{params['cell']}: epoch {params['epoch']} {target}, request {i + 1} of " f"{len(params['requests'])}"
 
 
 def _network_error(error, where, timeout):
@@ -216,8 +234,7 @@ def _network_error(error, where, timeout):
         seen = "connection failed: " + "; ".join(dict.fromkeys(str(getattr(c, "message", c)) for c in causes))
     description = f"{where}: {seen}; not retried"
     LOG.warning("coverage failed: %s", description)
-    return {"weight": 1, "unit": "coverages", "success": False, "error-type": "network",
-            "error-description": description}
+    return {"weight": 1, "unit": "coverages", "success": False, "error-type": "network", "error-description": description}
 
 
 def _http_error(error, where):
@@ -235,8 +252,14 @@ def _http_error(error, where):
         reason = f"{body['error'].get('type')}: {body['error'].get('reason')}"
     description = f"{where}: HTTP {error.status_code} ({reason}); not retried"
     LOG.warning("coverage failed: %s", description)
-    return {"weight": 1, "unit": "coverages", "success": False, "error-type": "http",
-            "http-status": error.status_code, "error-description": description}
+    return {
+        "weight": 1,
+        "unit": "coverages",
+        "success": False,
+        "error-type": "http",
+        "http-status": error.status_code,
+        "error-description": description,
+    }
 
 
 def validate_coverage(params, clients, context):
@@ -247,23 +270,23 @@ def validate_coverage(params, clients, context):
     parameters.check_operation_value("percents", params.get("percents", list(queries.DEFAULT_PERCENTS)), "percents")
     parameters.check_operation_value("hdr-digits", params.get("hdr-digits", queries.DEFAULT_HDR_DIGITS), "hdr_digits")
     if params.get("tdigest-compression") is not None:
-        parameters.check_operation_value("tdigest-compression", [params["tdigest-compression"]],
-                                         "memory_tdigest_compression")
+        parameters.check_operation_value("tdigest-compression", [params["tdigest-compression"]], "memory_tdigest_compression")
     if params.get("remote") is not None:
         parameters.check_operation_value("remote", params["remote"], "ccs_alias")
     if "rate-fraction" in params:
         load.validate_step(params)
     if "ccs-minimize-roundtrips" in params:
-        parameters.check_operation_value("ccs-minimize-roundtrips", [params["ccs-minimize-roundtrips"]],
-                                         "ccs_minimize_roundtrips")
+        parameters.check_operation_value("ccs-minimize-roundtrips", [params["ccs-minimize-roundtrips"]], "ccs_minimize_roundtrips")
 
 
 def validate_fetch_coverage(params, clients, context):
     """Load-time check of a fetch coverage; raises ValueError naming the problem."""
     queries.validate_fetch_kind(params.get("fetch"))
     if params.get("transport") not in queries.FETCH_TRANSPORTS:
-        raise ValueError(f"a fetch coverage goes over {' or '.join(queries.FETCH_TRANSPORTS)}, not "
-                         f"{params.get('transport')!r} (a terms bucket's top_hits stops at 100 hits)")
+        raise ValueError(
+            f"a fetch coverage goes over {' or '.join(queries.FETCH_TRANSPORTS)}, not "
+            f"{params.get('transport')!r} (a terms bucket's top_hits stops at 100 hits)"
+        )
     parameters.check_operation_value("fetch-size", params.get("fetch-size"), "fetch_size")
     _validate_common(params, context)
 
@@ -272,8 +295,7 @@ def _validate_common(params, context):
     """Epochs, nodes and the request timeout of any coverage."""
     for epoch in params.get("epochs") or context.epochs:
         if epoch not in context.epochs:
-            raise ValueError(f"epoch {epoch} is not ingested by this race (epochs {list(context.epochs)}, track "
-                             "parameter epochs)")
+            raise ValueError(f"epoch {epoch} is not ingested by this race (epochs {list(context.epochs)}, track " "parameter epochs)")
     unknown = [n for n in params.get("nodes") or () if n not in context.nodes]
     if unknown:
         raise ValueError(f"node(s) {', '.join(unknown)} are not in the generated corpus")

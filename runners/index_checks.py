@@ -5,8 +5,10 @@ import elasticsearch
 from runners.context import RaceContext
 from runners.corpus import FINGERPRINT_KEY, CorpusError
 
-INGEST_FIX = "ingest it with this race's corpus and parameters first (challenge ingest-baseline, with --test-mode " \
-             "when this race runs in test mode, and the same epochs)"
+INGEST_FIX = (
+    "ingest it with this race's corpus and parameters first (challenge ingest-baseline, with --test-mode "
+    "when this race runs in test mode, and the same epochs)"
+)
 
 
 class VerifyDocCount:
@@ -18,10 +20,15 @@ class VerifyDocCount:
         response = await es.perform_request("GET", f"/{context.index}/_count")
         actual, expected = response.body["count"], context.expected_docs
         if actual != expected:
-            return {"weight": 1, "unit": "ops", "success": False, "error-type": "cluster-metrics",
-                    "error-description": f"index {context.index} holds {actual} documents, the ingested corpus has "
-                                         f"{expected}",
-                    "actual": actual, "expected": expected}
+            return {
+                "weight": 1,
+                "unit": "ops",
+                "success": False,
+                "error-type": "cluster-metrics",
+                "error-description": f"index {context.index} holds {actual} documents, the ingested corpus has " f"{expected}",
+                "actual": actual,
+                "expected": expected,
+            }
         return {"weight": 1, "unit": "ops", "success": True, "actual": actual, "expected": expected}
 
     def __repr__(self):
@@ -46,9 +53,11 @@ class VerifyCorpus:
         context = RaceContext.of(params)
         cluster = params.get("cluster", "default")
         if cluster not in es:
-            raise CorpusError(f"--target-hosts names no cluster {cluster!r} (it names {', '.join(sorted(es))}): give "
-                              f"both, e.g. --target-hosts='{{\"default\": [\"127.0.0.1:9200\"], "
-                              f"\"{cluster}\": [\"127.0.0.1:9400\"]}}'")
+            raise CorpusError(
+                f"--target-hosts names no cluster {cluster!r} (it names {', '.join(sorted(es))}): give "
+                f'both, e.g. --target-hosts=\'{{"default": ["127.0.0.1:9200"], '
+                f'"{cluster}": ["127.0.0.1:9400"]}}\''
+            )
         es = es[cluster]
         try:
             mapping = (await es.indices.get_mapping(index=context.index)).body
@@ -56,20 +65,29 @@ class VerifyCorpus:
             raise CorpusError(f"index {context.index} does not exist: {INGEST_FIX}.") from None
         found = next(iter(mapping.values()))["mappings"].get("_meta", {}).get(FINGERPRINT_KEY)
         if found != context.fingerprint:
-            raise CorpusError(f"index {context.index} holds another corpus than this race's ground truth describes "
-                              f"({_difference(found, context.fingerprint)}): {INGEST_FIX}.")
+            raise CorpusError(
+                f"index {context.index} holds another corpus than this race's ground truth describes "
+                f"({_difference(found, context.fingerprint)}): {INGEST_FIX}."
+            )
         try:
             counts = await _counts(es, context)
         except elasticsearch.ApiError as e:  # a closed or broken index: the timed queries could only fail
-            raise CorpusError(f"index {context.index} cannot be searched (HTTP {e.status_code} {e.message}): "
-                              f"{INGEST_FIX}, or open it.") from None
+            raise CorpusError(
+                f"index {context.index} cannot be searched (HTTP {e.status_code} {e.message}): " f"{INGEST_FIX}, or open it."
+            ) from None
         truth = context.truth()
         epochs = params.get("epochs") or context.epochs
-        wrong = [f"epoch {e} node {n}: {counts.get((e, n), 0)} documents, expected {truth[str(e)][n]['count']}"
-                 for e in epochs for n in context.nodes if counts.get((e, n), 0) != truth[str(e)][n]["count"]]
+        wrong = [
+            f"epoch {e} node {n}: {counts.get((e, n), 0)} documents, expected {truth[str(e)][n]['count']}"
+            for e in epochs
+            for n in context.nodes
+            if counts.get((e, n), 0) != truth[str(e)][n]["count"]
+        ]
         if wrong:
-            raise CorpusError(f"index {context.index} was created for this corpus but does not hold it "
-                              f"({'; '.join(wrong[:3])}{'; ...' if len(wrong) > 3 else ''}): {INGEST_FIX}.")
+            raise CorpusError(
+                f"index {context.index} was created for this corpus but does not hold it "
+                f"({'; '.join(wrong[:3])}{'; ...' if len(wrong) > 3 else ''}): {INGEST_FIX}."
+            )
         return {"weight": 1, "unit": "ops", "success": True, "epochs": list(epochs)}
 
     def __repr__(self):
@@ -78,23 +96,36 @@ class VerifyCorpus:
 
 async def _counts(es, context):
     """{(epoch, node): documents} for the race's epochs, from one terms aggregation."""
-    body = {"size": 0, "track_total_hits": True, "query": {"terms": {"epoch": list(context.epochs)}},
-            "aggs": {"epoch": {"terms": {"field": "epoch", "size": len(context.epochs) + 1},
-                               "aggs": {"node": {"terms": {"field": "node", "size": len(context.nodes) + 1}}}}}}
+    body = {
+        "size": 0,
+        "track_total_hits": True,
+        "query": {"terms": {"epoch": list(context.epochs)}},
+        "aggs": {
+            "epoch": {
+                "terms": {"field": "epoch", "size": len(context.epochs) + 1},
+                "aggs": {"node": {"terms": {"field": "node", "size": len(context.nodes) + 1}}},
+            }
+        },
+    }
     response = (await es.perform_request("POST", f"/{context.index}/_search", body=body)).body
-    return {(e["key"], n["key"]): n["doc_count"]
-            for e in response["aggregations"]["epoch"]["buckets"] for n in e["node"]["buckets"]}
+    return {(e["key"], n["key"]): n["doc_count"] for e in response["aggregations"]["epoch"]["buckets"] for n in e["node"]["buckets"]}
 
 
 def _difference(found, expected):
     if found is None:
         return "its mapping has no corpus fingerprint: it was not created by this track's ingest"
     if found.get("section") != expected["section"]:
-        return (f"it holds the {found.get('section')} files, this race uses the {expected['section']} files "
-                "(test mode uses the 1,000-document files)")
+        return (
+            f"it holds the {found.get('section')} files, this race uses the {expected['section']} files "
+            "(test mode uses the 1,000-document files)"
+        )
     if found.get("generator") != expected["generator"]:
-        differing = sorted(k for k in set(found.get("generator", {})) | set(expected["generator"])
-                           if found.get("generator", {}).get(k) != expected["generator"].get(k))
+        differing = sorted(
+            k
+            for k in set(found.get("generator", {})) | set(expected["generator"])
+            if found.get("generator", {}).get(k) != expected["generator"].get(k)
+        )
         return "made with other generator parameters: " + ", ".join(
-            f"{k} {found.get('generator', {}).get(k)} there, {expected['generator'].get(k)} here" for k in differing)
+            f"{k} {found.get('generator', {}).get(k)} there, {expected['generator'].get(k)} here" for k in differing
+        )
     return "the ground truth's sha256 differs"

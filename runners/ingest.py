@@ -30,8 +30,11 @@ class EpochBulkParamSource:
 
     def __init__(self, track, params, **kwargs):
         self._inner = rally_params.BulkIndexParamSource(track, params, **kwargs)
-        self._extra = {"epoch": params["epoch"], "record-dir": RaceContext.of(params).record_dir,
-                       "record": params.get("record", records.INGEST)}
+        self._extra = {
+            "epoch": params["epoch"],
+            "record-dir": RaceContext.of(params).record_dir,
+            "record": params.get("record", records.INGEST),
+        }
 
     def partition(self, partition_index, total_partitions):
         part = copy.copy(self)
@@ -104,8 +107,7 @@ class IngestCostStart:
 
     async def __call__(self, es, params):
         context = RaceContext.of(params)
-        records.write(context.record_dir, params.get("record", records.INGEST),
-                      {"epochs": [], "snapshot": await _snapshot(es, context)})
+        records.write(context.record_dir, params.get("record", records.INGEST), {"epochs": [], "snapshot": await _snapshot(es, context)})
         return {"weight": 1, "unit": "ops", "success": True}
 
     def __repr__(self):
@@ -127,9 +129,14 @@ class IngestEpochCost:
         name = params.get("record", records.INGEST)
         record = records.read(context.record_dir, name, {})
         if "snapshot" not in record:
-            return {"weight": 1, "unit": "ops", "success": False, "error-type": "cluster-metrics",
-                    "error-description": f"epoch {epoch}: no starting /_stats snapshot (the schedule must run "
-                                         "ingest-cost-start before the first bulk)"}
+            return {
+                "weight": 1,
+                "unit": "ops",
+                "success": False,
+                "error-type": "cluster-metrics",
+                "error-description": f"epoch {epoch}: no starting /_stats snapshot (the schedule must run "
+                "ingest-cost-start before the first bulk)",
+            }
         tooks = []
         for path in glob.glob(os.path.join(context.record_dir, _took_dir(name), f"epoch-{epoch}-*.txt")):
             with open(path) as f:

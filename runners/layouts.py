@@ -14,7 +14,7 @@ class LayoutError(Exception):
 
 
 def parse_layout(name):
-    """"2S1R" -> (2 shards, 1 replica)."""
+    """ "2S1R" -> (2 shards, 1 replica)."""
     match = LAYOUT.match(str(name))
     if not match or int(match.group(1)) < 1:
         raise ValueError(f"layout {name!r} is not <shards>S<replicas>R with at least 1 shard, e.g. 2S1R")
@@ -32,11 +32,17 @@ def shard_copies(stats, node_names):
     for index in stats["indices"].values():
         for shard, shard_copies_ in index["shards"].items():
             for copy in shard_copies_:
-                copies.append({"shard": int(shard), "primary": copy["routing"]["primary"],
-                               "node": node_names.get(copy["routing"]["node"], copy["routing"]["node"]),
-                               "docs": copy["docs"]["count"], "store_bytes": copy["store"]["size_in_bytes"],
-                               "index_total": copy["indexing"]["index_total"],
-                               "query_total": copy["search"]["query_total"]})
+                copies.append(
+                    {
+                        "shard": int(shard),
+                        "primary": copy["routing"]["primary"],
+                        "node": node_names.get(copy["routing"]["node"], copy["routing"]["node"]),
+                        "docs": copy["docs"]["count"],
+                        "store_bytes": copy["store"]["size_in_bytes"],
+                        "index_total": copy["indexing"]["index_total"],
+                        "query_total": copy["search"]["query_total"],
+                    }
+                )
     return sorted(copies, key=lambda c: (c["shard"], not c["primary"]))
 
 
@@ -71,9 +77,11 @@ class CheckClusterLayouts:
         nodes = await _data_nodes(es)
         too_big = [name for name in params["layouts"] if parse_layout(name)[1] + 1 > len(nodes)]
         if too_big:
-            raise LayoutError(f"layout(s) {', '.join(too_big)} need more than the cluster's {len(nodes)} data node(s): "
-                              "start a cluster with enough nodes (make es-start NODES=3) or drop them from the track "
-                              "parameter layouts")
+            raise LayoutError(
+                f"layout(s) {', '.join(too_big)} need more than the cluster's {len(nodes)} data node(s): "
+                "start a cluster with enough nodes (make es-start NODES=3) or drop them from the track "
+                "parameter layouts"
+            )
         return {"weight": 1, "unit": "ops", "success": True, "data-nodes": sorted(nodes.values())}
 
     def __repr__(self):
@@ -88,8 +96,7 @@ class LayoutStats:
 
     async def __call__(self, es, params):
         context, layout, phase = RaceContext.of(params), params["layout"], params["phase"]
-        stats = (await es.perform_request("GET", f"/{context.index}/_stats/docs,store,indexing,search",
-                                          params={"level": "shards"})).body
+        stats = (await es.perform_request("GET", f"/{context.index}/_stats/docs,store,indexing,search", params={"level": "shards"})).body
         copies = shard_copies(stats, await _data_nodes(es))
         record = records.read(context.record_dir, record_name(layout), {"layout": layout})
         record[phase] = copies

@@ -17,6 +17,7 @@ import statistics
 
 from runners import records
 from runners.context import RaceContext
+
 SCHEDULER = "cluster-metrics-relative-rate"
 _INSTANCES = itertools.count()  # each client's scheduler draws its own arrival sequence
 
@@ -50,13 +51,20 @@ class RelativeRateScheduler:
         context = RaceContext.of(params)
         base = calibrated_rate(context.record_dir, params["rate-of"])
         if base is None:
-            raise LoadError(f"task {task.name}: no calibration of {params['rate-of']} in this race (the calibration "
-                            "task must run, and succeed, before the steps)")
+            raise LoadError(
+                f"task {task.name}: no calibration of {params['rate-of']} in this race (the calibration "
+                "task must run, and succeed, before the steps)"
+            )
         self.rate = base * params["rate-fraction"]
         self.mean_wait = task.clients / self.rate
         self.random = random.Random(f"{task.name}/{os.getpid()}/{next(_INSTANCES)}")
-        step = {"task": task.name, "calibrated_per_s": base, "fraction": params["rate-fraction"],
-                "target_per_s": self.rate, "clients": task.clients}
+        step = {
+            "task": task.name,
+            "calibrated_per_s": base,
+            "fraction": params["rate-fraction"],
+            "target_per_s": self.rate,
+            "clients": task.clients,
+        }
         records.append_line(context.record_dir, records.LOAD_STEPS, json.dumps(step, sort_keys=True))
 
     def before_request(self, now):

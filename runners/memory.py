@@ -29,9 +29,14 @@ class BreakerFloorParamSource(CoverageParamSource):
 
     def __init__(self, track, params, **kwargs):
         super().__init__(track, params, **kwargs)
-        self._fixed.update({"attempts": params.get("attempts", 3), "resolution": params.get("resolution", 0.05),
-                            "record-dir": RaceContext.of(params).record_dir,
-                            "settings": {"hdr-digits": self.hdr_digits, "tdigest-compression": self.compression}})
+        self._fixed.update(
+            {
+                "attempts": params.get("attempts", 3),
+                "resolution": params.get("resolution", 0.05),
+                "record-dir": RaceContext.of(params).record_dir,
+                "settings": {"hdr-digits": self.hdr_digits, "tdigest-compression": self.compression},
+            }
+        )
 
 
 class RequestBreakerFloor:
@@ -56,9 +61,12 @@ class RequestBreakerFloor:
         settings = await _settings(es)
         transient = settings.get("transient", {}).get(BREAKER_SETTING)
         if transient is not None:
-            return _failed(params, f"a transient {BREAKER_SETTING} ({transient}) is set and would hide the bisection's "
-                                   "persistent one: remove it with PUT _cluster/settings "
-                                   f'{{"transient": {{"{BREAKER_SETTING}": null}}}}')
+            return _failed(
+                params,
+                f"a transient {BREAKER_SETTING} ({transient}) is set and would hide the bisection's "
+                "persistent one: remove it with PUT _cluster/settings "
+                f'{{"transient": {{"{BREAKER_SETTING}": null}}}}',
+            )
         original = settings.get("persistent", {}).get(BREAKER_SETTING)
         limit = await _limit_bytes(es)
         gc_before = await _gc(es)
@@ -79,16 +87,26 @@ class RequestBreakerFloor:
                 elif outcome == "trip":
                     low = candidate
                 else:
-                    return _failed(params, f"at a limit of {candidate} bytes, a coverage failed without tripping the "
-                                           f"request breaker: {outcome}")
+                    return _failed(
+                        params, f"at a limit of {candidate} bytes, a coverage failed without tripping the " f"request breaker: {outcome}"
+                    )
                 candidate = _next_limit(low, high, params["resolution"])
         finally:
             await _restore(es, original)
-        row = {"cell": params["cell"], "variant": params["variant"], "transport": params["transport"],
-               **params["settings"], "task": params.get("name"), "floor-bytes": high, "below-bytes": low,
-               "original-limit-bytes": limit, "steps": steps, "coverages": coverages,
-               "young-gcs-per-coverage": (gc_after["count"] - gc_before["count"]) / attempts,
-               "gc-ms-per-coverage": (gc_after["ms"] - gc_before["ms"]) / attempts}
+        row = {
+            "cell": params["cell"],
+            "variant": params["variant"],
+            "transport": params["transport"],
+            **params["settings"],
+            "task": params.get("name"),
+            "floor-bytes": high,
+            "below-bytes": low,
+            "original-limit-bytes": limit,
+            "steps": steps,
+            "coverages": coverages,
+            "young-gcs-per-coverage": (gc_after["count"] - gc_before["count"]) / attempts,
+            "gc-ms-per-coverage": (gc_after["ms"] - gc_before["ms"]) / attempts,
+        }
         records.append_line(params["record-dir"], records.MEMORY, json.dumps(row, sort_keys=True))
         LOG.info("cluster-metrics request breaker floor: %s", row)
         return {"weight": 1, "unit": "ops", "success": True, **row}
@@ -134,8 +152,12 @@ async def _settings(es):
 
 
 async def _put_limit(es, value):
-    await es.perform_request("PUT", "/_cluster/settings", body={"persistent": {BREAKER_SETTING: value}},
-                             headers={"content-type": "application/json", "accept": "application/json"})
+    await es.perform_request(
+        "PUT",
+        "/_cluster/settings",
+        body={"persistent": {BREAKER_SETTING: value}},
+        headers={"content-type": "application/json", "accept": "application/json"},
+    )
 
 
 async def _restore(es, original):
@@ -167,8 +189,7 @@ async def _gc(es):
 def _failed(params, reason):
     description = f"{params['cell']} request breaker floor: {reason}"
     LOG.warning("%s", description)
-    return {"weight": 1, "unit": "ops", "success": False, "error-type": "cluster-metrics",
-            "error-description": description}
+    return {"weight": 1, "unit": "ops", "success": False, "error-type": "cluster-metrics", "error-description": description}
 
 
 def validate_breaker_floor(params, clients, context):

@@ -43,7 +43,8 @@ class NetworkLatency:
                 f"{PROBE_RTT_MS} ms of round-trip time on Toxiproxy proxy {proxy!r} added {added_ms:.1f} ms to a probe: "
                 f"the {'remote cluster' if check == 'ccs' else 'target host'} is not reached through it. Point "
                 f"{'the remote (track parameter ccs_proxy_address)' if check == 'ccs' else '--target-hosts'} at the "
-                "proxy's listen address, or give the track parameter that names the right proxy")
+                "proxy's listen address, or give the track parameter that names the right proxy"
+            )
         return {"weight": 1, "unit": "ops", "success": True, "rtt-ms": rtt, "probe-added-ms": added_ms}
 
     def __repr__(self):
@@ -87,21 +88,22 @@ class RegisterRemoteCluster:
             address = proxy["listen"]
         # afresh: the same settings again would keep a registration that an aborted race left behind, and with it
         # connections to a proxy that may be gone since (Elasticsearch reconnects only on use)
-        await es.cluster.put_settings(persistent={f"cluster.remote.{alias}.mode": None,
-                                                  f"cluster.remote.{alias}.proxy_address": None})
-        await es.cluster.put_settings(persistent={f"cluster.remote.{alias}.mode": "proxy",
-                                                  f"cluster.remote.{alias}.proxy_address": address})
+        await es.cluster.put_settings(persistent={f"cluster.remote.{alias}.mode": None, f"cluster.remote.{alias}.proxy_address": None})
+        await es.cluster.put_settings(
+            persistent={f"cluster.remote.{alias}.mode": "proxy", f"cluster.remote.{alias}.proxy_address": address}
+        )
         deadline = time.monotonic() + 60
         info = {}
         while time.monotonic() < deadline:
             info = (await es.perform_request("GET", "/_remote/info")).body.get(alias, {})
             if info.get("connected"):
-                return {"weight": 1, "unit": "ops", "success": True, "alias": alias,
-                        "connections": info.get("num_proxy_sockets_connected")}
+                return {"weight": 1, "unit": "ops", "success": True, "alias": alias, "connections": info.get("num_proxy_sockets_connected")}
             await asyncio.sleep(0.5)
-        raise NetworkPathError(f"remote cluster {alias!r} at {address} did not connect within 60 s ({info}): start "
-                               "the remote cluster and its transport proxy (make ccs-roundtrips), or give the track "
-                               "parameter ccs_proxy_address")
+        raise NetworkPathError(
+            f"remote cluster {alias!r} at {address} did not connect within 60 s ({info}): start "
+            "the remote cluster and its transport proxy (make ccs-roundtrips), or give the track "
+            "parameter ccs_proxy_address"
+        )
 
     def __repr__(self):
         return "register-remote-cluster"
@@ -112,8 +114,7 @@ class RemoveRemoteCluster:
 
     async def __call__(self, es, params):
         alias = params["alias"]
-        await es.cluster.put_settings(persistent={f"cluster.remote.{alias}.mode": None,
-                                                  f"cluster.remote.{alias}.proxy_address": None})
+        await es.cluster.put_settings(persistent={f"cluster.remote.{alias}.mode": None, f"cluster.remote.{alias}.proxy_address": None})
         return {"weight": 1, "unit": "ops", "success": True, "alias": alias}
 
     def __repr__(self):

@@ -8,14 +8,27 @@ track task names it as "param-source": "<operation type>".
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from runners.coverage import (Coverage, CoverageParamSource, FetchCoverage, FetchCoverageParamSource,
-                              validate_coverage, validate_fetch_coverage)
+from runners.coverage import (
+    Coverage,
+    CoverageParamSource,
+    FetchCoverage,
+    FetchCoverageParamSource,
+    validate_coverage,
+    validate_fetch_coverage,
+)
 from runners.index_checks import VerifyCorpus, VerifyDocCount
 from runners.ingest import BulkWithTook, EpochBulkParamSource, IngestCostStart, IngestEpochCost, validate_bulk
-from runners.network import (NetworkFault, NetworkLatency, RegisterRemoteCluster, RemoveRemoteCluster,
-                              validate_fault, validate_latency, validate_remote)
 from runners.layouts import CheckClusterLayouts, LayoutStats, validate_layout_stats, validate_layouts
 from runners.memory import BreakerFloorParamSource, RequestBreakerFloor, validate_breaker_floor
+from runners.network import (
+    NetworkFault,
+    NetworkLatency,
+    RegisterRemoteCluster,
+    RemoveRemoteCluster,
+    validate_fault,
+    validate_latency,
+    validate_remote,
+)
 from runners.profile import ProfileBreakdown, validate_profile
 from runners.storage import SourceStorageStats, validate_storage_stats
 

@@ -25,6 +25,7 @@ def _integer(minimum, maximum=None):
             raise ParameterError(f"an integer{_range(minimum, maximum)}")
         if value < minimum or (maximum is not None and value > maximum):
             raise ParameterError(f"an integer{_range(minimum, maximum)}")
+
     return check
 
 
@@ -46,6 +47,7 @@ def _one_of(*choices):
     def check(value):
         if value not in choices:
             raise ParameterError(f"one of {', '.join(map(repr, choices))}")
+
     return check
 
 
@@ -58,8 +60,9 @@ def _time_value(value):
     # Elasticsearch's refresh_interval: -1 (off) or a time value such as 30s
     if isinstance(value, int) and not isinstance(value, bool) and value == -1:
         return
-    if not isinstance(value, str) or not (value == "-1" or value[:-1].isdigit() and value[-1] in "smhd"
-                                          or value.endswith("ms") and value[:-2].isdigit()):
+    if not isinstance(value, str) or not (
+        value == "-1" or value[:-1].isdigit() and value[-1] in "smhd" or value.endswith("ms") and value[:-2].isdigit()
+    ):
         raise ParameterError('"-1" or a time value such as "30s"')
 
 
@@ -68,12 +71,16 @@ def _names(vocabulary):
         items = value.split(",") if isinstance(value, str) else value
         if not isinstance(items, list) or not items or any(item not in vocabulary for item in items):
             raise ParameterError(f"a non-empty list (or comma-separated string) of {', '.join(vocabulary)}")
+
     return check
 
 
 def _percents(value):
-    if (not isinstance(value, list) or not value or
-            any(isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0 <= p <= 100 for p in value)):
+    if (
+        not isinstance(value, list)
+        or not value
+        or any(isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0 <= p <= 100 for p in value)
+    ):
         raise ParameterError("a non-empty list of numbers from 0 to 100")
 
 
@@ -85,8 +92,9 @@ def _layouts(value):
         for item in items:
             parse_layout(item)
     except ValueError:
-        raise ParameterError('a non-empty list (or comma-separated string) of layouts <shards>S<replicas>R, '
-                             'e.g. ["1S0R", "2S1R"]') from None
+        raise ParameterError(
+            "a non-empty list (or comma-separated string) of layouts <shards>S<replicas>R, " 'e.g. ["1S0R", "2S1R"]'
+        ) from None
 
 
 def _fraction(value):
@@ -108,6 +116,7 @@ def _list_of(rule, description):
                 rule(item)
             except ParameterError:
                 raise ParameterError(f"a non-empty list of {description}") from None
+
     return check
 
 
@@ -125,8 +134,9 @@ def _host_port_or_empty(value):
 
 def _assertions(value):
     ok = isinstance(value, list) and all(
-        isinstance(a, dict) and isinstance(a.get("property"), str) and a.get("condition") in (">", ">=", "<", "<=", "==")
-        and "value" in a for a in value)
+        isinstance(a, dict) and isinstance(a.get("property"), str) and a.get("condition") in (">", ">=", "<", "<=", "==") and "value" in a
+        for a in value
+    )
     if not ok:
         raise ParameterError('a list of Rally assertions such as [{"property": "hits", "condition": ">", "value": 0}]')
 
@@ -179,8 +189,7 @@ PARAMETERS = {
     "coverage_clients": (1, _integer(1)),
     "load_variants": (["D_td", "D_hdr"], _names(tuple(VARIANTS))),
     "load_transports": (list(TRANSPORTS), _names(TRANSPORTS)),
-    "load_steps": ([25, 50, 75, 90, 100, 110, 150, 200],
-                   _list_of(_integer(1, 10000), "percents of the calibrated rate (1 to 10000)")),
+    "load_steps": ([25, 50, 75, 90, 100, 110, 150, 200], _list_of(_integer(1, 10000), "percents of the calibrated rate (1 to 10000)")),
     "load_clients": (4, _integer(1)),
     "load_iterations": (30, _integer(1)),
     "load_calibration_iterations": (10, _integer(1)),
@@ -201,8 +210,7 @@ PARAMETERS = {
     "memory_variants": (list(VARIANTS), _names(tuple(VARIANTS))),
     "memory_transports": (list(TRANSPORTS), _names(TRANSPORTS)),
     "memory_hdr_digits": ([1, 2, 3, 4, 5], _list_of(_integer(0, MAX_HDR_DIGITS), f"HDR digits (0 to {MAX_HDR_DIGITS})")),
-    "memory_tdigest_compression": ([50, 100, 200, 500], _list_of(_integer(1, 100000), "t-digest compressions "
-                                                                                     "(1 to 100000)")),
+    "memory_tdigest_compression": ([50, 100, 200, 500], _list_of(_integer(1, 100000), "t-digest compressions " "(1 to 100000)")),
     # above this many digits the HDR sweep runs over serial only: msearch and terms hold up to 90 histograms at once,
     # which at 5 digits is more than a 1 GB heap holds, and no breaker sees them (runners/memory.py)
     "memory_parallel_hdr_digits_max": (4, _integer(0, MAX_HDR_DIGITS)),

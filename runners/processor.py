@@ -76,7 +76,8 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
                 raise corpus.CorpusError(
                     f"The generated corpus has no epoch {epoch} for corpus {data_set.name} (generated: "
                     f"{manifest['generator']['epochs']} epochs). Lower the track parameter epochs or {corpus.FIX} "
-                    "with more epochs.")
+                    "with more epochs."
+                )
             problem = corpus.check_file(root, entry, checksum=checksums)
             if problem:
                 raise corpus.CorpusError(f"Corpus file {problem}; {corpus.FIX}.")
@@ -91,9 +92,13 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
         if manifest.get("made_with", {}).get("numpy"):
             LOG.info("cluster-metrics corpus made with numpy %s", manifest["made_with"]["numpy"])
         return RaceContext(
-            index=manifest["index"], nodes=tuple(manifest["nodes"]),
-            epochs=tuple(sorted(int(e) for e in epoch_docs)), section=section,
-            ground_truth=str(corpus.ground_truth_path(root)), ground_truth_sha256=manifest["ground_truth"]["sha256"],
+            index=manifest["index"],
+            nodes=tuple(manifest["nodes"]),
+            epochs=tuple(sorted(int(e) for e in epoch_docs)),
+            section=section,
+            ground_truth=str(corpus.ground_truth_path(root)),
+            ground_truth_sha256=manifest["ground_truth"]["sha256"],
             epoch_docs=epoch_docs,
             record_dir=os.path.join(paths.race_root(self.cfg, race_id), records.RECORD_DIR),
-            fingerprint=corpus.fingerprint(manifest, section))
+            fingerprint=corpus.fingerprint(manifest, section),
+        )

@@ -39,17 +39,24 @@ class ProfileBreakdown:
         hdr_digits = params.get("hdr-digits", queries.DEFAULT_HDR_DIGITS)
         body = queries.node_search(variant, epoch, node, percents, hdr_digits)
         body["profile"] = True
-        response = (await es.perform_request("POST", f"/{context.index}/_search",
-                                             params={"request_cache": "false"}, body=body)).body
+        response = (await es.perform_request("POST", f"/{context.index}/_search", params={"request_cache": "false"}, body=body)).body
         errors, pct_errors = CoverageErrors(), PercentileErrors()
         # node and epoch were checked against the corpus when the track loaded
         expected = NodeExpectation(context.truth()[str(epoch)][node], variant, percents, hdr_digits)
         check_node_response(response, node, epoch, expected, errors, pct_errors)
         shares = breakdown(response.get("profile", {}))
-        records.write(context.record_dir, records.PROFILE,
-                      {"variant": variant, "epoch": epoch, "node": node, "took_ms": response.get("took"), "parts": shares})
-        result = {"weight": 1, "unit": "ops", "success": not errors, "took": response.get("took"),
-                  **{f"share {name}": part["share"] for name, part in shares.items()}}
+        records.write(
+            context.record_dir,
+            records.PROFILE,
+            {"variant": variant, "epoch": epoch, "node": node, "took_ms": response.get("took"), "parts": shares},
+        )
+        result = {
+            "weight": 1,
+            "unit": "ops",
+            "success": not errors,
+            "took": response.get("took"),
+            **{f"share {name}": part["share"] for name, part in shares.items()},
+        }
         if errors:
             result["error-type"] = "cluster-metrics-validation"
             result["error-description"] = errors.description()
@@ -64,10 +71,13 @@ def validate_profile(params, clients, context):
     profile_epoch)."""
     queries.validate_variant(params.get("variant", "D_td"))
     if params.get("node") not in context.nodes:
-        raise ValueError(f"node {params.get('node')!r} is not in the generated corpus ({context.nodes[0]}.."
-                         f"{context.nodes[-1]}; track parameter profile_node)")
+        raise ValueError(
+            f"node {params.get('node')!r} is not in the generated corpus ({context.nodes[0]}.."
+            f"{context.nodes[-1]}; track parameter profile_node)"
+        )
     if params.get("epoch") not in context.epochs:
-        raise ValueError(f"epoch {params.get('epoch')!r} is not ingested by this race (epochs {list(context.epochs)}; "
-                         "track parameter profile_epoch)")
+        raise ValueError(
+            f"epoch {params.get('epoch')!r} is not ingested by this race (epochs {list(context.epochs)}; " "track parameter profile_epoch)"
+        )
     parameters.check_operation_value("percents", params.get("percents", list(queries.DEFAULT_PERCENTS)), "percents")
     parameters.check_operation_value("hdr-digits", params.get("hdr-digits", queries.DEFAULT_HDR_DIGITS), "hdr_digits")

@@ -19,8 +19,13 @@ def _vocabulary():
     """Variants (name -> aggregation pieces), transports, the layout sweep's layouts, the _source modes and the fetch
     kinds, from the file track.json imports too."""
     module = _MODULE
-    return ({name: tuple(pieces) for name, pieces in module.variants.items()}, tuple(module.transports),
-            tuple(module.layouts), tuple(module.source_modes), tuple(module.fetch_kinds))
+    return (
+        {name: tuple(pieces) for name, pieces in module.variants.items()},
+        tuple(module.transports),
+        tuple(module.layouts),
+        tuple(module.source_modes),
+        tuple(module.fetch_kinds),
+    )
 
 
 VARIANTS, TRANSPORTS, LAYOUTS, SOURCE_MODES, FETCH_KINDS = _vocabulary()
@@ -34,6 +39,8 @@ DOC_FIELDS = ("epoch", "node", "task", "cpu", "mem", "net")  # index.json's prop
 def rtt_samples(rtt_ms, iterations):
     """Measured samples per point of the RTT sweep and the CCS comparison (the rule track.json applies)."""
     return int(str(_MODULE.rtt_samples(rtt_ms, iterations)))
+
+
 DEFAULT_PERCENTS = (0, 50, 90, 100)
 DEFAULT_HDR_DIGITS = 3  # Elasticsearch's default number_of_significant_value_digits
 TERMS_AGG = "per_node"
@@ -54,7 +61,7 @@ def has_sums(variant):
 
 
 def percentile_algorithm(variant):
-    """"tdigest", "hdr", or None for a variant without percentiles."""
+    """ "tdigest", "hdr", or None for a variant without percentiles."""
     return next((piece for piece in VARIANTS[variant] if piece in ("tdigest", "hdr")), None)
 
 
@@ -100,8 +107,7 @@ def node_search(variant, epoch, node, percents=DEFAULT_PERCENTS, hdr_digits=DEFA
     return _search(_node_filters(epoch, node), metric_aggs(variant, percents, hdr_digits, compression))
 
 
-def terms_search(variant, epoch, node_count, percents=DEFAULT_PERCENTS, hdr_digits=DEFAULT_HDR_DIGITS,
-                 compression=None):
+def terms_search(variant, epoch, node_count, percents=DEFAULT_PERCENTS, hdr_digits=DEFAULT_HDR_DIGITS, compression=None):
     """The whole coverage in one search: the epoch filter, a terms bucket per node holding the variant's aggs."""
     per_node = {"terms": {"field": "node", "size": node_count}}
     aggs = metric_aggs(variant, percents, hdr_digits, compression)
@@ -119,8 +125,12 @@ def fetch_search(epoch, node, size, kind):
     """One node's N busiest samples of one epoch (sorted by cpu, descending), each hit with its _source or with every
     field's doc values."""
     validate_fetch_kind(kind)
-    body = {"size": size, "track_total_hits": True, "query": {"bool": {"filter": _node_filters(epoch, node)}},
-            "sort": [{FETCH_SORT_FIELD: "desc"}]}
+    body = {
+        "size": size,
+        "track_total_hits": True,
+        "query": {"bool": {"filter": _node_filters(epoch, node)}},
+        "sort": [{FETCH_SORT_FIELD: "desc"}],
+    }
     if kind == "source":
         body["_source"] = True
     else:

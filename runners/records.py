@@ -9,9 +9,9 @@ import os
 
 TRACK_NAME = "cluster-metrics"  # the track's folder; from a track repository Rally names it by path, tracks/<name>
 RECORD_DIR = "cluster-metrics"  # inside Rally's race folder, beside race.json
-INGEST = "ingest.json"      # per-epoch ingest cost
-PROFILE = "profile.json"    # profile-breakdown shares
-TOOK_DIR = "bulk-took"      # each bulk response's took, one file per epoch and client process
+INGEST = "ingest.json"  # per-epoch ingest cost
+PROFILE = "profile.json"  # profile-breakdown shares
+TOOK_DIR = "bulk-took"  # each bulk response's took, one file per epoch and client process
 RATE_DIR = "coverage-rate"  # each calibration coverage's seconds, one file per calibration task (coverage-load)
 LOAD_STEPS = "load-steps.jsonl"  # coverage-load: each step's calibrated and target rate
 MEMORY = "aggregation-memory.jsonl"  # aggregation-memory: each cell's request breaker floor and GC activity

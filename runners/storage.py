@@ -29,28 +29,40 @@ class SourceStorageStats:
         settings = await _settings(es, index)
         reported = await _source_mode(es, index, settings)
         if reported != mode:
-            description = (f"index {index} is in _source mode {reported!r}, this task measures {mode!r}: the "
-                           "create-index before it did not apply the mode")
+            description = (
+                f"index {index} is in _source mode {reported!r}, this task measures {mode!r}: the "
+                "create-index before it did not apply the mode"
+            )
             LOG.warning("%s", description)
-            return {"weight": 1, "unit": "ops", "success": False, "error-type": "cluster-metrics",
-                    "error-description": description}
+            return {"weight": 1, "unit": "ops", "success": False, "error-type": "cluster-metrics", "error-description": description}
         cached = _store_stats_interval(settings)
         await asyncio.sleep(cached)  # the last refresh's files, not a cached size from before it
         row = {"source-mode": mode, "ingested": await _store(es, index)}
         if params.get("force-merge", True):
             await es.options(request_timeout=params.get("request-timeout", 3600)).perform_request(
-                "POST", f"/{index}/_forcemerge", params={"max_num_segments": "1"})
+                "POST", f"/{index}/_forcemerge", params={"max_num_segments": "1"}
+            )
             await es.perform_request("POST", f"/{index}/_refresh")  # lets go of the merged-away segments' files
             await asyncio.sleep(cached)
             row["merged"] = await _store(es, index)
-        usage = (await es.options(request_timeout=params.get("request-timeout", 3600)).perform_request(
-            "POST", f"/{index}/_disk_usage", params={"run_expensive_tasks": "true"})).body[index]
-        row["disk-usage"] = {"total_bytes": usage["store_size_in_bytes"],
-                             "fields": {name: _field_bytes(f) for name, f in usage.get("fields", {}).items()}}
+        usage = (
+            await es.options(request_timeout=params.get("request-timeout", 3600)).perform_request(
+                "POST", f"/{index}/_disk_usage", params={"run_expensive_tasks": "true"}
+            )
+        ).body[index]
+        row["disk-usage"] = {
+            "total_bytes": usage["store_size_in_bytes"],
+            "fields": {name: _field_bytes(f) for name, f in usage.get("fields", {}).items()},
+        }
         records.write(context.record_dir, records.source_record(mode), row)
         LOG.info("cluster-metrics storage in _source mode %s: %s", mode, {k: row[k] for k in row if k != "disk-usage"})
-        return {"weight": 1, "unit": "ops", "success": True, "source-mode": mode,
-                "store-bytes": row.get("merged", row["ingested"])["store_bytes"]}
+        return {
+            "weight": 1,
+            "unit": "ops",
+            "success": True,
+            "source-mode": mode,
+            "store-bytes": row.get("merged", row["ingested"])["store_bytes"],
+        }
 
     def __repr__(self):
         return "source-storage-stats"
@@ -58,8 +70,7 @@ class SourceStorageStats:
 
 async def _settings(es, index):
     """The index's flat settings, defaults included: {"settings": {...}, "defaults": {...}}."""
-    body = (await es.perform_request("GET", f"/{index}/_settings", params={"include_defaults": "true",
-                                                                          "flat_settings": "true"})).body
+    body = (await es.perform_request("GET", f"/{index}/_settings", params={"include_defaults": "true", "flat_settings": "true"})).body
     return next(iter(body.values()))
 
 
@@ -67,8 +78,9 @@ async def _source_mode(es, index, found):
     mapping = (await es.perform_request("GET", f"/{index}/_mapping")).body
     if next(iter(mapping.values()))["mappings"].get("_source", {}).get("enabled") is False:
         return "disabled"  # the mapping's own switch (track parameter source_enabled false)
-    value = found.get("settings", {}).get(queries.SOURCE_MODE_SETTING) or \
-        found.get("defaults", {}).get(queries.SOURCE_MODE_SETTING, "stored")
+    value = found.get("settings", {}).get(queries.SOURCE_MODE_SETTING) or found.get("defaults", {}).get(
+        queries.SOURCE_MODE_SETTING, "stored"
+    )
     return value.lower()  # a default is reported in capitals ("STORED")
 
 
@@ -81,15 +93,14 @@ def _store_stats_interval(found):
 
 def _seconds(value):
     for suffix, factor in (("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)):
-        if value.endswith(suffix) and value[:-len(suffix)].replace(".", "", 1).isdigit():
-            return float(value[:-len(suffix)]) * factor
+        if value.endswith(suffix) and value[: -len(suffix)].replace(".", "", 1).isdigit():
+            return float(value[: -len(suffix)]) * factor
     return 10.0
 
 
 async def _store(es, index):
     stats = (await es.perform_request("GET", f"/{index}/_stats/store,segments,docs")).body["_all"]["primaries"]
-    return {"store_bytes": stats["store"]["size_in_bytes"], "segments": stats["segments"]["count"],
-            "docs": stats["docs"]["count"]}
+    return {"store_bytes": stats["store"]["size_in_bytes"], "segments": stats["segments"]["count"], "docs": stats["docs"]["count"]}
 
 
 def _field_bytes(field):
@@ -101,6 +112,8 @@ def _field_bytes(field):
 
 def validate_storage_stats(params, clients, context):
     if params.get("source-mode") not in queries.SOURCE_MODES:
-        raise ValueError(f"source-mode must be one of {', '.join(queries.SOURCE_MODES)}, got "
-                         f"{params.get('source-mode')!r} (track parameter source_modes)")
+        raise ValueError(
+            f"source-mode must be one of {', '.join(queries.SOURCE_MODES)}, got "
+            f"{params.get('source-mode')!r} (track parameter source_modes)"
+        )
     parameters.check_operation_value("force-merge", params.get("force-merge", True), "source_force_merge")

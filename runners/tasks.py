@@ -67,8 +67,7 @@ def fetch_task_name(kind, transport):
 
 def memory_cell(variant, transport, hdr_digits=None, compression=None):
     """One cell of aggregation-memory: "D_hdr-terms-hdr-3", "D_td-msearch-compression-100", "B-serial"."""
-    setting = f"-hdr-{hdr_digits}" if hdr_digits is not None else (
-        f"-compression-{compression}" if compression is not None else "")
+    setting = f"-hdr-{hdr_digits}" if hdr_digits is not None else (f"-compression-{compression}" if compression is not None else "")
     return f"{variant}-{transport}{setting}"
 
 

@@ -11,8 +11,7 @@ import urllib.request
 
 VERSION = "v2.12.0"  # github.com/Shopify/toxiproxy/v2, installed with `go install` from the Go module proxy
 DEFAULT_API = "http://127.0.0.1:8474"
-START_FIX = "start it with `make proxy-start` (installs Toxiproxy on first use), or give the track parameter " \
-            "toxiproxy_url"
+START_FIX = "start it with `make proxy-start` (installs Toxiproxy on first use), or give the track parameter " "toxiproxy_url"
 
 # the proxies this project creates: in front of the target cluster's HTTP port (RTT sweep, faults), and in front of
 # the remote cluster's transport port (cross-cluster search)
@@ -23,15 +22,25 @@ LATENCY_UP, LATENCY_DOWN, FAULT = "cluster-metrics-rtt-up", "cluster-metrics-rtt
 
 # fault name -> (toxic type, stream, attributes, what a client sees)
 FAULTS = {
-    "reset": ("reset_peer", "upstream", {"timeout": 0},
-              "every connection is reset (TCP RST) as soon as a request is sent"),
-    "black-hole": ("timeout", "upstream", {"timeout": 0},
-                   "requests vanish: no byte passes and the connection stays open until the client gives up"),
-    "slow-link": ("bandwidth", "downstream", {"rate": 1},
-                  "responses trickle at 1 KB/s: a coverage's response (about 5 KB) outlasts a request timeout of a few "
-                  "seconds"),
-    "cut-mid-response": ("limit_data", "downstream", {"bytes": 1024},
-                         "each connection is closed after its first 1,024 response bytes, in the middle of a response"),
+    "reset": ("reset_peer", "upstream", {"timeout": 0}, "every connection is reset (TCP RST) as soon as a request is sent"),
+    "black-hole": (
+        "timeout",
+        "upstream",
+        {"timeout": 0},
+        "requests vanish: no byte passes and the connection stays open until the client gives up",
+    ),
+    "slow-link": (
+        "bandwidth",
+        "downstream",
+        {"rate": 1},
+        "responses trickle at 1 KB/s: a coverage's response (about 5 KB) outlasts a request timeout of a few " "seconds",
+    ),
+    "cut-mid-response": (
+        "limit_data",
+        "downstream",
+        {"bytes": 1024},
+        "each connection is closed after its first 1,024 response bytes, in the middle of a response",
+    ),
 }
 NO_FAULT = "none"
 
@@ -48,8 +57,7 @@ class Toxiproxy:
 
     def _call(self, method, path, body=None, missing_ok=False):
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.url + path, data=data, method=method,
-                                         headers={"content-type": "application/json"})
+        request = urllib.request.Request(self.url + path, data=data, method=method, headers={"content-type": "application/json"})
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 payload = response.read()
@@ -59,8 +67,7 @@ class Toxiproxy:
             detail = e.read().decode("utf-8", "replace")[:300]
             raise ToxiproxyError(f"Toxiproxy at {self.url} refused {method} {path}: HTTP {e.code} {detail}") from None
         except (urllib.error.URLError, OSError) as e:
-            raise ToxiproxyError(f"Toxiproxy is not reachable at {self.url} ({getattr(e, 'reason', e)}): "
-                                 f"{START_FIX}") from None
+            raise ToxiproxyError(f"Toxiproxy is not reachable at {self.url} ({getattr(e, 'reason', e)}): " f"{START_FIX}") from None
         return json.loads(payload) if payload else None
 
     def version(self):
@@ -84,18 +91,22 @@ class Toxiproxy:
         """The proxy's definition; raises, naming the fix, if there is none."""
         found = self.proxy(name)
         if found is None:
-            raise ToxiproxyError(f"Toxiproxy at {self.url} has no proxy named {name!r}: create it with "
-                                 "`make proxy-start` (or local-es/toxiproxy.py proxy), or give the track parameter "
-                                 "naming yours")
+            raise ToxiproxyError(
+                f"Toxiproxy at {self.url} has no proxy named {name!r}: create it with "
+                "`make proxy-start` (or local-es/toxiproxy.py proxy), or give the track parameter "
+                "naming yours"
+            )
         return found
 
     def remove_toxic(self, proxy, toxic):
         self._call("DELETE", f"/proxies/{proxy}/toxics/{toxic}", missing_ok=True)
 
     def add_toxic(self, proxy, name, toxic_type, stream, attributes):
-        return self._call("POST", f"/proxies/{proxy}/toxics",
-                          {"name": name, "type": toxic_type, "stream": stream, "toxicity": 1.0,
-                           "attributes": attributes})
+        return self._call(
+            "POST",
+            f"/proxies/{proxy}/toxics",
+            {"name": name, "type": toxic_type, "stream": stream, "toxicity": 1.0, "attributes": attributes},
+        )
 
     def set_rtt(self, proxy, rtt_ms):
         """Every round trip through the proxy takes rtt_ms longer: half on the way up, the rest on the way down.

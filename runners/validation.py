@@ -21,7 +21,7 @@ from runners import queries
 from runners.corpus import FIELDS, OrderStatistics, as_float32
 
 SUM_RELATIVE_TOLERANCE = 1e-9
-TDIGEST_RANK_TOLERANCE = 1.5       # divided by the compression: a fraction of the node's count
+TDIGEST_RANK_TOLERANCE = 1.5  # divided by the compression: a fraction of the node's count
 HDR_RANK_SLACK = 1
 MAX_LISTED_ERRORS = 5
 
@@ -39,7 +39,7 @@ def percentile_bounds(stats, count, percent, algorithm, hdr_digits=3, compressio
         nearest = percent / 100 * count
         low_rank = max(math.floor(nearest), 1) - 1 - HDR_RANK_SLACK
         high_rank = max(math.ceil(nearest), 1) - 1 + HDR_RANK_SLACK
-        precision = 10.0 ** -hdr_digits
+        precision = 10.0**-hdr_digits
         return stats.at_or_below(low_rank) * (1 - precision), stats.at_or_above(high_rank) * (1 + precision)
     raise ValueError(f"unknown percentile algorithm {algorithm!r}")
 
@@ -133,12 +133,15 @@ class PercentileErrors:
     def as_meta(self):
         if not self.count:
             return {}
-        meta = {"percentile-abs-error-max": self.abs_max, "percentile-abs-error-mean": self.abs_sum / self.count,
-                "percentile-worst": self.worst, "percentile-exact-zeros": self.exact_zeros,
-                "percentile-nonzero-at-exact-zero": self.nonzero_at_exact_zero}
+        meta = {
+            "percentile-abs-error-max": self.abs_max,
+            "percentile-abs-error-mean": self.abs_sum / self.count,
+            "percentile-worst": self.worst,
+            "percentile-exact-zeros": self.exact_zeros,
+            "percentile-nonzero-at-exact-zero": self.nonzero_at_exact_zero,
+        }
         if self.relative_count:
-            meta.update({"percentile-rel-error-max": self.rel_max,
-                         "percentile-rel-error-mean": self.rel_sum / self.relative_count})
+            meta.update({"percentile-rel-error-max": self.rel_max, "percentile-rel-error-mean": self.rel_sum / self.relative_count})
         return meta
 
 
@@ -168,8 +171,10 @@ def check_metrics(aggs, expected, where, errors, pct_errors):
     if expected.sums is not None:
         for field, agg in _present(aggs, "sum", where, errors):
             value, exact = agg.get("value"), expected.sums[field]
-            errors.check(value is not None and abs(value - exact) <= SUM_RELATIVE_TOLERANCE * max(abs(exact), 1.0),
-                         lambda: f"{where} {field}_sum: {value} != expected {exact}")
+            errors.check(
+                value is not None and abs(value - exact) <= SUM_RELATIVE_TOLERANCE * max(abs(exact), 1.0),
+                lambda: f"{where} {field}_sum: {value} != expected {exact}",
+            )
     if expected.percentiles is not None:
         for field, agg in _present(aggs, "pct", where, errors):
             values = agg.get("values") or {}
@@ -179,8 +184,7 @@ def check_metrics(aggs, expected, where, errors, pct_errors):
                 if not errors.check(isinstance(estimate, (int, float)), f"{label}: {estimate!r} is not a number"):
                     continue
                 pct_errors.add(label, estimate, exact)
-                errors.check(low <= estimate <= high,
-                             lambda: f"{label}: {estimate} is outside [{low}, {high}] (exact {exact})")
+                errors.check(low <= estimate <= high, lambda: f"{label}: {estimate} is outside [{low}, {high}] (exact {exact})")
 
 
 def check_node_response(response, node, epoch, expected, errors, pct_errors):
@@ -195,8 +199,10 @@ def check_node_response(response, node, epoch, expected, errors, pct_errors):
         return None
     check_shards(response, where, errors)
     total = response.get("hits", {}).get("total", {})
-    errors.check(total.get("relation") == "eq" and total.get("value") == expected.count,
-                 lambda: f"{where}: {total.get('value')} hits ({total.get('relation')}), expected {expected.count}")
+    errors.check(
+        total.get("relation") == "eq" and total.get("value") == expected.count,
+        lambda: f"{where}: {total.get('value')} hits ({total.get('relation')}), expected {expected.count}",
+    )
     check_metrics(response.get("aggregations", {}), expected, where, errors, pct_errors)
     return total.get("value")
 
@@ -207,24 +213,29 @@ def check_terms_response(response, nodes, epoch, expected_by_node, errors, pct_e
     check_shards(response, where, errors)
     expected_total = sum(expected_by_node[n].count for n in nodes)
     total = response.get("hits", {}).get("total", {})
-    errors.check(total.get("relation") == "eq" and total.get("value") == expected_total,
-                 lambda: f"{where}: {total.get('value')} hits ({total.get('relation')}), expected {expected_total}")
+    errors.check(
+        total.get("relation") == "eq" and total.get("value") == expected_total,
+        lambda: f"{where}: {total.get('value')} hits ({total.get('relation')}), expected {expected_total}",
+    )
     agg = response.get("aggregations", {}).get(queries.TERMS_AGG, {})
     buckets = {b["key"]: b for b in agg.get("buckets", [])}
-    errors.check(not agg.get("sum_other_doc_count", 0),
-                 lambda: f"{where}: {agg['sum_other_doc_count']} docs outside the node buckets")
+    errors.check(not agg.get("sum_other_doc_count", 0), lambda: f"{where}: {agg['sum_other_doc_count']} docs outside the node buckets")
     missing = [n for n in nodes if n not in buckets]
     extra = [k for k in buckets if k not in expected_by_node]
-    errors.check(not missing and not extra,
-                 lambda: f"{where}: buckets differ from the nodes (missing {', '.join(missing[:5]) or 'none'}, "
-                         f"unexpected {', '.join(map(str, extra[:5])) or 'none'})")
+    errors.check(
+        not missing and not extra,
+        lambda: f"{where}: buckets differ from the nodes (missing {', '.join(missing[:5]) or 'none'}, "
+        f"unexpected {', '.join(map(str, extra[:5])) or 'none'})",
+    )
     for node in nodes:
         bucket = buckets.get(node)
         if bucket is None:
             continue
         node_where = f"{where} node {node}"
-        errors.check(bucket["doc_count"] == expected_by_node[node].count,
-                     lambda: f"{node_where}: doc_count {bucket['doc_count']}, expected {expected_by_node[node].count}")
+        errors.check(
+            bucket["doc_count"] == expected_by_node[node].count,
+            lambda: f"{node_where}: doc_count {bucket['doc_count']}, expected {expected_by_node[node].count}",
+        )
         check_metrics(bucket, expected_by_node[node], node_where, errors, pct_errors)
     return total.get("value")
 
@@ -238,8 +249,7 @@ class FetchExpectation:
         self.count = truth["count"]
         self.returned = min(size, self.count)
         cpu = OrderStatistics(truth["ranks"][queries.FETCH_SORT_FIELD], self.count)
-        self.cpu_bounds = [(cpu.at_or_below(self.count - 1 - k), cpu.at_or_above(self.count - 1 - k))
-                           for k in range(self.returned)]
+        self.cpu_bounds = [(cpu.at_or_below(self.count - 1 - k), cpu.at_or_above(self.count - 1 - k)) for k in range(self.returned)]
         self.ranges = {}
         for field in FIELDS:
             if field != queries.FETCH_SORT_FIELD:
@@ -259,30 +269,36 @@ def check_fetch_response(response, node, epoch, expected, kind, errors):
     where = f"epoch {epoch} node {node}"
     if "error" in response:
         error = response["error"]
-        errors.add(f"{where}: {error.get('type') if isinstance(error, dict) else 'error'}: "
-                   f"{error.get('reason') if isinstance(error, dict) else error}")
+        errors.add(
+            f"{where}: {error.get('type') if isinstance(error, dict) else 'error'}: "
+            f"{error.get('reason') if isinstance(error, dict) else error}"
+        )
         return None
     check_shards(response, where, errors)
     total = response.get("hits", {}).get("total", {})
-    errors.check(total.get("relation") == "eq" and total.get("value") == expected.count,
-                 lambda: f"{where}: {total.get('value')} hits ({total.get('relation')}), expected {expected.count}")
+    errors.check(
+        total.get("relation") == "eq" and total.get("value") == expected.count,
+        lambda: f"{where}: {total.get('value')} hits ({total.get('relation')}), expected {expected.count}",
+    )
     hits = response.get("hits", {}).get("hits", [])
-    if not errors.check(len(hits) == expected.returned,
-                        lambda: f"{where}: {len(hits)} hits returned, expected {expected.returned}"):
+    if not errors.check(len(hits) == expected.returned, lambda: f"{where}: {len(hits)} hits returned, expected {expected.returned}"):
         return len(hits)
     for k, hit in enumerate(hits):
         values, label = _hit_values(hit, kind), f"{where} hit {k + 1}"
         missing = [f for f in queries.DOC_FIELDS if f not in values]
         if not errors.check(not missing, lambda: f"{label}: no {', '.join(missing)} in its {kind}"):
             continue
-        errors.check(values["node"] == node and values["epoch"] == epoch,
-                     lambda: f"{label}: node {values['node']} epoch {values['epoch']}, asked for {node} epoch {epoch}")
+        errors.check(
+            values["node"] == node and values["epoch"] == epoch,
+            lambda: f"{label}: node {values['node']} epoch {values['epoch']}, asked for {node} epoch {epoch}",
+        )
         cpu, (low, high) = as_float32(values["cpu"]), expected.cpu_bounds[k]
-        errors.check(low <= cpu <= high, lambda: f"{label}: cpu {cpu} is outside [{low}, {high}], the values "
-                                                  f"around rank {expected.count - k} of {expected.count}")
+        errors.check(
+            low <= cpu <= high,
+            lambda: f"{label}: cpu {cpu} is outside [{low}, {high}], the values " f"around rank {expected.count - k} of {expected.count}",
+        )
         sort = (hit.get("sort") or [None])[0]
-        errors.check(isinstance(sort, (int, float)) and as_float32(sort) == cpu,
-                     lambda: f"{label}: sort value {sort} is not its cpu {cpu}")
+        errors.check(isinstance(sort, (int, float)) and as_float32(sort) == cpu, lambda: f"{label}: sort value {sort} is not its cpu {cpu}")
         for field, (low, high) in expected.ranges.items():
             value = as_float32(values[field])
             errors.check(low <= value <= high, lambda: f"{label}: {field} {value} is outside the node's [{low}, {high}]")

@@ -5,15 +5,21 @@ can neither answer with an HTTP status nor rewrite JSON; that is all this does.)
 Modes: "pass" forwards everything; "429-every-other" answers every second coverage request with a real-looking 429;
 "double-net-p50" doubles every net p50 in coverage answers (in _msearch sub-responses and terms buckets too), after
 the first `corrupt_after` coverage requests (0: from the first)."""
+
 import json
 import threading
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-REJECTED = {"error": {"root_cause": [{"type": "es_rejected_execution_exception", "reason": "rejected by the test proxy"}],
-                      "type": "es_rejected_execution_exception", "reason": "rejected by the test proxy"},
-            "status": 429}
+REJECTED = {
+    "error": {
+        "root_cause": [{"type": "es_rejected_execution_exception", "reason": "rejected by the test proxy"}],
+        "type": "es_rejected_execution_exception",
+        "reason": "rejected by the test proxy",
+    },
+    "status": 429,
+}
 
 
 def _double_net_p50(node):
@@ -49,10 +55,10 @@ class AnswerProxy:
                         proxy.rejected += 1
                         return self._answer(429, json.dumps(REJECTED).encode(), "application/json")
                 # plain answers (no gzip), so that they can be rewritten and passed on with their own length
-                headers = {k: v for k, v in self.headers.items()
-                           if k.lower() not in ("host", "content-length", "accept-encoding")}
-                request = urllib.request.Request(f"http://127.0.0.1:{upstream_port}{self.path}", data=body or None,
-                                                 method=self.command, headers=headers)
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length", "accept-encoding")}
+                request = urllib.request.Request(
+                    f"http://127.0.0.1:{upstream_port}{self.path}", data=body or None, method=self.command, headers=headers
+                )
                 try:
                     with urllib.request.urlopen(request, timeout=120) as response:
                         status, data, kind = response.status, response.read(), response.headers.get("content-type")

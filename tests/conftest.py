@@ -1,5 +1,6 @@
 """Shared fixtures: one real Elasticsearch node for the whole session (port 9250, its own data), an isolated Rally
 home (RALLY_HOME under .rally-test/, never the user's), and a small generated corpus in it."""
+
 import json
 import os
 import shutil
@@ -36,8 +37,7 @@ def es_url(path="", port=TEST_PORT):
 
 def http(method, path, body=None, port=TEST_PORT):
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(es_url(path, port), data=data, method=method,
-                                     headers={"content-type": "application/json"})
+    request = urllib.request.Request(es_url(path, port), data=data, method=method, headers={"content-type": "application/json"})
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
             return response.status, json.loads(response.read() or b"null")
@@ -46,8 +46,13 @@ def http(method, path, body=None, port=TEST_PORT):
 
 
 def launcher(*args, env=None, port=TEST_PORT):
-    return subprocess.run([sys.executable, LAUNCHER, *args, "--http-port", str(port)], capture_output=True, text=True,
-                          env=env or os.environ.copy(), timeout=300)
+    return subprocess.run(
+        [sys.executable, LAUNCHER, *args, "--http-port", str(port)],
+        capture_output=True,
+        text=True,
+        env=env or os.environ.copy(),
+        timeout=300,
+    )
 
 
 @pytest.fixture(scope="session")
@@ -74,8 +79,9 @@ def data_root(home):
 
 def generate(home, *extra):
     env = dict(os.environ, RALLY_HOME=str(home))
-    result = subprocess.run([PYTHON, str(REPO / "corpora-gen" / "generate"), *SMALL_CORPUS, *extra],
-                            capture_output=True, text=True, env=env)
+    result = subprocess.run(
+        [PYTHON, str(REPO / "corpora-gen" / "generate"), *SMALL_CORPUS, *extra], capture_output=True, text=True, env=env
+    )
     assert result.returncode == 0, result.stderr
     return result
 
@@ -92,8 +98,12 @@ class Race:
 
     def failures(self):
         """The failed samples' descriptions our runners logged during this race (Rally's log, WARNING and above)."""
-        return [line for line in self.log.splitlines() if "cluster-metrics" in line or "runners." in line
-                if " WARNING " in line or " ERROR " in line]
+        return [
+            line
+            for line in self.log.splitlines()
+            if "cluster-metrics" in line or "runners." in line
+            if " WARNING " in line or " ERROR " in line
+        ]
 
     def error_rates(self):
         """Per task; empty for a race that ended before it measured anything (its race.json has no results)."""
@@ -104,8 +114,16 @@ def run_race(home, challenge, *extra, track=None, port=TEST_PORT, test_mode=True
     """A real `esrally race`; waits while another Rally of ours is still shutting down."""
     env = dict(os.environ, RALLY_HOME=str(home))
     track_args = track or [f"--track-path={REPO / 'tracks' / 'cluster-metrics'}"]
-    cmd = [ESRALLY, "race", *track_args, f"--challenge={challenge}", "--pipeline=benchmark-only", "--offline",
-           f"--target-hosts={target_hosts or f'127.0.0.1:{port}'}", *extra]
+    cmd = [
+        ESRALLY,
+        "race",
+        *track_args,
+        f"--challenge={challenge}",
+        "--pipeline=benchmark-only",
+        "--offline",
+        f"--target-hosts={target_hosts or f'127.0.0.1:{port}'}",
+        *extra,
+    ]
     if test_mode:
         cmd.append("--test-mode")
     races = home / ".rally" / "benchmarks" / "races"
@@ -138,8 +156,9 @@ NETWORK_PARAMS = {"toxiproxy_url": f"http://127.0.0.1:{TOXIPROXY_PORT}"}
 
 
 def toxiproxy_launcher(*args):
-    return subprocess.run([sys.executable, TOXIPROXY_LAUNCHER, *args, "--api-port", str(TOXIPROXY_PORT)],
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, TOXIPROXY_LAUNCHER, *args, "--api-port", str(TOXIPROXY_PORT)], capture_output=True, text=True, timeout=600
+    )
 
 
 def track_params(**extra):
@@ -154,6 +173,7 @@ def toxiproxy(es_node):
     made = toxiproxy_launcher("proxy", "--role", "http", "--listen", str(PROXY_PORT), "--upstream", str(TEST_PORT))
     assert made.returncode == 0, made.stdout + made.stderr
     from runners.toxiproxy import Toxiproxy
+
     yield Toxiproxy(NETWORK_PARAMS["toxiproxy_url"])
     stopped = toxiproxy_launcher("stop")
     assert stopped.returncode == 0, stopped.stdout + stopped.stderr
@@ -164,11 +184,9 @@ def remote_cluster(toxiproxy, rally_home, small_corpus):
     """A second cluster holding the test-mode corpus in REMOTE_SHARDS shards, behind its transport proxy."""
     started = launcher("start", "--heap", "1g", port=REMOTE_PORT)
     assert started.returncode == 0, started.stdout + started.stderr
-    made = toxiproxy_launcher("proxy", "--role", "remote", "--listen", str(REMOTE_PROXY_PORT),
-                              "--upstream", str(REMOTE_PORT + 100))
+    made = toxiproxy_launcher("proxy", "--role", "remote", "--listen", str(REMOTE_PROXY_PORT), "--upstream", str(REMOTE_PORT + 100))
     assert made.returncode == 0, made.stdout + made.stderr
-    ingest = run_race(rally_home, "ingest-baseline", f"--track-params=number_of_shards:{REMOTE_SHARDS}",
-                      port=REMOTE_PORT)
+    ingest = run_race(rally_home, "ingest-baseline", f"--track-params=number_of_shards:{REMOTE_SHARDS}", port=REMOTE_PORT)
     assert ingest.returncode == 0, ingest.output[-2000:]
     yield REMOTE_PORT
     stopped = launcher("stop", port=REMOTE_PORT)
@@ -191,8 +209,14 @@ def context(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("data")
     manifest = cmgen.generate(cmgen.Params(epochs=2, rows_per_epoch=90, nodes=3, tasks=5, seed=3), root)
-    return RaceContext(index="cluster-metrics", nodes=tuple(manifest["nodes"]), epochs=(1, 2), section="full",
-                       ground_truth=str(corpus.ground_truth_path(root)),
-                       ground_truth_sha256=manifest["ground_truth"]["sha256"],
-                       epoch_docs={"1": 90, "2": 90}, record_dir=str(root / "records"),
-                       fingerprint=corpus.fingerprint(manifest, "full"))
+    return RaceContext(
+        index="cluster-metrics",
+        nodes=tuple(manifest["nodes"]),
+        epochs=(1, 2),
+        section="full",
+        ground_truth=str(corpus.ground_truth_path(root)),
+        ground_truth_sha256=manifest["ground_truth"]["sha256"],
+        epoch_docs={"1": 90, "2": 90},
+        record_dir=str(root / "records"),
+        fingerprint=corpus.fingerprint(manifest, "full"),
+    )

@@ -1,4 +1,5 @@
 """corpora-gen: determinism, ground truth against an independent computation, option checks, corruption detection."""
+
 import json
 import math
 import os
@@ -99,12 +100,15 @@ def test_rerun_is_a_noop_and_damage_is_detected_and_repaired(tmp_path):
     assert "regenerating" in repaired.stderr and victim.read_bytes() == original
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--rows-per-epoch", "0"], "--rows-per-epoch must be a positive integer"),
-    (["--epochs", "-1"], "--epochs must be a positive integer"),
-    (["--nodes", "1000"], "--nodes must be at most 999"),
-    (["--seed", "abc"], "--seed must be a non-negative integer"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--rows-per-epoch", "0"], "--rows-per-epoch must be a positive integer"),
+        (["--epochs", "-1"], "--epochs must be a positive integer"),
+        (["--nodes", "1000"], "--nodes must be at most 999"),
+        (["--seed", "abc"], "--seed must be a non-negative integer"),
+    ],
+)
 def test_bad_options_name_the_option(tmp_path, args, message):
     result = run(*args, "--out", str(tmp_path))
     assert result.returncode == 2 and message in result.stderr

@@ -1,20 +1,22 @@
 """What it costs, in a real race on the test node: the request breaker's limit is back as it was after a bisection
 that fails midway. (Both cost challenges run clean with their defaults, and their records are checked, in
 tests/test_rally_track.py's every-challenge test.)"""
+
 import json
 
 import pytest
+from test_rally_track import ensure_test_mode_ingest
 
 from answer_proxy import AnswerProxy
 from conftest import TEST_PORT, http, run_race
 from runners.memory import BREAKER_SETTING
 from runners.tasks import breaker_floor_task_name, memory_cell, memory_task_name
-from test_rally_track import ensure_test_mode_ingest
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("es_node")]
 
-ONE_CELL = "--track-params=" + json.dumps({"memory_variants": ["D_td"], "memory_transports": ["msearch"],
-                                           "memory_hdr_digits": [3], "memory_tdigest_compression": [100]})
+ONE_CELL = "--track-params=" + json.dumps(
+    {"memory_variants": ["D_td"], "memory_transports": ["msearch"], "memory_hdr_digits": [3], "memory_tdigest_compression": [100]}
+)
 
 
 def persistent_limit():
@@ -44,7 +46,6 @@ def test_the_breaker_limit_is_put_back_when_the_bisection_fails_midway(rally_hom
     assert race.returncode == 0, race.output[-3000:]
     assert race.error_rates()[memory_task_name(cell)] == 0
     assert race.error_rates()[breaker_floor_task_name(cell)] == 1
-    assert any("failed without tripping the request breaker" in line and "net p50" in line
-               for line in race.failures()), race.failures()
+    assert any("failed without tripping the request breaker" in line and "net p50" in line for line in race.failures()), race.failures()
     assert proxy.searches > 6  # the bisection ran past the baseline
     assert after == "59%"

@@ -1,4 +1,5 @@
 """The local node launcher against a real Elasticsearch 8.17.2."""
+
 import os
 import re
 import shutil
@@ -62,8 +63,9 @@ def test_launcher_in_a_private_folder_as_root(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "ES_LOCAL_STATE"}
 
     def run(*args):
-        return subprocess.run([sys.executable, script, *args, "--http-port", str(port)], capture_output=True, text=True,
-                              env=env, timeout=600)
+        return subprocess.run(
+            [sys.executable, script, *args, "--http-port", str(port)], capture_output=True, text=True, env=env, timeout=600
+        )
 
     started = run("start", "--heap", "512m")
     state = re.search(r"node state in (\S+):", started.stdout)
@@ -100,7 +102,7 @@ def test_bad_java_path_is_named(tmp_path):
 def test_unsupported_java_version_is_named(tmp_path):
     fake = tmp_path / "jdk" / "bin"
     fake.mkdir(parents=True)
-    (fake / "java").write_text('#!/bin/sh\necho \'openjdk version "11.0.2" 2019-01-15\' >&2\n')
+    (fake / "java").write_text("#!/bin/sh\necho 'openjdk version \"11.0.2\" 2019-01-15' >&2\n")
     (fake / "java").chmod(0o755)
     result = launcher("start", env=dict(os.environ, ES_JAVA_HOME=str(tmp_path / "jdk")), port=9262)
     assert result.returncode == 2

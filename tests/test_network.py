@@ -1,6 +1,7 @@
 """The network through a real Toxiproxy: round-trip times that really reach the coverage, each fault kind as failed
 samples with a description and nothing lost, cross-cluster search through a proxied remote, and bad network input
 named before the cluster changes."""
+
 import json
 import os
 import signal
@@ -8,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from test_rally_track import assert_clean, assert_faults, doc_count, ensure_test_mode_ingest, race_dir
 
 from conftest import PROXY_PORT, REPO, TEST_PORT, TOXIPROXY_LAUNCHER, http, run_race, track_params
 from report import network as network_report
@@ -15,13 +17,16 @@ from report import races
 from runners.parameters import PARAMETERS
 from runners.tasks import healed_task_name, rtt_task_name
 from runners.toxiproxy import FAULT, FAULTS, PROXIES
-from test_rally_track import assert_clean, assert_faults, doc_count, ensure_test_mode_ingest, race_dir
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("es_node")]
 
 # what the description of a failed sample says under each fault
-SEEN = {"reset": "connection failed", "black-hole": "no complete answer within the request timeout of 2 s",
-        "slow-link": "no complete answer within the request timeout of 2 s", "cut-mid-response": "connection failed"}
+SEEN = {
+    "reset": "connection failed",
+    "black-hole": "no complete answer within the request timeout of 2 s",
+    "slow-link": "no complete answer within the request timeout of 2 s",
+    "cut-mid-response": "connection failed",
+}
 
 
 @pytest.fixture
@@ -56,7 +61,10 @@ def test_round_trip_time_reaches_every_request_of_the_coverage(rally_home, inges
     loaded = races.load(race_dir(rally_home, race))
     header, body = network_report.rtt_table(loaded)
     assert header[2:4] == ["0 ms", "50 ms"] and [row[:2] for row in body[:3]] == [
-        ["D_td", "serial"], ["D_td", "msearch"], ["D_td", "terms"]]
+        ["D_td", "serial"],
+        ["D_td", "msearch"],
+        ["D_td", "terms"],
+    ]
     assert body[0][4] > 25  # fitted round trips of serial: about 30
 
 
@@ -69,8 +77,7 @@ def test_a_target_not_behind_the_proxy_ends_the_race_before_any_timed_coverage(r
 
 def test_an_unreachable_toxiproxy_is_named_before_the_cluster_changes(rally_home, ingested):
     before = http("GET", "/cluster-metrics/_settings")[1]
-    race = run_race(rally_home, "network-faults", track_params(toxiproxy_url="http://127.0.0.1:8479"),
-                    port=PROXY_PORT)
+    race = run_race(rally_home, "network-faults", track_params(toxiproxy_url="http://127.0.0.1:8479"), port=PROXY_PORT)
     assert race.returncode != 0
     assert "Toxiproxy is not reachable at http://127.0.0.1:8479" in race.output and "make proxy-start" in race.output
     assert http("GET", "/cluster-metrics/_settings")[1] == before and doc_count() == 5000
@@ -80,19 +87,31 @@ def test_a_remote_behind_no_proxy_is_refused(rally_home, remote_cluster):
     alias = PARAMETERS["ccs_alias"][0]
     hosts = json.dumps({"default": [f"127.0.0.1:{TEST_PORT}"], alias: [f"127.0.0.1:{remote_cluster}"]})
     direct = f"127.0.0.1:{remote_cluster + 100}"  # the remote's own transport port: no latency can reach it
-    race = run_race(rally_home, "ccs-roundtrips", track_params(rtt_ms=[0], ccs_proxy_address=direct),
-                    target_hosts=hosts)
+    race = run_race(rally_home, "ccs-roundtrips", track_params(rtt_ms=[0], ccs_proxy_address=direct), target_hosts=hosts)
     assert race.returncode != 0 and "remote cluster is not reached through it" in race.output
-    http("PUT", "/_cluster/settings", {"persistent": {f"cluster.remote.{alias}.mode": None,
-                                                      f"cluster.remote.{alias}.proxy_address": None}})
+    http("PUT", "/_cluster/settings", {"persistent": {f"cluster.remote.{alias}.mode": None, f"cluster.remote.{alias}.proxy_address": None}})
 
 
 def test_a_new_proxy_definition_clears_what_an_aborted_race_left(toxiproxy):
     toxiproxy.set_fault(PROXIES["http"], "black-hole")
     toxiproxy.set_rtt(PROXIES["http"], 100)
-    made = subprocess.run([sys.executable, TOXIPROXY_LAUNCHER, "proxy", "--api-port", toxiproxy.url.rsplit(":", 1)[1],
-                           "--role", "http", "--listen", str(PROXY_PORT), "--upstream", str(TEST_PORT)],
-                          capture_output=True, text=True)
+    made = subprocess.run(
+        [
+            sys.executable,
+            TOXIPROXY_LAUNCHER,
+            "proxy",
+            "--api-port",
+            toxiproxy.url.rsplit(":", 1)[1],
+            "--role",
+            "http",
+            "--listen",
+            str(PROXY_PORT),
+            "--upstream",
+            str(TEST_PORT),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert made.returncode == 0, made.stderr
     assert toxiproxy.toxics(PROXIES["http"]) == {}
 
@@ -103,8 +122,7 @@ def test_the_launcher_never_stops_a_process_it_did_not_start(tmp_path):
     state.parent.mkdir(parents=True, exist_ok=True)
     state.write_text(json.dumps({"pid": stranger.pid, "api": "http://127.0.0.1:8476"}))
     try:
-        stopped = subprocess.run([sys.executable, TOXIPROXY_LAUNCHER, "stop", "--api-port", "8476"],
-                                 capture_output=True, text=True)
+        stopped = subprocess.run([sys.executable, TOXIPROXY_LAUNCHER, "stop", "--api-port", "8476"], capture_output=True, text=True)
         assert stopped.returncode == 0 and "no Toxiproxy of ours" in stopped.stdout
         assert stranger.poll() is None
     finally:

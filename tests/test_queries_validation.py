@@ -1,5 +1,6 @@
 """Request bodies and response validation, on real responses recorded from Elasticsearch 8.17.2
 (tests/fixtures/record_fixtures.py); the ground truth comes from the recorded documents themselves."""
+
 import copy
 import json
 from pathlib import Path
@@ -9,8 +10,7 @@ import pytest
 
 import cmgen
 from runners import queries
-from runners.validation import (CoverageErrors, NodeExpectation, PercentileErrors, check_node_response,
-                                check_terms_response)
+from runners.validation import CoverageErrors, NodeExpectation, PercentileErrors, check_node_response, check_terms_response
 
 FIXTURES = json.loads((Path(__file__).parent / "fixtures" / "responses.json").read_text())
 RESPONSES = FIXTURES["responses"]

@@ -1,5 +1,6 @@
 """Real `esrally race --test-mode` runs of every challenge against the session's Elasticsearch node, bad input
 rejected before the cluster changes, and injected faults that must come out as failed samples."""
+
 import asyncio
 import configparser
 import json
@@ -11,8 +12,7 @@ from esrally.client.factory import EsClientFactory
 from esrally.track import loader
 
 from answer_proxy import AnswerProxy
-from conftest import (PROXY_PORT, REMOTE_PORT, REPO, TEST_PORT, data_root, generate, http, launcher, rendered_tasks, run_race,
-                      track_params)
+from conftest import PROXY_PORT, REMOTE_PORT, REPO, TEST_PORT, data_root, generate, http, launcher, rendered_tasks, run_race, track_params
 from report import network as network_report
 from report import races
 from runners import corpus, records
@@ -71,8 +71,7 @@ def race_dir(home, race):
 
 def rendered_challenges(params=None):
     """The track's challenges as Rally renders them: a new challenge is tested without editing a list."""
-    track = json.loads(loader.render_template_from_file(str(REPO / "tracks" / "cluster-metrics" / "track.json"),
-                                                        params or {}))
+    track = json.loads(loader.render_template_from_file(str(REPO / "tracks" / "cluster-metrics" / "track.json"), params or {}))
     return {c["name"]: c for c in track["challenges"]}
 
 
@@ -95,16 +94,21 @@ def multi_node_cluster():
 # CI runs fewer cells of the longest challenges (their defaults run at full scale; the README says what ran), and
 # some with parameters other tests would otherwise need a race of their own for: full with 3 of the 5 epochs
 # (only those ingested and queried), ingest-tuned with other bulk sizes and clients
-CI_PARAMS = {"rtt-sweep": {"rtt_ms": [0, 20], "rtt_variants": ["D_td"]},
-             "ccs-roundtrips": {"rtt_ms": [0, 20], "rtt_variants": ["D_hdr"]},
-             "network-faults": {"faults": ["reset", "cut-mid-response"]},
-             "layout-sweep": {"layouts": ["1S0R", "2S1R"]},
-             "coverage-load": {"load_variants": ["D_td"], "load_steps": [50, 150]},
-             "aggregation-memory": {"memory_variants": ["A", "D_td", "D_hdr"], "memory_hdr_digits": [3, 5],
-                                    "memory_tdigest_compression": [100, 200]},
-             "source-cost": {"source_variants": ["D_td"]},
-             "full": {"epochs": 3, "variants": ["D_hdr"]},
-             "ingest-tuned": {"tuned_bulk_size": 250, "tuned_clients": 2}}
+CI_PARAMS = {
+    "rtt-sweep": {"rtt_ms": [0, 20], "rtt_variants": ["D_td"]},
+    "ccs-roundtrips": {"rtt_ms": [0, 20], "rtt_variants": ["D_hdr"]},
+    "network-faults": {"faults": ["reset", "cut-mid-response"]},
+    "layout-sweep": {"layouts": ["1S0R", "2S1R"]},
+    "coverage-load": {"load_variants": ["D_td"], "load_steps": [50, 150]},
+    "aggregation-memory": {
+        "memory_variants": ["A", "D_td", "D_hdr"],
+        "memory_hdr_digits": [3, 5],
+        "memory_tdigest_compression": [100, 200],
+    },
+    "source-cost": {"source_variants": ["D_td"]},
+    "full": {"epochs": 3, "variants": ["D_hdr"]},
+    "ingest-tuned": {"tuned_bulk_size": 250, "tuned_clients": 2},
+}
 
 
 @pytest.mark.parametrize("challenge", sorted(CHALLENGES))
@@ -122,8 +126,7 @@ def test_every_challenge_in_test_mode(rally_home, small_corpus, challenge, reque
         port, extra = PROXY_PORT, [track_params(**params)]
     elif meta.get("network") == "ccs":  # searches to the test node, the index on the remote cluster
         remote = request.getfixturevalue("remote_cluster")
-        hosts = json.dumps({"default": [f"127.0.0.1:{TEST_PORT}"],
-                            PARAMETERS["ccs_alias"][0]: [f"127.0.0.1:{remote}"]})
+        hosts = json.dumps({"default": [f"127.0.0.1:{TEST_PORT}"], PARAMETERS["ccs_alias"][0]: [f"127.0.0.1:{remote}"]})
         extra = [track_params(**params)]
     race = run_race(rally_home, challenge, *extra, port=port, target_hosts=hosts)
     # every task of ours is reported (Rally leaves its own admin operations such as refresh out of race.json)
@@ -137,13 +140,19 @@ def test_every_challenge_in_test_mode(rally_home, small_corpus, challenge, reque
         assert BREAKER_SETTING not in http("GET", "/_cluster/settings?flat_settings=true")[1]["persistent"]
         rows = [json.loads(line) for line in (folder / records.MEMORY).read_text().splitlines()]
         assert [r["task"] for r in rows] == [n for n in ours if n.startswith(breaker_floor_task_name(""))]
-        assert all(r["below-bytes"] < r["floor-bytes"] and (r["below-bytes"] == 0 or
-                   r["floor-bytes"] <= r["below-bytes"] * (1 + PARAMETERS["memory_resolution"][0])) for r in rows)
+        assert all(
+            r["below-bytes"] < r["floor-bytes"]
+            and (r["below-bytes"] == 0 or r["floor-bytes"] <= r["below-bytes"] * (1 + PARAMETERS["memory_resolution"][0]))
+            for r in rows
+        )
     if challenge == "source-cost":  # each mode measured in that mode; the index ends in the last one, stored
         for mode in PARAMETERS["source_modes"][0]:
             storage = json.loads((folder / records.source_record(mode)).read_text())
-            assert storage["source-mode"] == mode and storage["merged"] == {"store_bytes": storage["merged"]["store_bytes"],
-                                                                            "segments": 1, "docs": 5000}
+            assert storage["source-mode"] == mode and storage["merged"] == {
+                "store_bytes": storage["merged"]["store_bytes"],
+                "segments": 1,
+                "docs": 5000,
+            }
             source_bytes = storage["disk-usage"]["fields"].get("_source", {}).get("total", 0)
             assert (source_bytes > 0) is (mode == "stored"), (mode, source_bytes)
             ingest = json.loads((folder / records.source_ingest_record(mode)).read_text())
@@ -195,13 +204,15 @@ def test_track_loads_from_a_git_track_repository(rally_home, small_corpus):
     ini.set("tracks", "team.url", str(REPO))
     with open(ini_path, "w") as f:
         ini.write(f)
-    race = run_race(rally_home, "production-comparison", "--track-repository=team", "--track-revision=main",
-                    track=["--track=tracks/cluster-metrics"])
+    race = run_race(
+        rally_home, "production-comparison", "--track-repository=team", "--track-revision=main", track=["--track=tracks/cluster-metrics"]
+    )
     assert_clean(race, ["coverage-D_td-serial", "coverage-D_hdr-terms"])
     assert race.race["track"] == "tracks/cluster-metrics"  # a repository names its tracks by path
 
 
 # ---------------------------------------------------------------- bad input: clear message, cluster unchanged
+
 
 def test_unknown_track_parameter_is_named(rally_home, small_corpus):
     before = doc_count()
@@ -248,6 +259,7 @@ def test_unreachable_cluster_is_reported(rally_home, small_corpus):
 
 
 # ---------------------------------------------------------------- wrong type, wrong corpus: named before any timed request
+
 
 def test_wrong_type_of_track_parameter_is_named(rally_home, small_corpus):
     before = doc_count()
@@ -312,6 +324,7 @@ def test_closed_index_stops_before_any_timed_query(rally_home, small_corpus):
 
 # ---------------------------------------------------------------- injected faults: failed samples, never successes
 
+
 def _faulty(race, task):
     assert race.race is not None, race.output[-2000:]
     assert race.error_rates()[task] > 0, race.error_rates()
@@ -341,8 +354,7 @@ def test_wrong_answers_from_the_cluster_are_failed_samples(rally_home, small_cor
     ensure_test_mode_ingest(rally_home)
     proxy = AnswerProxy(TEST_PORT, mode="double-net-p50")
     try:
-        race = run_race(rally_home, "query-decomposition", "--track-params=variants:'C_td',warmup_iterations:0",
-                        port=proxy.port)
+        race = run_race(rally_home, "query-decomposition", "--track-params=variants:'C_td',warmup_iterations:0", port=proxy.port)
     finally:
         proxy.close()
     for task in ("coverage-C_td-serial", "coverage-C_td-msearch", "coverage-C_td-terms"):
@@ -355,8 +367,14 @@ def test_rally_assertions_apply_to_coverages(rally_home, small_corpus):
     failing = json.dumps({"coverage_assertions": [{"property": "hits", "condition": "==", "value": 0}]})
     race = run_race(rally_home, "production-comparison", "--enable-assertions", f"--track-params={failing}")
     assert race.returncode != 0 and "Expected [hits] in [coverage-D_td-serial] to be == [0] but was [1000]" in race.output
-    passing = json.dumps({"coverage_assertions": [{"property": "failed-checks", "condition": "==", "value": 0},
-                                                  {"property": "hits", "condition": "==", "value": 1000}]})
+    passing = json.dumps(
+        {
+            "coverage_assertions": [
+                {"property": "failed-checks", "condition": "==", "value": 0},
+                {"property": "hits", "condition": "==", "value": 1000},
+            ]
+        }
+    )
     assert_clean(run_race(rally_home, "production-comparison", "--enable-assertions", f"--track-params={passing}"))
 
 
@@ -369,8 +387,12 @@ def test_lost_documents_fail_the_count_check(rally_home, small_corpus):
     from runners.index_checks import VerifyDocCount  # the runner itself, on the real node through Rally's client
 
     async def check():
-        es = EsClientFactory(hosts=[{"host": "127.0.0.1", "port": TEST_PORT}], client_options={},
-                             distribution_version="8.17.2", distribution_flavor="default").create_async(client_id=0)
+        es = EsClientFactory(
+            hosts=[{"host": "127.0.0.1", "port": TEST_PORT}],
+            client_options={},
+            distribution_version="8.17.2",
+            distribution_flavor="default",
+        ).create_async(client_id=0)
         try:
             with es.new_request_context():
                 context = {"index": "cluster-metrics", "epoch_docs": {str(e): 1000 for e in range(1, 6)}}
@@ -385,6 +407,7 @@ def test_lost_documents_fail_the_count_check(rally_home, small_corpus):
 
 
 def _context_fields(values):
-    fields = dict(nodes=(), epochs=(), section="test_mode", ground_truth="", ground_truth_sha256="", epoch_docs={},
-                  record_dir="", fingerprint={})  # the runner reads only the index and the document counts
+    fields = dict(
+        nodes=(), epochs=(), section="test_mode", ground_truth="", ground_truth_sha256="", epoch_docs={}, record_dir="", fingerprint={}
+    )  # the runner reads only the index and the document counts
     return fields | values

@@ -1,5 +1,6 @@
 """make report / make compare on race.json fixtures copied from real --test-mode races of this track
 (tests/fixtures/races is a Rally home holding them), and make accuracy against the real node."""
+
 import json
 import shutil
 import subprocess
@@ -19,8 +20,7 @@ FULL, PROFILE, PRODUCTION = "b8b9bc99", "23248411", "87d33580"
 
 def test_newest_race_of_the_track_is_the_default():
     race = races.find(rally_home=HOME)
-    stamps = {json.loads(p.read_text())["race-timestamp"]: p.parent.name
-              for p in (HOME / ".rally/benchmarks/races").glob("*/race.json")}
+    stamps = {json.loads(p.read_text())["race-timestamp"]: p.parent.name for p in (HOME / ".rally/benchmarks/races").glob("*/race.json")}
     assert len(stamps) == 3 and race.race_id == stamps[max(stamps)]
 
 
@@ -94,9 +94,22 @@ def test_accuracy_against_the_real_node(es_node, rally_home, small_corpus, tmp_p
     status = subprocess.run(["curl", "-s", f"127.0.0.1:{TEST_PORT}/cluster-metrics/_count"], capture_output=True, text=True)
     if '"count":5000' not in status.stdout:
         assert run_race(rally_home, "ingest-baseline").returncode == 0
-    result = subprocess.run([sys.executable, "-m", "report.accuracy", "--target-hosts", f"127.0.0.1:{TEST_PORT}",
-                             "--data-root", str(small_corpus), "--out", str(tmp_path)],
-                            capture_output=True, text=True, cwd=REPO)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "report.accuracy",
+            "--target-hosts",
+            f"127.0.0.1:{TEST_PORT}",
+            "--data-root",
+            str(small_corpus),
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert result.returncode == 0, result.stderr
     data = json.loads((tmp_path / "accuracy.json").read_text())
     assert data["section"] == "test_mode"
@@ -122,6 +135,7 @@ def test_races_from_a_track_repository_are_found(tmp_path):
     def from_repository(data):
         data["track"] = "tracks/cluster-metrics"  # Rally names a repository's track by its path
         data["race-timestamp"] = "29991231T000000Z"
+
     _copy_race(FULL, tmp_path, "feedfeed-0000-0000-0000-000000000000", from_repository)
     assert races.find(rally_home=tmp_path).race_id.startswith("feedfeed")
 
@@ -131,6 +145,7 @@ def _fail(task, rate=0.4):
         for op in data["results"]["op_metrics"]:
             if op["task"] == task:
                 op["error_rate"] = rate
+
     return change
 
 
@@ -167,8 +182,7 @@ def test_a_failed_baseline_gives_no_speedups(tmp_path):
 def test_compare_gives_no_ratio_for_a_failed_cell(tmp_path, capsys):
     _copy_race(FULL, tmp_path, "aaaaaaaa-0000-0000-0000-000000000000", lambda d: None)
     _copy_race(FULL, tmp_path, "bbbbbbbb-0000-0000-0000-000000000000", _fail("coverage-D_hdr-msearch"))
-    report_main(["--race", "aaaaaaaa", "--race", "bbbbbbbb", "--compare", "--rally-home", str(tmp_path),
-                 "--out", str(tmp_path / "out")])
+    report_main(["--race", "aaaaaaaa", "--race", "bbbbbbbb", "--compare", "--rally-home", str(tmp_path), "--out", str(tmp_path / "out")])
     line = next(l for l in capsys.readouterr().out.splitlines() if l.startswith("| coverage-D_hdr-msearch median"))
     cells = [c.strip() for c in line.strip("|").split("|")]
     assert cells[2] == "FAILED" and cells[3] == "-"
@@ -182,8 +196,7 @@ def test_layout_sweep_tables_from_a_real_race(tmp_path):
     assert set(race.layouts) == {"1S0R", "2S0R", "3S0R", "1S1R", "2S1R", "3S1R", "1S2R", "3S2R"}
     ingest = {row[0]: row for row in tables.layout_ingest_table(race)[1]}
     assert ingest["1S0R"][6] == pytest.approx(1.0) and ingest["2S1R"][3] == 5000
-    bulk_wall = sum(op["duration"] for task, op in race.op_metrics().items()
-                    if task.startswith("layout-2S1R-bulk-epoch-")) / 1000
+    bulk_wall = sum(op["duration"] for task, op in race.op_metrics().items() if task.startswith("layout-2S1R-bulk-epoch-")) / 1000
     assert ingest["2S1R"][5] == pytest.approx(5000 / bulk_wall)
     query = {row[0]: row for row in tables.layout_query_table(race)[1]}
     assert query["3S2R"][1] == race.op_metrics()["layout-3S2R-coverage-D_td-msearch"]["throughput"]["median"]
@@ -201,6 +214,7 @@ def test_a_failed_layout_cell_is_marked(tmp_path):
         for op in data["results"]["op_metrics"]:
             if op["task"] == "layout-2S1R-coverage-D_hdr-terms":
                 op["error_rate"] = 1.0
+
     src = next((LAYOUT_HOME / ".rally/benchmarks/races").glob("*"))
     dst = tmp_path / ".rally" / "benchmarks" / "races" / "cafecafe-0000-0000-0000-000000000000"
     shutil.copytree(src, dst)

@@ -1,9 +1,17 @@
 """The report's cost sections on race data built by hand: a failed task is FAILED and takes no part in a ratio."""
+
 from pathlib import Path
 
 from report import charts, costs, races
-from runners.tasks import (breaker_floor_task_name, bulk_task_name, coverage_task_name, fetch_task_name, memory_cell,
-                           memory_task_name, source_task_name)
+from runners.tasks import (
+    breaker_floor_task_name,
+    bulk_task_name,
+    coverage_task_name,
+    fetch_task_name,
+    memory_cell,
+    memory_task_name,
+    source_task_name,
+)
 
 
 def op(task, median, error_rate=0.0, duration=None):
@@ -16,21 +24,30 @@ def op(task, median, error_rate=0.0, duration=None):
 def source_race(failed_fetch=False):
     ops, sources, ingest = [], {}, {}
     for mode, store, source_bytes, ms in (("disabled", 100, 0, 300), ("stored", 200, 100, 310)):
-        ops += [op(source_task_name(mode, bulk_task_name(1)), None, duration=10_000),
-                op(source_task_name(mode, "storage"), None),
-                op(source_task_name(mode, coverage_task_name("D_td", "msearch")), ms),
-                op(source_task_name(mode, fetch_task_name("docvalues", "msearch")), 50)]
+        ops += [
+            op(source_task_name(mode, bulk_task_name(1)), None, duration=10_000),
+            op(source_task_name(mode, "storage"), None),
+            op(source_task_name(mode, coverage_task_name("D_td", "msearch")), ms),
+            op(source_task_name(mode, fetch_task_name("docvalues", "msearch")), 50),
+        ]
         if mode != "disabled":
-            ops.append(op(source_task_name(mode, fetch_task_name("source", "msearch")), 80,
-                          error_rate=0.5 if failed_fetch else 0.0))
-        sources[mode] = {"source-mode": mode, "ingested": {"store_bytes": store * 2**20 * 1.5},
-                         "merged": {"store_bytes": store * 2**20},
-                         "disk-usage": {"fields": {"_source": {"total": source_bytes * 2**20},
-                                                   "cpu": {"total": 5, "doc_values": 5}}}}
+            ops.append(op(source_task_name(mode, fetch_task_name("source", "msearch")), 80, error_rate=0.5 if failed_fetch else 0.0))
+        sources[mode] = {
+            "source-mode": mode,
+            "ingested": {"store_bytes": store * 2**20 * 1.5},
+            "merged": {"store_bytes": store * 2**20},
+            "disk-usage": {"fields": {"_source": {"total": source_bytes * 2**20}, "cpu": {"total": 5, "doc_values": 5}}},
+        }
         ingest[mode] = {"epochs": [{"epoch": 1, "docs": 1000, "index_ms": 2000, "merge_ms": 500}]}
-    r = races.Race("r" * 36, Path("."), {"race-id": "r" * 36, "results": {"op_metrics": ops},
-                                         "track-params": {"source_modes": ["disabled", "stored"],
-                                                          "source_variants": ["D_td"]}})
+    r = races.Race(
+        "r" * 36,
+        Path("."),
+        {
+            "race-id": "r" * 36,
+            "results": {"op_metrics": ops},
+            "track-params": {"source_modes": ["disabled", "stored"], "source_variants": ["D_td"]},
+        },
+    )
     r.sources, r.source_ingest = sources, ingest
     return r
 
@@ -52,18 +69,32 @@ def test_a_failed_fetch_is_failed_and_has_no_ratio():
 
 
 def memory_race(tmp_path, floor_failed=False):
-    cells = [("D_td", "terms", None, 100, 120_000, 110_000, 0.0, 150),
-             ("D_hdr", "terms", 3, None, 250_000, 240_000, 2.0, 100),
-             ("A", "msearch", None, None, 1024, 0, 0.0, 50)]
+    cells = [
+        ("D_td", "terms", None, 100, 120_000, 110_000, 0.0, 150),
+        ("D_hdr", "terms", 3, None, 250_000, 240_000, 2.0, 100),
+        ("A", "msearch", None, None, 1024, 0, 0.0, 50),
+    ]
     ops, rows = [], []
     for variant, transport, digits, compression, floor, below, gcs, ms in cells:
         cell = memory_cell(variant, transport, digits, compression)
-        ops += [op(memory_task_name(cell), ms),
-                op(breaker_floor_task_name(cell), None, error_rate=1.0 if floor_failed and variant == "D_hdr" else 0)]
+        ops += [
+            op(memory_task_name(cell), ms),
+            op(breaker_floor_task_name(cell), None, error_rate=1.0 if floor_failed and variant == "D_hdr" else 0),
+        ]
         if not (floor_failed and variant == "D_hdr"):
-            rows.append({"task": breaker_floor_task_name(cell), "variant": variant, "transport": transport,
-                         "hdr-digits": digits or 3, "tdigest-compression": compression, "floor-bytes": floor,
-                         "below-bytes": below, "young-gcs-per-coverage": gcs, "gc-ms-per-coverage": 4 * gcs})
+            rows.append(
+                {
+                    "task": breaker_floor_task_name(cell),
+                    "variant": variant,
+                    "transport": transport,
+                    "hdr-digits": digits or 3,
+                    "tdigest-compression": compression,
+                    "floor-bytes": floor,
+                    "below-bytes": below,
+                    "young-gcs-per-coverage": gcs,
+                    "gc-ms-per-coverage": 4 * gcs,
+                }
+            )
     r = races.Race("m" * 36, Path("."), {"race-id": "m" * 36, "results": {"op_metrics": ops}, "track-params": {}})
     r.memory = rows
     return r

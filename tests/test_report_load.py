@@ -1,4 +1,5 @@
 """The report's load and live sections on race data built by hand: the redline never comes from a failed step."""
+
 from pathlib import Path
 
 from report import load, races
@@ -7,20 +8,23 @@ from runners.tasks import LIVE_COVERAGE_ALONE, LIVE_COVERAGE_WITH_INGEST, live_b
 
 def step(percent, tail, error_rate=0.0, samples=30):
     latency = {"50_0": tail / 2, "100_0": tail} if samples < 100 else {"50_0": tail / 2, "99_0": tail, "100_0": 9e9}
-    return {"task": load_step_task_name("D_td", "msearch", percent), "error_rate": error_rate, "latency": latency,
-            "service_time": {"50_0": tail / 3}, "throughput": {"median": percent / 10}, "duration": 320_000 / percent}
+    return {
+        "task": load_step_task_name("D_td", "msearch", percent),
+        "error_rate": error_rate,
+        "latency": latency,
+        "service_time": {"50_0": tail / 3},
+        "throughput": {"median": percent / 10},
+        "duration": 320_000 / percent,
+    }
 
 
 def race(ops, params, steps):
-    r = races.Race("r" * 36, Path("."), {"race-id": "r" * 36, "track-params": params,
-                                         "results": {"op_metrics": ops}})
-    r.load_steps = {load_step_task_name("D_td", "msearch", p): {"target_per_s": p / 10, "calibrated_per_s": 10.0}
-                    for p in steps}
+    r = races.Race("r" * 36, Path("."), {"race-id": "r" * 36, "track-params": params, "results": {"op_metrics": ops}})
+    r.load_steps = {load_step_task_name("D_td", "msearch", p): {"target_per_s": p / 10, "calibrated_per_s": 10.0} for p in steps}
     return r
 
 
-PARAMS = {"load_variants": ["D_td"], "load_transports": ["msearch"], "load_steps": [25, 50, 100, 200],
-          "redline_latency_ms": 500}
+PARAMS = {"load_variants": ["D_td"], "load_transports": ["msearch"], "load_steps": [25, 50, 100, 200], "redline_latency_ms": 500}
 
 
 def calibrated(ops):
@@ -28,8 +32,7 @@ def calibrated(ops):
 
 
 def test_the_redline_is_the_last_step_under_the_limit_with_no_failure():
-    r = race(calibrated([step(25, 100), step(50, 200), step(100, 300, error_rate=0.1), step(200, 100)]), PARAMS,
-             [25, 50, 100, 200])
+    r = race(calibrated([step(25, 100), step(50, 200), step(100, 300, error_rate=0.1), step(200, 100)]), PARAMS, [25, 50, 100, 200])
     header, body = load.redline_table(r)
     assert body == [["D_td", "msearch", 10.0, 5.0]]  # 100% failed an answer: 200% after it does not count
     rows = load.load_table(r)[1]
@@ -49,12 +52,12 @@ def test_a_failed_calibration_has_no_redline():
 
 
 def test_live_pairs_each_side_with_its_counterpart():
-    ops = [{"task": live_bulk_task_name(4, False), "error_rate": 0.0, "throughput": {"median": 20000}},
-           {"task": live_bulk_task_name(5, True), "error_rate": 0.0, "throughput": {"median": 15000}},
-           {"task": LIVE_COVERAGE_ALONE, "error_rate": 0.0, "latency": {"50_0": 100, "100_0": 150},
-            "service_time": {"50_0": 90}},
-           {"task": LIVE_COVERAGE_WITH_INGEST, "error_rate": 0.0, "latency": {"50_0": 200, "100_0": 400},
-            "service_time": {"50_0": 180}}]
+    ops = [
+        {"task": live_bulk_task_name(4, False), "error_rate": 0.0, "throughput": {"median": 20000}},
+        {"task": live_bulk_task_name(5, True), "error_rate": 0.0, "throughput": {"median": 15000}},
+        {"task": LIVE_COVERAGE_ALONE, "error_rate": 0.0, "latency": {"50_0": 100, "100_0": 150}, "service_time": {"50_0": 90}},
+        {"task": LIVE_COVERAGE_WITH_INGEST, "error_rate": 0.0, "latency": {"50_0": 200, "100_0": 400}, "service_time": {"50_0": 180}},
+    ]
     header, body = load.live_table(race(ops, {}, []))
     assert body[0] == ["ingest (docs/s, median)", 20000, 15000, 0.75]
     assert body[1] == ["coverage latency p50 (ms)", 100, 200, 2.0]

@@ -1,5 +1,6 @@
 """The report's network sections on race data built by hand (the real races: tests/test_network.py): the fitted
 slope, the model, failed points never measured."""
+
 from pathlib import Path
 
 from report import network, races
@@ -11,15 +12,20 @@ def op(task, median, error_rate=0.0):
 
 
 def race(ops, params):
-    return races.Race("r" * 36, Path("."), {"race-id": "r" * 36, "challenge": "rtt-sweep", "track-params": params,
-                                            "results": {"op_metrics": ops}})
+    return races.Race(
+        "r" * 36, Path("."), {"race-id": "r" * 36, "challenge": "rtt-sweep", "track-params": params, "results": {"op_metrics": ops}}
+    )
 
 
 def test_slope_model_and_ratio_from_the_points_that_answered_right():
-    ops = [op(rtt_task_name("D_td", "serial", 0), 100), op(rtt_task_name("D_td", "serial", 50), 1600),
-           op(rtt_task_name("D_td", "serial", 100), 3100),
-           op(rtt_task_name("D_td", "msearch", 0), 20), op(rtt_task_name("D_td", "msearch", 50), 70),
-           op(rtt_task_name("D_td", "msearch", 100), 5, error_rate=0.2)]  # fast and wrong: never a point
+    ops = [
+        op(rtt_task_name("D_td", "serial", 0), 100),
+        op(rtt_task_name("D_td", "serial", 50), 1600),
+        op(rtt_task_name("D_td", "serial", 100), 3100),
+        op(rtt_task_name("D_td", "msearch", 0), 20),
+        op(rtt_task_name("D_td", "msearch", 50), 70),
+        op(rtt_task_name("D_td", "msearch", 100), 5, error_rate=0.2),
+    ]  # fast and wrong: never a point
     r = race(ops, {"rtt_ms": [0, 50, 100], "rtt_variants": ["D_td"], "rtt_transports": ["serial", "msearch"]})
     header, body = network.rtt_table(r)
     assert header == ["variant", "transport", "0 ms", "50 ms", "100 ms", "fitted ms per ms RTT", "model"]
@@ -33,8 +39,9 @@ def test_slope_model_and_ratio_from_the_points_that_answered_right():
 
 
 def test_ccs_rows_per_setting_and_the_ratio_at_the_largest_rtt():
-    ops = [op(ccs_task_name("D_td", "terms", m, r), base + slope * r)
-           for m, base, slope in ((True, 50, 1), (False, 80, 12)) for r in (0, 100)]
+    ops = [
+        op(ccs_task_name("D_td", "terms", m, r), base + slope * r) for m, base, slope in ((True, 50, 1), (False, 80, 12)) for r in (0, 100)
+    ]
     r = race(ops, {"rtt_ms": [0, 100], "rtt_variants": ["D_td"], "ccs_transports": ["terms"]})
     header, body = network.ccs_table(r)
     assert [row[:3] for row in body[:2]] == [["D_td", "terms", "true"], ["D_td", "terms", "false"]]

@@ -1,5 +1,6 @@
 """The coverage runner and its parameter source with a stub client: what is sent, when answers are decoded, how
 errors map to failed samples."""
+
 import asyncio
 import json
 
@@ -15,8 +16,9 @@ PERCENTS = [0, 50, 90, 100]
 
 
 def source(context, transport, variant="D_td", **extra):
-    return CoverageParamSource(None, {CONTEXT_KEY: context.as_param(), "variant": variant, "transport": transport,
-                                      "percents": PERCENTS, **extra})
+    return CoverageParamSource(
+        None, {CONTEXT_KEY: context.as_param(), "variant": variant, "transport": transport, "percents": PERCENTS, **extra}
+    )
 
 
 def node_answer(entry, variant="D_td", **override):
@@ -24,10 +26,14 @@ def node_answer(entry, variant="D_td", **override):
     aggs = {}
     if "sum" in variant or variant.startswith(("B", "D")):
         aggs.update({f"{f}_sum": {"value": entry["sum"][f]} for f in corpus.FIELDS})
-    aggs.update({f"{f}_pct": {"values": {f"{float(p)}": entry["percentiles"][f][str(p)] for p in PERCENTS}}
-                 for f in corpus.FIELDS})
-    answer = {"took": 3, "timed_out": False, "_shards": {"total": 1, "successful": 1, "failed": 0},
-              "hits": {"total": {"value": entry["count"], "relation": "eq"}, "hits": []}, "aggregations": aggs}
+    aggs.update({f"{f}_pct": {"values": {f"{float(p)}": entry["percentiles"][f][str(p)] for p in PERCENTS}} for f in corpus.FIELDS})
+    answer = {
+        "took": 3,
+        "timed_out": False,
+        "_shards": {"total": 1, "successful": 1, "failed": 0},
+        "hits": {"total": {"value": entry["count"], "relation": "eq"}, "hits": []},
+        "aggregations": aggs,
+    }
     answer.update(override)
     return answer
 
@@ -40,9 +46,18 @@ def answers(context, transport, epoch=1):
     if transport == "msearch":
         return [(200, {"took": 5, "responses": per_node})]
     buckets = [{"key": n, "doc_count": truth[n]["count"], **a["aggregations"]} for n, a in zip(context.nodes, per_node)]
-    return [(200, {"took": 4, "timed_out": False, "_shards": {"total": 1, "successful": 1, "failed": 0},
-                   "hits": {"total": {"value": sum(truth[n]["count"] for n in context.nodes), "relation": "eq"}},
-                   "aggregations": {"per_node": {"sum_other_doc_count": 0, "buckets": buckets}}})]
+    return [
+        (
+            200,
+            {
+                "took": 4,
+                "timed_out": False,
+                "_shards": {"total": 1, "successful": 1, "failed": 0},
+                "hits": {"total": {"value": sum(truth[n]["count"] for n in context.nodes), "relation": "eq"}},
+                "aggregations": {"per_node": {"sum_other_doc_count": 0, "buckets": buckets}},
+            },
+        )
+    ]
 
 
 def run(client, params):
@@ -65,8 +80,7 @@ def test_right_answers_pass_and_are_decoded_after_the_timed_window(context, tran
 def test_requests_are_never_retried(context, transport):
     client = StubClient(answers(context, transport))
     run(client, source(context, transport).params())
-    assert client.options_seen == [{"request_timeout": 120, "max_retries": 0, "retry_on_status": (),
-                                    "retry_on_timeout": False}]
+    assert client.options_seen == [{"request_timeout": 120, "max_retries": 0, "retry_on_status": (), "retry_on_timeout": False}]
 
 
 def test_a_429_is_a_failed_sample_naming_the_status(context):
@@ -75,8 +89,9 @@ def test_a_429_is_a_failed_sample_naming_the_status(context):
     client = StubClient([ok[0], (429, rejected), ok[2]])
     result = run(client, source(context, "serial").params())
     assert result["success"] is False and result["http-status"] == 429
-    assert result["error-description"] == ("D_td/serial: epoch 1 node N002, request 2 of 3: HTTP 429 "
-                                           "(es_rejected_execution_exception: rejected execution); not retried")
+    assert result["error-description"] == (
+        "D_td/serial: epoch 1 node N002, request 2 of 3: HTTP 429 " "(es_rejected_execution_exception: rejected execution); not retried"
+    )
     assert len(client.sent) == 2  # the coverage stops at the failed request
 
 
@@ -96,8 +111,7 @@ def test_a_wrong_percentile_fails_naming_epoch_node_and_field(context):
 
 def test_a_sub_response_error_fails(context):
     wrong = answers(context, "msearch")
-    wrong[0][1]["responses"][2] = {"error": {"type": "search_phase_execution_exception", "reason": "all shards failed"},
-                                   "status": 500}
+    wrong[0][1]["responses"][2] = {"error": {"type": "search_phase_execution_exception", "reason": "all shards failed"}, "status": 500}
     result = run(StubClient(wrong), source(context, "msearch").params())
     assert result["success"] is False
     assert "node N003: status 500, search_phase_execution_exception" in result["error-description"]
@@ -121,23 +135,29 @@ def test_serial_bodies_are_the_seed_query(context):
     assert decoded["aggs"]["cpu_pct"]["percentiles"]["hdr"] == {"number_of_significant_value_digits": 3}
 
 
-@pytest.mark.parametrize("params,message", [
-    ({"variant": "E", "transport": "serial"}, "unknown coverage variant 'E'"),
-    ({"variant": "A", "transport": "grpc"}, "unknown coverage transport 'grpc'"),
-    ({"variant": "A", "transport": "serial", "epochs": [3]}, "epoch 3 is not ingested by this race"),
-    ({"variant": "A", "transport": "serial", "percents": [50, 101]}, "percents must be a non-empty list of numbers"),
-    ({"variant": "A", "transport": "serial", "hdr-digits": 9}, "hdr-digits must be an integer from 0 to 5"),
-    ({"variant": "A", "transport": "serial", "nodes": ["N009"]}, "node(s) N009 are not in the generated corpus"),
-])
+@pytest.mark.parametrize(
+    "params,message",
+    [
+        ({"variant": "E", "transport": "serial"}, "unknown coverage variant 'E'"),
+        ({"variant": "A", "transport": "grpc"}, "unknown coverage transport 'grpc'"),
+        ({"variant": "A", "transport": "serial", "epochs": [3]}, "epoch 3 is not ingested by this race"),
+        ({"variant": "A", "transport": "serial", "percents": [50, 101]}, "percents must be a non-empty list of numbers"),
+        ({"variant": "A", "transport": "serial", "hdr-digits": 9}, "hdr-digits must be an integer from 0 to 5"),
+        ({"variant": "A", "transport": "serial", "nodes": ["N009"]}, "node(s) N009 are not in the generated corpus"),
+    ],
+)
 def test_load_time_validation_names_the_problem(context, params, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         validate_coverage(params, 1, context)
 
 
-@pytest.mark.parametrize("error,seen", [
-    (elasticsearch.ConnectionTimeout("timed out"), "no complete answer within the request timeout of 120 s"),
-    (elasticsearch.ConnectionError("Connection reset by peer"), "connection failed: Connection reset by peer"),
-])
+@pytest.mark.parametrize(
+    "error,seen",
+    [
+        (elasticsearch.ConnectionTimeout("timed out"), "no complete answer within the request timeout of 120 s"),
+        (elasticsearch.ConnectionError("Connection reset by peer"), "connection failed: Connection reset by peer"),
+    ],
+)
 @pytest.mark.parametrize("transport", ["serial", "msearch"])
 def test_network_failures_are_failed_samples_naming_the_request(context, transport, error, seen):
     ok = answers(context, transport)[:1] if transport == "serial" else []
@@ -172,9 +192,13 @@ def test_a_remote_cluster_that_did_not_answer_fails_the_sample(context):
     assert "0 of 1 clusters answered (skipped 1)" in result["error-description"]
 
 
-@pytest.mark.parametrize("bad,message", [({"remote": ""}, "remote must be a non-empty string"),
-                                         ({"remote": "r", "ccs-minimize-roundtrips": "no"},
-                                          "ccs-minimize-roundtrips must be a non-empty list of true/false")])
+@pytest.mark.parametrize(
+    "bad,message",
+    [
+        ({"remote": ""}, "remote must be a non-empty string"),
+        ({"remote": "r", "ccs-minimize-roundtrips": "no"}, "ccs-minimize-roundtrips must be a non-empty list of true/false"),
+    ],
+)
 def test_bad_cross_cluster_operation_parameters_are_named(context, bad, message):
     with pytest.raises(ValueError, match=message):
         validate_coverage({"variant": "D_td", "transport": "terms", **bad}, 1, context)

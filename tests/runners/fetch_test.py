@@ -1,5 +1,6 @@
 """The fetch coverage with a stub client: the requests it builds, and every hit checked (a right answer passes, each
 kind of wrong one fails naming node and hit)."""
+
 import asyncio
 import copy
 import json
@@ -15,8 +16,7 @@ SIZE = 5
 
 
 def source(context, transport="msearch", kind="source", size=SIZE):
-    return FetchCoverageParamSource(None, {CONTEXT_KEY: context.as_param(), "fetch": kind, "fetch-size": size,
-                                           "transport": transport})
+    return FetchCoverageParamSource(None, {CONTEXT_KEY: context.as_param(), "fetch": kind, "fetch-size": size, "transport": transport})
 
 
 def node_hits(context, node, epoch, kind, size=SIZE):
@@ -32,8 +32,12 @@ def node_hits(context, node, epoch, kind, size=SIZE):
         hit = {"_index": "cluster-metrics", "sort": [value]}
         hit.update({"_source": doc} if kind == "source" else {"fields": {k: [v] for k, v in doc.items()}})
         hits.append(hit)
-    return {"took": 2, "timed_out": False, "_shards": {"total": 1, "successful": 1, "failed": 0},
-            "hits": {"total": {"value": entry["count"], "relation": "eq"}, "hits": hits}}
+    return {
+        "took": 2,
+        "timed_out": False,
+        "_shards": {"total": 1, "successful": 1, "failed": 0},
+        "hits": {"total": {"value": entry["count"], "relation": "eq"}, "hits": hits},
+    }
 
 
 def msearch_answer(context, kind, epoch=1, change=None):
@@ -70,21 +74,25 @@ def _set(field, value, hit=0):
         response["hits"]["hits"][hit]["_source"][field] = value
         if field == "cpu":
             response["hits"]["hits"][hit]["sort"] = [value]
+
     return change
 
 
-@pytest.mark.parametrize("change,message", [
-    (_swap_first_two, "cpu"),
-    (_set("node", "N999"), "node N999"),
-    (_set("epoch", 2), "epoch 2"),
-    (_set("cpu", 0.0), "cpu 0.0 is outside"),
-    (_set("mem", 1e9), "mem"),
-    (lambda r: r["hits"]["hits"][0]["_source"].pop("net"), "no net"),
-    (lambda r: r["hits"]["hits"].pop(), "4 hits returned, expected 5"),
-    (lambda r: r["hits"]["total"].update(value=1), "1 hits (eq)"),
-    (lambda r: r["hits"]["hits"][2].update(sort=[-1.0]), "sort value -1.0"),
-    (lambda r: r["_shards"].update(failed=1, failures=[{"reason": {"reason": "boom"}}]), "1 of 1 shards failed"),
-])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (_swap_first_two, "cpu"),
+        (_set("node", "N999"), "node N999"),
+        (_set("epoch", 2), "epoch 2"),
+        (_set("cpu", 0.0), "cpu 0.0 is outside"),
+        (_set("mem", 1e9), "mem"),
+        (lambda r: r["hits"]["hits"][0]["_source"].pop("net"), "no net"),
+        (lambda r: r["hits"]["hits"].pop(), "4 hits returned, expected 5"),
+        (lambda r: r["hits"]["total"].update(value=1), "1 hits (eq)"),
+        (lambda r: r["hits"]["hits"][2].update(sort=[-1.0]), "sort value -1.0"),
+        (lambda r: r["_shards"].update(failed=1, failures=[{"reason": {"reason": "boom"}}]), "1 of 1 shards failed"),
+    ],
+)
 def test_each_wrong_answer_fails_naming_the_node(context, change, message):
     result = run(StubClient(msearch_answer(context, "source", change=change)), source(context).params())
     assert result["success"] is False
@@ -95,6 +103,7 @@ def test_a_sub_response_error_fails(context):
     def change(response):
         response.clear()
         response.update({"status": 500, "error": {"type": "illegal_state_exception", "reason": "no _source"}})
+
     result = run(StubClient(msearch_answer(context, "source", change=change)), source(context).params())
     assert result["success"] is False and "illegal_state_exception" in result["error-description"]
 

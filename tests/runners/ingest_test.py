@@ -1,5 +1,6 @@
 """Ingest cost and the index checks with a stub client: the epoch's cost is the difference of two /_stats snapshots,
 the doc count and the corpus fingerprint are compared exactly, and a mismatch names the fix."""
+
 import asyncio
 
 import pytest
@@ -12,11 +13,17 @@ from stub_client import StubClient
 
 
 def stats(index_ms, docs, refresh_ms=0, merge_ms=0, merged=0, flush_ms=0, replicas=0):
-    return {"_all": {"primaries": {"indexing": {"index_total": docs}},
-                     "total": {"indexing": {"index_time_in_millis": index_ms, "index_total": docs * (1 + replicas)},
-                               "refresh": {"total_time_in_millis": refresh_ms},
-                               "merges": {"total_time_in_millis": merge_ms, "total_size_in_bytes": merged},
-                               "flush": {"total_time_in_millis": flush_ms}}}}
+    return {
+        "_all": {
+            "primaries": {"indexing": {"index_total": docs}},
+            "total": {
+                "indexing": {"index_time_in_millis": index_ms, "index_total": docs * (1 + replicas)},
+                "refresh": {"total_time_in_millis": refresh_ms},
+                "merges": {"total_time_in_millis": merge_ms, "total_size_in_bytes": merged},
+                "flush": {"total_time_in_millis": flush_ms},
+            },
+        }
+    }
 
 
 def run(runner, client, params):
@@ -25,10 +32,18 @@ def run(runner, client, params):
 
 def test_epoch_cost_is_the_difference_of_two_snapshots():
     before = {"index_ms": 100, "index_docs": 1000, "refresh_ms": 5, "merge_ms": 0, "merged_bytes": 0, "flush_ms": 1}
-    after = {"index_ms": 350, "index_docs": 2000, "refresh_ms": 9, "merge_ms": 40, "merged_bytes": 2 ** 21, "flush_ms": 1}
+    after = {"index_ms": 350, "index_docs": 2000, "refresh_ms": 9, "merge_ms": 40, "merged_bytes": 2**21, "flush_ms": 1}
     assert epoch_cost(2, before, after, [200, 0, 200]) == {
-        "epoch": 2, "docs": 1000, "bulk_requests": 3, "bulk_took_ms": 400, "index_ms": 250, "refresh_ms": 4,
-        "merge_ms": 40, "flush_ms": 0, "merged_mb": 2.0}
+        "epoch": 2,
+        "docs": 1000,
+        "bulk_requests": 3,
+        "bulk_took_ms": 400,
+        "index_ms": 250,
+        "refresh_ms": 4,
+        "merge_ms": 40,
+        "flush_ms": 0,
+        "merged_mb": 2.0,
+    }
 
 
 def test_start_then_epoch_writes_the_epoch_row(context):
@@ -64,8 +79,13 @@ def mapping(fingerprint):
 
 def counts(context, change=0):
     truth = context.truth()
-    buckets = [{"key": int(e), "node": {"buckets": [{"key": n, "doc_count": truth[e][n]["count"] + (change if n == "N002" else 0)}
-                                                    for n in context.nodes]}} for e in ("1", "2")]
+    buckets = [
+        {
+            "key": int(e),
+            "node": {"buckets": [{"key": n, "doc_count": truth[e][n]["count"] + (change if n == "N002" else 0)} for n in context.nodes]},
+        }
+        for e in ("1", "2")
+    ]
     return {"aggregations": {"epoch": {"buckets": buckets}}}
 
 
@@ -83,20 +103,25 @@ def test_corpus_check_reads_the_named_cluster(context):
         run(VerifyCorpus(), {"default": StubClient([])}, params)
 
 
-@pytest.mark.parametrize("case,message", [
-    ("no-meta", "it was not created by this track's ingest"),
-    ("other-seed", "made with other generator parameters: seed 99 there, 3 here"),
-    ("test-mode", "it holds the test_mode files, this race uses the full files"),
-    ("counts", "epoch 1 node N002: 31 documents, expected 30"),
-    ("missing", "index cluster-metrics does not exist"),
-])
+@pytest.mark.parametrize(
+    "case,message",
+    [
+        ("no-meta", "it was not created by this track's ingest"),
+        ("other-seed", "made with other generator parameters: seed 99 there, 3 here"),
+        ("test-mode", "it holds the test_mode files, this race uses the full files"),
+        ("counts", "epoch 1 node N002: 31 documents, expected 30"),
+        ("missing", "index cluster-metrics does not exist"),
+    ],
+)
 def test_corpus_check_ends_the_race_naming_the_fix(context, case, message):
     fingerprint = dict(context.fingerprint)
-    answers = {"no-meta": [(200, mapping(None))],
-               "other-seed": [(200, mapping(fingerprint | {"generator": fingerprint["generator"] | {"seed": 99}}))],
-               "test-mode": [(200, mapping(fingerprint | {"section": "test_mode"}))],
-               "counts": [(200, mapping(fingerprint)), (200, counts(context, change=1))],
-               "missing": [(404, {"error": {"type": "index_not_found_exception", "reason": "no such index"}})]}[case]
+    answers = {
+        "no-meta": [(200, mapping(None))],
+        "other-seed": [(200, mapping(fingerprint | {"generator": fingerprint["generator"] | {"seed": 99}}))],
+        "test-mode": [(200, mapping(fingerprint | {"section": "test_mode"}))],
+        "counts": [(200, mapping(fingerprint)), (200, counts(context, change=1))],
+        "missing": [(404, {"error": {"type": "index_not_found_exception", "reason": "no such index"}})],
+    }[case]
     with pytest.raises(corpus.CorpusError, match=message) as raised:
         run(VerifyCorpus(), {"default": StubClient(answers)}, {CONTEXT_KEY: context.as_param()})
     assert "ingest it with this race's corpus" in str(raised.value)

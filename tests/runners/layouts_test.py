@@ -1,5 +1,6 @@
 """The layout sweep's runners and rules with a stub client: layouts parse, a layout that needs more nodes than the
 cluster has is refused before anything is created, shard copies and each node's share of the work."""
+
 import asyncio
 import json
 from pathlib import Path
@@ -7,23 +8,40 @@ from pathlib import Path
 import pytest
 
 from runners.context import CONTEXT_KEY
-from runners.layouts import (CheckClusterLayouts, LayoutError, LayoutStats, bottleneck, node_shares, parse_layout,
-                             validate_layouts)
+from runners.layouts import CheckClusterLayouts, LayoutError, LayoutStats, bottleneck, node_shares, parse_layout, validate_layouts
 from stub_client import StubClient
 
-NODES = {"nodes": {"a1": {"name": "node-1", "roles": ["data", "master"]}, "b2": {"name": "node-2", "roles": ["data"]},
-                   "c3": {"name": "node-3", "roles": ["data_hot", "master"]}, "m9": {"name": "master", "roles": ["master"]}}}
+NODES = {
+    "nodes": {
+        "a1": {"name": "node-1", "roles": ["data", "master"]},
+        "b2": {"name": "node-2", "roles": ["data"]},
+        "c3": {"name": "node-3", "roles": ["data_hot", "master"]},
+        "m9": {"name": "master", "roles": ["master"]},
+    }
+}
 
 
 def shard(node, primary, docs, index_total, query_total=0):
-    return {"routing": {"node": node, "primary": primary}, "docs": {"count": docs}, "store": {"size_in_bytes": 10},
-            "indexing": {"index_total": index_total}, "search": {"query_total": query_total}}
+    return {
+        "routing": {"node": node, "primary": primary},
+        "docs": {"count": docs},
+        "store": {"size_in_bytes": 10},
+        "indexing": {"index_total": index_total},
+        "search": {"query_total": query_total},
+    }
 
 
 # 2S1R on 3 nodes, as Elasticsearch placed it: node-3 holds a primary and a replica
-STATS_2S1R = {"indices": {"cluster-metrics": {"shards": {
-    "0": [shard("c3", True, 500, 500, 10), shard("b2", False, 500, 500, 30)],
-    "1": [shard("a1", True, 500, 500, 40), shard("c3", False, 500, 500, 20)]}}}}
+STATS_2S1R = {
+    "indices": {
+        "cluster-metrics": {
+            "shards": {
+                "0": [shard("c3", True, 500, 500, 10), shard("b2", False, 500, 500, 30)],
+                "1": [shard("a1", True, 500, 500, 40), shard("c3", False, 500, 500, 20)],
+            }
+        }
+    }
+}
 
 
 def run(runner, answers, params):
@@ -55,7 +73,11 @@ def test_layout_stats_records_placement_and_shares(context):
     assert searched["shares"] == {"node-1": 0.4, "node-2": 0.3, "node-3": 0.3}
     record = json.loads((Path(context.record_dir) / "layout-2S1R.json").read_text())
     assert [(c["shard"], c["primary"], c["node"]) for c in record["ingested"]] == [
-        (0, True, "node-3"), (0, False, "node-2"), (1, True, "node-1"), (1, False, "node-3")]
+        (0, True, "node-3"),
+        (0, False, "node-2"),
+        (1, True, "node-1"),
+        (1, False, "node-3"),
+    ]
     assert "searched" in record
 
 

@@ -1,20 +1,20 @@
 """The load schedule: a calibration task records its coverages, each step runs at a fraction of that rate."""
+
 import asyncio
 from types import SimpleNamespace
 
 import pytest
+from coverage_test import answers, source
 
 from runners import load
 from runners.context import CONTEXT_KEY
 from runners.coverage import Coverage, validate_coverage
 from stub_client import StubClient
-from coverage_test import answers, source
 
 
 def step_task(context, fraction, clients=4, rate_of="coverage-D_td-msearch-load-calibration"):
     params = {CONTEXT_KEY: context.as_param(), "rate-of": rate_of, "rate-fraction": fraction}
-    return SimpleNamespace(name="coverage-D_td-msearch-load-50pct", clients=clients,
-                           operation=SimpleNamespace(params=params))
+    return SimpleNamespace(name="coverage-D_td-msearch-load-50pct", clients=clients, operation=SimpleNamespace(params=params))
 
 
 def test_a_calibration_coverage_records_its_duration_and_a_step_runs_at_its_fraction(context, tmp_path):
@@ -60,5 +60,4 @@ def test_a_step_without_its_calibration_is_refused(context, tmp_path):
 @pytest.mark.parametrize("fraction", [0, -1, "half", True])
 def test_bad_fractions_are_named_at_load(context, fraction):
     with pytest.raises(ValueError, match="rate-fraction must be a positive number"):
-        validate_coverage({"variant": "D_td", "transport": "msearch", "rate-of": "x", "rate-fraction": fraction}, 1,
-                          context)
+        validate_coverage({"variant": "D_td", "transport": "msearch", "rate-of": "x", "rate-fraction": fraction}, 1, context)

@@ -1,12 +1,13 @@
 """The request breaker floor with a fake cluster that trips its breaker below a set need: the bisection finds the
 need to the resolution, and the setting is put back whatever happens, at every step a failure can come."""
+
 import asyncio
 import io
 import json
 
 import pytest
-
 from coverage_test import answers
+
 from runners import records
 from runners.context import CONTEXT_KEY
 from runners.memory import BREAKER_SETTING, LOWEST_LIMIT_BYTES, BreakerFloorParamSource, RequestBreakerFloor
@@ -44,14 +45,20 @@ class BreakerCluster:
             self.persistent = body["persistent"][BREAKER_SETTING]
             answer = {"acknowledged": True}
         elif path == "/_cluster/settings":
-            answer = {"persistent": {BREAKER_SETTING: self.persistent} if self.persistent else {},
-                      "transient": {BREAKER_SETTING: self.transient} if self.transient else {}}
+            answer = {
+                "persistent": {BREAKER_SETTING: self.persistent} if self.persistent else {},
+                "transient": {BREAKER_SETTING: self.transient} if self.transient else {},
+            }
         elif path == "/_nodes/stats/breaker":
-            answer = {"nodes": {"n1": {"breakers": {"request": {"limit_size_in_bytes": self._limit(),
-                                                                "tripped": self.trips}}}}}
+            answer = {"nodes": {"n1": {"breakers": {"request": {"limit_size_in_bytes": self._limit(), "tripped": self.trips}}}}}
         elif path == "/_nodes/stats/jvm":
-            answer = {"nodes": {"n1": {"jvm": {"gc": {"collectors": {"young": {
-                "collection_count": self.gcs, "collection_time_in_millis": 4 * self.gcs}}}}}}}
+            answer = {
+                "nodes": {
+                    "n1": {
+                        "jvm": {"gc": {"collectors": {"young": {"collection_count": self.gcs, "collection_time_in_millis": 4 * self.gcs}}}}
+                    }
+                }
+            }
         else:
             answer = self._coverage()
         data = json.dumps(answer).encode()
@@ -67,15 +74,23 @@ class BreakerCluster:
         elif self._limit() < self.need:
             self.trips += 1
             answer = json.loads(json.dumps(answer))
-            answer["responses"][0] = {"status": 429, "error": {"type": "circuit_breaking_exception",
-                                                               "reason": "[request] Data too large"}}
+            answer["responses"][0] = {"status": 429, "error": {"type": "circuit_breaking_exception", "reason": "[request] Data too large"}}
         return answer
 
 
 def params(context, tmp_path, **extra):
     context = context.__class__(**{**context.as_param(), "record_dir": str(tmp_path)})
-    source = BreakerFloorParamSource(None, {CONTEXT_KEY: context.as_param(), "variant": "D_td", "transport": "msearch",
-                                            "percents": [0, 50, 90, 100], "name": "breaker-floor-x", **extra})
+    source = BreakerFloorParamSource(
+        None,
+        {
+            CONTEXT_KEY: context.as_param(),
+            "variant": "D_td",
+            "transport": "msearch",
+            "percents": [0, 50, 90, 100],
+            "name": "breaker-floor-x",
+            **extra,
+        },
+    )
     return source.params()
 
 

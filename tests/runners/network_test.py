@@ -1,5 +1,6 @@
 """The network runners with a stub client and a recording stand-in for Toxiproxy (seconds; the real Toxiproxy
 in tests/test_network.py): the path check, the order of changes, the load-time checks."""
+
 import asyncio
 
 import pytest
@@ -36,8 +37,13 @@ def toxiproxy(monkeypatch):
 
 
 def latency(rtt, check="http"):
-    return {"proxy": "cluster-metrics-http", "rtt-ms": rtt, "toxiproxy-url": "http://127.0.0.1:8474",
-            "path-check": check, "remote-index": "metrics-remote:cluster-metrics"}
+    return {
+        "proxy": "cluster-metrics-http",
+        "rtt-ms": rtt,
+        "toxiproxy-url": "http://127.0.0.1:8474",
+        "path-check": check,
+        "remote-index": "metrics-remote:cluster-metrics",
+    }
 
 
 class ProxiedClient(StubClient):
@@ -58,8 +64,11 @@ def test_latency_is_set_after_the_path_is_proven(toxiproxy):
     result = asyncio.run(network.NetworkLatency()(client, latency(0)))
     assert result["rtt-ms"] == 0 and result["probe-added-ms"] >= network.PROBE_RTT_MS / 2
     # two probes without latency, three with PROBE_RTT_MS (one untimed), then the link gets the RTT asked for
-    assert toxiproxy.calls == [("rtt", "cluster-metrics-http", 0), ("rtt", "cluster-metrics-http", network.PROBE_RTT_MS),
-                               ("rtt", "cluster-metrics-http", 0)]
+    assert toxiproxy.calls == [
+        ("rtt", "cluster-metrics-http", 0),
+        ("rtt", "cluster-metrics-http", network.PROBE_RTT_MS),
+        ("rtt", "cluster-metrics-http", 0),
+    ]
     assert [r["path"] for r in client.sent] == ["/"] * 5 and client.marks == ["start", "end"]
 
 
@@ -71,8 +80,7 @@ def test_a_cluster_not_behind_the_proxy_ends_the_race(toxiproxy):
 def test_a_slow_probe_is_not_taken_for_latency(toxiproxy):
     """A search slower than the probe's RTT by itself, not behind the proxy, is still refused."""
     with pytest.raises(network.NetworkPathError, match="remote cluster is not reached"):
-        asyncio.run(network.NetworkLatency()(ProxiedClient(network.PROBE_RTT_MS + 20, False, toxiproxy),
-                                             latency(0, "ccs")))
+        asyncio.run(network.NetworkLatency()(ProxiedClient(network.PROBE_RTT_MS + 20, False, toxiproxy), latency(0, "ccs")))
 
 
 def test_the_ccs_path_check_searches_the_remote_index(toxiproxy):
@@ -84,23 +92,26 @@ def test_the_ccs_path_check_searches_the_remote_index(toxiproxy):
 @pytest.mark.parametrize("fault", [*FAULTS, "none"])
 def test_a_fault_goes_on_the_named_proxy(toxiproxy, fault):
     client = StubClient([])
-    result = asyncio.run(network.NetworkFault()(client, {"proxy": "cluster-metrics-http", "fault": fault,
-                                                         "toxiproxy-url": "http://127.0.0.1:8474"}))
+    result = asyncio.run(
+        network.NetworkFault()(client, {"proxy": "cluster-metrics-http", "fault": fault, "toxiproxy-url": "http://127.0.0.1:8474"})
+    )
     assert result["success"] and toxiproxy.calls == [("fault", "cluster-metrics-http", fault)]
     assert client.marks == ["start", "end"] and not client.sent  # timed, yet nothing sent to Elasticsearch
 
 
-@pytest.mark.parametrize("params,message", [
-    ({"fault": "flood", "proxy": "cluster-metrics-http"}, "fault must be one of reset, black-hole"),
-    ({"fault": "reset", "proxy": "elsewhere"}, "no proxy named 'elsewhere'"),
-])
+@pytest.mark.parametrize(
+    "params,message",
+    [
+        ({"fault": "flood", "proxy": "cluster-metrics-http"}, "fault must be one of reset, black-hole"),
+        ({"fault": "reset", "proxy": "elsewhere"}, "no proxy named 'elsewhere'"),
+    ],
+)
 def test_bad_fault_operations_are_refused_at_load(params, message):
     with pytest.raises(ValueError, match=message):
         network.validate_fault({"toxiproxy-url": "http://127.0.0.1:8474", **params}, 1, None)
 
 
-@pytest.mark.parametrize("rtt,message", [(-1, "rtt-ms must be a non-empty list of round-trip times"),
-                                         ("50", "rtt-ms must be")])
+@pytest.mark.parametrize("rtt,message", [(-1, "rtt-ms must be a non-empty list of round-trip times"), ("50", "rtt-ms must be")])
 def test_bad_round_trip_times_are_refused_at_load(rtt, message):
     with pytest.raises(ValueError, match=message):
         network.validate_latency(latency(rtt), 1, None)
@@ -120,11 +131,14 @@ def test_the_remote_is_registered_at_the_proxy_listen_address_when_none_is_given
             self.settings.append(persistent)
 
     client = Cluster()
-    result = asyncio.run(network.RegisterRemoteCluster()(client, {
-        "alias": "metrics-remote", "proxy-address": "", "proxy": "cluster-metrics-http",
-        "toxiproxy-url": "http://127.0.0.1:8474"}))
+    result = asyncio.run(
+        network.RegisterRemoteCluster()(
+            client,
+            {"alias": "metrics-remote", "proxy-address": "", "proxy": "cluster-metrics-http", "toxiproxy-url": "http://127.0.0.1:8474"},
+        )
+    )
     assert result["connections"] == 18
-    assert client.settings[0] == {"cluster.remote.metrics-remote.mode": None,
-                                  "cluster.remote.metrics-remote.proxy_address": None}  # afresh
-    assert client.settings[1:] == [{"cluster.remote.metrics-remote.mode": "proxy",
-                                "cluster.remote.metrics-remote.proxy_address": "127.0.0.1:9290"}]
+    assert client.settings[0] == {"cluster.remote.metrics-remote.mode": None, "cluster.remote.metrics-remote.proxy_address": None}  # afresh
+    assert client.settings[1:] == [
+        {"cluster.remote.metrics-remote.mode": "proxy", "cluster.remote.metrics-remote.proxy_address": "127.0.0.1:9290"}
+    ]

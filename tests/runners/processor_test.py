@@ -1,6 +1,7 @@
 """The track processor on the real track file, read by Rally's own TrackFileReader (no node, no race): parameters,
 corpus checks, the index fingerprint and the context each operation gets. The same checks inside real races:
 tests/test_rally_track.py."""
+
 import json
 import re
 import shutil
@@ -17,9 +18,19 @@ from runners.context import CONTEXT_KEY, RaceContext
 from runners.operations import OPERATIONS
 from runners.processor import ClusterMetricsProcessor
 from runners.queries import FETCH_KINDS, TRANSPORTS, VARIANTS
-from runners.tasks import (breaker_floor_task_name, bulk_task_name, ccs_task_name, coverage_task_name,
-                           fault_task_name, fetch_task_name, healed_task_name, memory_cell, memory_task_name,
-                           rtt_task_name, source_task_name)
+from runners.tasks import (
+    breaker_floor_task_name,
+    bulk_task_name,
+    ccs_task_name,
+    coverage_task_name,
+    fault_task_name,
+    fetch_task_name,
+    healed_task_name,
+    memory_cell,
+    memory_task_name,
+    rtt_task_name,
+    source_task_name,
+)
 from runners.toxiproxy import FAULTS
 
 TRACK_DIR = REPO / "tracks" / "cluster-metrics"
@@ -35,10 +46,15 @@ def corpus_root(tmp_path_factory):
 
 def load(root, track_params=None, test_mode=False, race_id="r-1", challenge=None):
     cfg = config.Config()
-    for section, key, value in [("node", "rally.root", paths.rally_root()), ("node", "root.dir", str(root / "rally")),
-                                ("track", "params", track_params or {}), ("track", "test.mode.enabled", test_mode),
-                                ("track", "challenge.name", challenge),
-                                ("system", "race.id", race_id), ("benchmarks", "local.dataset.cache", str(root))]:
+    for section, key, value in [
+        ("node", "rally.root", paths.rally_root()),
+        ("node", "root.dir", str(root / "rally")),
+        ("track", "params", track_params or {}),
+        ("track", "test.mode.enabled", test_mode),
+        ("track", "challenge.name", challenge),
+        ("system", "race.id", race_id),
+        ("benchmarks", "local.dataset.cache", str(root)),
+    ]:
         cfg.add(config.Scope.application, section, key, value)
     track = loader.TrackFileReader(cfg).read("cluster-metrics", str(TRACK_DIR / "track.json"), str(TRACK_DIR))
     processor = ClusterMetricsProcessor()
@@ -81,42 +97,52 @@ def test_epochs_bound_ingest_and_queries(corpus_root):
     assert RaceContext.of(coverage[0].operation.params).expected_docs == 4500
 
 
-@pytest.mark.parametrize("track_params,message", [
-    ({"iterations": "x"}, "track parameter iterations must be an integer of at least 1, got 'x'"),
-    ({"warmup_iterations": -1}, "track parameter warmup_iterations must be an integer of at least 0, got -1"),
-    ({"hdr_digits": 9}, "track parameter hdr_digits must be an integer from 0 to 5, got 9"),
-    ({"variants": ["E"]}, "track parameter variants must be a non-empty list"),
-    ({"transports": "grpc"}, "track parameter transports must be a non-empty list"),
-    ({"percents": [50, 101]}, "track parameter percents must be a non-empty list of numbers from 0 to 100"),
-    ({"request_timeout": "slow"}, "track parameter request_timeout must be a positive number, got 'slow'"),
-    ({"verify_corpus_checksums": "yes"}, "track parameter verify_corpus_checksums must be true or false"),
-    ({"epochs": True}, "track parameter epochs must be an integer of at least 1, got True"),
-    ({"bulk_size": 0}, "track parameter bulk_size must be an integer of at least 1, got 0"),
-    ({"tuned_translog_durability": "never"}, "track parameter tuned_translog_durability must be one of"),
-    ({"coverage_assertions": [{"property": "hits"}]}, "track parameter coverage_assertions must be a list of Rally"),
-    ({"epochs": 7}, "The generated corpus has no epoch 6"),
-    ({"layouts": ["2S1R", "3X"]}, "track parameter layouts must be a non-empty list (or comma-separated string) of layouts"),
-    ({"search_clients": 0}, "track parameter search_clients must be an integer of at least 1, got 0"),
-    ({"source_modes": ["zip"]}, "track parameter source_modes must be a non-empty list (or comma-separated string) "
-                                "of stored, synthetic, disabled"),
-    ({"fetch_size": 0}, "track parameter fetch_size must be an integer from 1 to 10000, got 0"),
-    ({"fetch_transports": ["terms"]}, "track parameter fetch_transports must be a non-empty list"),
-    ({"memory_hdr_digits": [3, 6]}, "track parameter memory_hdr_digits must be a non-empty list of HDR digits (0 to 5)"),
-    ({"memory_tdigest_compression": [0]}, "track parameter memory_tdigest_compression must be a non-empty list of "
-                                          "t-digest compressions"),
-    ({"memory_resolution": 1.5}, "track parameter memory_resolution must be a number between 0 and 1 (exclusive)"),
-    ({"memory_attempts": "3"}, "track parameter memory_attempts must be an integer from 1 to 100, got '3'"),
-    ({"source_force_merge": "no"}, "track parameter source_force_merge must be true or false"),
-])
+@pytest.mark.parametrize(
+    "track_params,message",
+    [
+        ({"iterations": "x"}, "track parameter iterations must be an integer of at least 1, got 'x'"),
+        ({"warmup_iterations": -1}, "track parameter warmup_iterations must be an integer of at least 0, got -1"),
+        ({"hdr_digits": 9}, "track parameter hdr_digits must be an integer from 0 to 5, got 9"),
+        ({"variants": ["E"]}, "track parameter variants must be a non-empty list"),
+        ({"transports": "grpc"}, "track parameter transports must be a non-empty list"),
+        ({"percents": [50, 101]}, "track parameter percents must be a non-empty list of numbers from 0 to 100"),
+        ({"request_timeout": "slow"}, "track parameter request_timeout must be a positive number, got 'slow'"),
+        ({"verify_corpus_checksums": "yes"}, "track parameter verify_corpus_checksums must be true or false"),
+        ({"epochs": True}, "track parameter epochs must be an integer of at least 1, got True"),
+        ({"bulk_size": 0}, "track parameter bulk_size must be an integer of at least 1, got 0"),
+        ({"tuned_translog_durability": "never"}, "track parameter tuned_translog_durability must be one of"),
+        ({"coverage_assertions": [{"property": "hits"}]}, "track parameter coverage_assertions must be a list of Rally"),
+        ({"epochs": 7}, "The generated corpus has no epoch 6"),
+        ({"layouts": ["2S1R", "3X"]}, "track parameter layouts must be a non-empty list (or comma-separated string) of layouts"),
+        ({"search_clients": 0}, "track parameter search_clients must be an integer of at least 1, got 0"),
+        (
+            {"source_modes": ["zip"]},
+            "track parameter source_modes must be a non-empty list (or comma-separated string) " "of stored, synthetic, disabled",
+        ),
+        ({"fetch_size": 0}, "track parameter fetch_size must be an integer from 1 to 10000, got 0"),
+        ({"fetch_transports": ["terms"]}, "track parameter fetch_transports must be a non-empty list"),
+        ({"memory_hdr_digits": [3, 6]}, "track parameter memory_hdr_digits must be a non-empty list of HDR digits (0 to 5)"),
+        (
+            {"memory_tdigest_compression": [0]},
+            "track parameter memory_tdigest_compression must be a non-empty list of " "t-digest compressions",
+        ),
+        ({"memory_resolution": 1.5}, "track parameter memory_resolution must be a number between 0 and 1 (exclusive)"),
+        ({"memory_attempts": "3"}, "track parameter memory_attempts must be an integer from 1 to 100, got '3'"),
+        ({"source_force_merge": "no"}, "track parameter source_force_merge must be true or false"),
+    ],
+)
 def test_bad_parameters_are_named_before_the_cluster_is_touched(corpus_root, track_params, message):
     with pytest.raises(exceptions.SystemSetupError, match=re.escape(message)):
         load(corpus_root, track_params)
 
 
-@pytest.mark.parametrize("track_params,message", [
-    ({"profile_node": "N999"}, "Task [profile-D_td]: node 'N999' is not in the generated corpus"),
-    ({"profile_epoch": 4, "epochs": 3}, "Task [profile-D_td]: epoch 4 is not ingested by this race"),
-])
+@pytest.mark.parametrize(
+    "track_params,message",
+    [
+        ({"profile_node": "N999"}, "Task [profile-D_td]: node 'N999' is not in the generated corpus"),
+        ({"profile_epoch": 4, "epochs": 3}, "Task [profile-D_td]: epoch 4 is not ingested by this race"),
+    ],
+)
 def test_bad_operation_values_of_the_selected_challenge_are_named(corpus_root, track_params, message):
     with pytest.raises(exceptions.SystemSetupError, match=re.escape(message)):
         load(corpus_root, track_params, challenge="profile-breakdown")
@@ -163,8 +189,11 @@ def test_track_json_declares_every_parameter_with_the_same_default():
     assert declared.keys() == parameters.PARAMETERS.keys()
     vocabulary = jinja2.Environment().from_string((TRACK_DIR / "vocabulary.j2").read_text()).module
     for name, default in declared.items():
-        value = (jinja2.Environment().compile_expression(default)(vocabulary=vocabulary)
-                 if default.startswith("vocabulary.") else None if default == "none" else json.loads(default))
+        value = (
+            jinja2.Environment().compile_expression(default)(vocabulary=vocabulary)
+            if default.startswith("vocabulary.")
+            else None if default == "none" else json.loads(default)
+        )
         assert value == parameters.PARAMETERS[name][0], name
 
 
@@ -185,38 +214,45 @@ def test_cost_task_names_use_the_shared_patterns():
     rendered = json.loads(loader.render_template_from_file(str(TRACK_DIR / "track.json"), {}))
     names = {c["name"]: [t["operation"]["name"] for t in rendered_tasks(c)] for c in rendered["challenges"]}
     modes = parameters.PARAMETERS["source_modes"][0]
-    expected = [source_task_name(m, n) for m in modes for n in
-                [coverage_task_name(v, "msearch") for v in VARIANTS] +
-                [fetch_task_name(k, "msearch") for k in FETCH_KINDS if not (k == "source" and m == "disabled")]]
+    expected = [
+        source_task_name(m, n)
+        for m in modes
+        for n in [coverage_task_name(v, "msearch") for v in VARIANTS]
+        + [fetch_task_name(k, "msearch") for k in FETCH_KINDS if not (k == "source" and m == "disabled")]
+    ]
     assert expected == [n for n in names["source-cost"] if "coverage-" in n or "fetch-" in n]
     cells = [memory_cell(v, t, 3 if "hdr" in v else None, 100 if "td" in v else None) for v in VARIANTS for t in TRANSPORTS]
     cells += [memory_cell("D_hdr", t, d) for d in (1, 2, 4, 5) for t in TRANSPORTS if d <= 4 or t == "serial"]
     cells += [memory_cell("D_td", t, compression=c) for c in (50, 200, 500) for t in TRANSPORTS]
-    assert [x for c in cells for x in (memory_task_name(c), breaker_floor_task_name(c))] == \
-        [n for n in names["aggregation-memory"] if n != "verify-corpus"]
+    assert [x for c in cells for x in (memory_task_name(c), breaker_floor_task_name(c))] == [
+        n for n in names["aggregation-memory"] if n != "verify-corpus"
+    ]
 
 
 def test_network_task_names_use_the_shared_patterns():
     rendered = json.loads(loader.render_template_from_file(str(TRACK_DIR / "track.json"), {}))
     names = {c["name"]: [t["operation"]["name"] for t in rendered_tasks(c)] for c in rendered["challenges"]}
     rtts, variants = parameters.PARAMETERS["rtt_ms"][0], parameters.PARAMETERS["rtt_variants"][0]
-    assert [rtt_task_name(v, t, r) for r in rtts for v in variants for t in TRANSPORTS] == \
-        [n for n in names["rtt-sweep"] if n.startswith("coverage-")]
-    assert [ccs_task_name(v, t, m, r) for r in rtts for v in variants for t in ("msearch", "terms")
-            for m in (True, False)] == [n for n in names["ccs-roundtrips"] if n.startswith("ccs-")]
-    assert [x for f in FAULTS for x in (fault_task_name(f, "D_td", "msearch"), fault_task_name(f, "D_td", "terms"),
-                                        healed_task_name(f, "D_td", "msearch"))] == \
-        [n for n in names["network-faults"] if "coverage" in n]
+    assert [rtt_task_name(v, t, r) for r in rtts for v in variants for t in TRANSPORTS] == [
+        n for n in names["rtt-sweep"] if n.startswith("coverage-")
+    ]
+    assert [ccs_task_name(v, t, m, r) for r in rtts for v in variants for t in ("msearch", "terms") for m in (True, False)] == [
+        n for n in names["ccs-roundtrips"] if n.startswith("ccs-")
+    ]
+    assert [
+        x
+        for f in FAULTS
+        for x in (fault_task_name(f, "D_td", "msearch"), fault_task_name(f, "D_td", "terms"), healed_task_name(f, "D_td", "msearch"))
+    ] == [n for n in names["network-faults"] if "coverage" in n]
 
 
 def test_query_challenges_check_the_corpus_before_the_first_timed_query():
     rendered = json.loads(loader.render_template_from_file(str(TRACK_DIR / "track.json"), {}))
     for challenge in rendered["challenges"]:
         types = [t["operation"]["operation-type"] for t in rendered_tasks(challenge)]
-        timed = [i for i, t in enumerate(types) if t in ("coverage", "fetch-coverage", "request-breaker-floor",
-                                                           "profile-breakdown")]
+        timed = [i for i, t in enumerate(types) if t in ("coverage", "fetch-coverage", "request-breaker-floor", "profile-breakdown")]
         if timed:
-            assert "verify-corpus" in types[:timed[0]], challenge["name"]
+            assert "verify-corpus" in types[: timed[0]], challenge["name"]
 
 
 def test_numpy_version_is_recorded_and_another_one_reported(tmp_path):
@@ -236,19 +272,21 @@ def test_only_the_selected_challenge_is_held_to_its_needs(corpus_root):
     """A Toxiproxy that is not running stops a network challenge at load, naming the fix, and no other challenge."""
     assert load(corpus_root, {"toxiproxy_url": "http://127.0.0.1:8479"}, challenge="full")
     for challenge in ("network-faults", "rtt-sweep"):
-        with pytest.raises(exceptions.SystemSetupError, match=r"Toxiproxy is not reachable at http://127.0.0.1:8479.*"
-                                                              r"make proxy-start"):
+        with pytest.raises(exceptions.SystemSetupError, match=r"Toxiproxy is not reachable at http://127.0.0.1:8479.*" r"make proxy-start"):
             load(corpus_root, {"toxiproxy_url": "http://127.0.0.1:8479"}, challenge=challenge)
 
 
-@pytest.mark.parametrize("params,message", [
-    ({"rtt_ms": [0, -5]}, "track parameter rtt_ms must be a non-empty list of round-trip times"),
-    ({"rtt_ms": 50}, "track parameter rtt_ms must be a non-empty list"),
-    ({"ccs_proxy_address": "localhost"}, "track parameter ccs_proxy_address must be host:port"),
-    ({"ccs_minimize_roundtrips": ["yes"]}, "track parameter ccs_minimize_roundtrips must be a non-empty list of true/false"),
-    ({"faults": ["flood"]}, "track parameter faults must be a non-empty list"),
-    ({"toxiproxy_url": "127.0.0.1:8474"}, "track parameter toxiproxy_url must be an http URL with a port"),
-])
+@pytest.mark.parametrize(
+    "params,message",
+    [
+        ({"rtt_ms": [0, -5]}, "track parameter rtt_ms must be a non-empty list of round-trip times"),
+        ({"rtt_ms": 50}, "track parameter rtt_ms must be a non-empty list"),
+        ({"ccs_proxy_address": "localhost"}, "track parameter ccs_proxy_address must be host:port"),
+        ({"ccs_minimize_roundtrips": ["yes"]}, "track parameter ccs_minimize_roundtrips must be a non-empty list of true/false"),
+        ({"faults": ["flood"]}, "track parameter faults must be a non-empty list"),
+        ({"toxiproxy_url": "127.0.0.1:8474"}, "track parameter toxiproxy_url must be an http URL with a port"),
+    ],
+)
 def test_bad_network_parameters_are_named_at_load(corpus_root, params, message):
     with pytest.raises(exceptions.SystemSetupError, match=message):
         load(corpus_root, params, challenge="rtt-sweep")

@@ -1,5 +1,6 @@
 """The storage runner with a stub client: it refuses an index in another _source mode, waits out the cached store
 size, and records what the index reports."""
+
 import asyncio
 import json
 
@@ -24,14 +25,21 @@ def mapping_answer(enabled=None):
 
 
 def store_answer(size, segments):
-    return (200, {"_all": {"primaries": {"store": {"size_in_bytes": size}, "segments": {"count": segments},
-                                         "docs": {"count": 90}}}})
+    return (200, {"_all": {"primaries": {"store": {"size_in_bytes": size}, "segments": {"count": segments}, "docs": {"count": 90}}}})
 
 
-DISK_USAGE = (200, {"cluster-metrics": {"store_size_in_bytes": 900, "fields": {
-    "_source": {"total_in_bytes": 400, "stored_fields_in_bytes": 400, "inverted_index": {"total_in_bytes": 0}},
-    "cpu": {"total_in_bytes": 60, "doc_values_in_bytes": 40, "points_in_bytes": 20,
-            "inverted_index": {"total_in_bytes": 0}}}}})
+DISK_USAGE = (
+    200,
+    {
+        "cluster-metrics": {
+            "store_size_in_bytes": 900,
+            "fields": {
+                "_source": {"total_in_bytes": 400, "stored_fields_in_bytes": 400, "inverted_index": {"total_in_bytes": 0}},
+                "cpu": {"total_in_bytes": 60, "doc_values_in_bytes": 40, "points_in_bytes": 20, "inverted_index": {"total_in_bytes": 0}},
+            },
+        }
+    },
+)
 
 
 @pytest.fixture
@@ -40,6 +48,7 @@ def slept(monkeypatch):
 
     async def sleep(value):
         seconds.append(value)
+
     monkeypatch.setattr(storage.asyncio, "sleep", sleep)
     return seconds
 
@@ -57,8 +66,9 @@ def test_the_mode_the_index_reports_is_checked_first(context, slept):
 
 
 def test_a_default_mode_is_read_in_any_case_and_the_cached_size_waited_out(context, slept):
-    client = StubClient([settings_answer(interval="2s"), mapping_answer(), store_answer(3000, 7),
-                         (200, {}), (200, {}), store_answer(2000, 1), DISK_USAGE])
+    client = StubClient(
+        [settings_answer(interval="2s"), mapping_answer(), store_answer(3000, 7), (200, {}), (200, {}), store_answer(2000, 1), DISK_USAGE]
+    )
     result = run(client, context, "stored")
     assert result["success"] is True and result["store-bytes"] == 2000
     assert slept == [3.0, 3.0]  # the interval + 1 s, before each store size

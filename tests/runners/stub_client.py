@@ -4,12 +4,13 @@ It answers each request from a list of (status, body) in order (an exception in 
 and, like Rally's client after `return_raw_response()`, hands raw bodies back as readable byte streams. Each stream
 notes how many requests had been sent when it was read, so a test can tell decoding inside the timed window from
 decoding after it."""
+
 import io
 import json
 
 import elasticsearch
-from elasticsearch.exceptions import HTTP_EXCEPTIONS
 from elastic_transport import ApiResponseMeta, HttpHeaders, NodeConfig
+from elasticsearch.exceptions import HTTP_EXCEPTIONS
 
 
 class RawBody(io.BytesIO):
@@ -28,8 +29,9 @@ class Response:
 
 
 def _meta(status):
-    return ApiResponseMeta(status=status, http_version="1.1", headers=HttpHeaders(), duration=0.0,
-                           node=NodeConfig("http", "127.0.0.1", 9200))
+    return ApiResponseMeta(
+        status=status, http_version="1.1", headers=HttpHeaders(), duration=0.0, node=NodeConfig("http", "127.0.0.1", 9200)
+    )
 
 
 class StubClient:

@@ -1,6 +1,7 @@
 """Percentile validation at full scale (one epoch of the default 1M-row corpus, ~33k values per node), without a
 node: exact answers pass, and wrong answers are caught wherever they are farther from the exact answer than the
 algorithm's own precision. The same check on Elasticsearch's real answers: report/validation_proof.py."""
+
 import math
 
 import pytest
@@ -9,6 +10,7 @@ import cmgen
 from report.validation_proof import PERCENTS, SUBSTITUTIONS, caught, rank_distance, substitute, within_precision
 from runners.corpus import FIELDS, OrderStatistics, stored_value
 from runners.validation import HDR_RANK_SLACK, NodeExpectation, percentile_bounds
+
 
 @pytest.fixture(scope="module")
 def full_scale():
@@ -43,13 +45,21 @@ def test_wrong_answers_are_caught_at_full_scale(full_scale, variant, name):
                 continue
             p, value = next(iter(values.items()))
             # uncaught only where the algorithm itself cannot tell
-            assert within_precision(entry, field, variant, p, value), \
-                (name, field, node, rank_distance(entry, field, p, value))
+            assert within_precision(entry, field, variant, p, value), (name, field, node, rank_distance(entry, field, p, value))
 
 
 # caught at every node and field, whatever the tolerances are set to: a loosened check fails here
-ALWAYS_CAUGHT = ["0 as p50", "p50 doubled", "p50 + 2% of the value range", "p75 as p50", "p50 and p90 swapped",
-                 "p50 +2% of rank", "p50 -2% of rank", "p90 +2% of rank", "p90 -2% of rank"]
+ALWAYS_CAUGHT = [
+    "0 as p50",
+    "p50 doubled",
+    "p50 + 2% of the value range",
+    "p75 as p50",
+    "p50 and p90 swapped",
+    "p50 +2% of rank",
+    "p50 -2% of rank",
+    "p90 +2% of rank",
+    "p90 -2% of rank",
+]
 
 
 @pytest.mark.parametrize("variant", ["D_td", "D_hdr"])
@@ -62,8 +72,7 @@ def test_the_named_wrong_answers_are_caught_at_every_node(full_scale, variant):
                 continue  # mem is dense: 2% of its ranks lie within HDR's 0.1% of the value (within_precision)
             for i, node in enumerate(nodes):
                 values = SUBSTITUTIONS[name](truth[node], truth[nodes[(i + 1) % len(nodes)]], field)
-                if not caught(substitute(exact_answer(truth[node]), field, values),
-                              NodeExpectation(truth[node], variant, PERCENTS)):
+                if not caught(substitute(exact_answer(truth[node]), field, values), NodeExpectation(truth[node], variant, PERCENTS)):
                     missed.append((name, field, node))
     assert missed == []
 
@@ -74,8 +83,7 @@ def test_old_range_margin_would_have_passed_these():
     truth = cmgen.ground_truth(cmgen.epoch_columns(params, 1), params.rows_per_epoch, params.nodes)["N001"]
     net = truth["percentiles"]["net"]
     assert 2 * net["50"] <= net["50"] + 0.05 * (net["100"] - net["0"])  # inside the old margin
-    assert caught(substitute(exact_answer(truth), "net", {50: 2 * net["50"]}),
-                  NodeExpectation(truth, "D_td", PERCENTS))
+    assert caught(substitute(exact_answer(truth), "net", {50: 2 * net["50"]}), NodeExpectation(truth, "D_td", PERCENTS))
 
 
 def small_stats(values):

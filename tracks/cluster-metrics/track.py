@@ -1,4 +1,5 @@
 """Thin plugin entry point: puts the repository root on sys.path and registers the top-level runners package."""
+
 import os
 import sys
 
