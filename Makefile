@@ -32,7 +32,7 @@ REMOTE_PROXY_PORT ?= 9590
 CCS_SHARDS ?= 50
 INGEST ?= yes
 REMOTE_ALIAS := metrics-remote
-TOXIPROXY := $(PYTHON) local-es/toxiproxy.py
+TOXIPROXY := $(PYTHON) local-es/toxiproxy_launcher.py
 # one Rally at a time: the previous race's processes take a moment to exit (waits, never kills)
 WAIT_FOR_RALLY := for i in $$(seq 120); do pgrep -f '[e]srally race' >/dev/null || pgrep -x esrally >/dev/null || break; sleep 1; done
 

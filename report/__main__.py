@@ -9,53 +9,6 @@ from pathlib import Path
 
 from report import ReportError, charts, costs, load, network, races, tables
 
-SECTIONS = [
-    ("Ingest per epoch", tables.ingest_table, "this race has no ingest tasks (run ingest-baseline, ingest-tuned or full)"),
-    (
-        "30-node coverage: service time per coverage",
-        tables.coverage_table,
-        "this race has no coverage tasks (run query-decomposition, production-comparison or full)",
-    ),
-    (
-        "Subtractive cost attribution (median per coverage)",
-        tables.attribution_table,
-        "this race lacks one of the cells A, B, C_td, C_hdr needed for the attribution",
-    ),
-    ("Speedup against D_td serial (median)", tables.speedup_table, "this race has no coverage-D_td-serial task to compare against"),
-    ("Layout sweep: indexing throughput per layout", tables.layout_ingest_table, "this race has no layout-sweep tasks"),
-    ("Layout sweep: coverage throughput per layout", tables.layout_query_table, "this race has no layout-sweep tasks"),
-    ("Layout sweep: where the shards went and who did the work", tables.layout_placement_table, "this race has no layout-stats records"),
-    (
-        "Over the network: median coverage time (ms) at each round-trip time",
-        network.rtt_table,
-        "this race has no RTT sweep tasks (make rtt-sweep)",
-    ),
-    (
-        "Cross-cluster search: median coverage time (ms) at each round-trip time between the clusters",
-        network.ccs_table,
-        "this race has no cross-cluster tasks (make ccs-roundtrips)",
-    ),
-    ("Under load: latency against offered rate", load.load_table, "this race has no coverage-load tasks"),
-    ("Under load: the redline per cell", load.redline_table, "this race has no coverage-load tasks"),
-    ("Live: ingest and coverages, each alone and beside the other", load.live_table, "this race has no live tasks"),
-    (
-        "What _source costs: storage, ingest, coverage and fetch per _source mode",
-        costs.source_table,
-        "this race has no source-cost tasks (make source-cost)",
-    ),
-    (
-        "Aggregation memory: request breaker floor and GC activity per cell, beside its time",
-        costs.memory_table,
-        "this race has no aggregation-memory tasks (make aggregation-memory)",
-    ),
-    (
-        "Profile breakdown (profile: true, shares of filter + aggregations; profiling inflates absolute time)",
-        tables.profile_table,
-        "this race has no profile-breakdown task",
-    ),
-]
-
-
 LAYOUT_NOTE = (
     "Seed 003's rules of thumb: query throughput ~ nodes involved x a single node's rate (1S0R = 1 node; 2S0R, 1S1R = 2; "
     "3S0R and every layout with 3 copies spread = 3); replicas cost 20-60% of indexing throughput; an uneven layout "
@@ -65,6 +18,54 @@ LAYOUT_NOTE = (
     "placement. Elasticsearch 8 also routes searches by adaptive replica selection (load-aware), not the round-robin "
     "the seed describes: the search share column shows where it sent them.\n"
 )
+
+
+INGEST_NOTE = (
+    "wall: the duration of task bulk-epoch-N in race.json. bulk took: the sum of the bulk responses' "
+    "`took` (Elasticsearch's clock ticks every 200 ms, so only sums are meaningful; with several "
+    "clients the requests overlap and took / wall can exceed 100%). index / refresh / merge / "
+    "flush: `/_stats` deltas, summed over shards and threads.\n"
+)
+
+
+# (title, table builder, what a race without it lacks, the note under the table: text or race -> text)
+SECTIONS = [
+    ("Ingest per epoch", tables.ingest_table, "ingest", INGEST_NOTE),
+    ("30-node coverage: service time per coverage", tables.coverage_table, "coverage", None),
+    (
+        "Subtractive cost attribution (median per coverage)",
+        tables.attribution_table,
+        "the cells of the attribution (A, B, C_td, C_hdr)",
+        None,
+    ),
+    ("Speedup against D_td serial (median)", tables.speedup_table, "the baseline D_td serial", None),
+    ("Layout sweep: indexing throughput per layout", tables.layout_ingest_table, "layout sweep", None),
+    ("Layout sweep: coverage throughput per layout", tables.layout_query_table, "layout sweep coverages", lambda race: LAYOUT_NOTE),
+    ("Layout sweep: where the shards went and who did the work", tables.layout_placement_table, "layout placement", None),
+    ("Over the network: median coverage time (ms) at each round-trip time", network.rtt_table, "RTT sweep", network.rtt_note),
+    (
+        "Cross-cluster search: median coverage time (ms) at each round-trip time between the clusters",
+        network.ccs_table,
+        "cross-cluster search",
+        network.ccs_note,
+    ),
+    ("Under load: latency against offered rate", load.load_table, "coverage load", load.LOAD_NOTE),
+    ("Under load: the redline per cell", load.redline_table, "redline", None),
+    ("Live: ingest and coverages, each alone and beside the other", load.live_table, "live", load.LIVE_NOTE),
+    ("What _source costs: storage, ingest, coverage and fetch per _source mode", costs.source_table, "_source cost", costs.SOURCE_NOTE),
+    (
+        "Aggregation memory: request breaker floor and GC activity per cell, beside its time",
+        costs.memory_table,
+        "aggregation memory",
+        costs.MEMORY_NOTE,
+    ),
+    (
+        "Profile breakdown (profile: true, shares of filter + aggregations; profiling inflates absolute time)",
+        tables.profile_table,
+        "profile breakdown",
+        None,
+    ),
+]
 
 
 def single_report(race, out_root):
@@ -77,40 +78,25 @@ def single_report(race, out_root):
         f"track params `{race.data.get('track-params', {})}`, {race.data.get('race-timestamp', '')}",
         "",
     ]
-    summary = []
-    for title, build, missing in SECTIONS:
-        parts.append(f"## {title}\n")
+    summary, absent = [], []
+    for title, build, lacks, note in SECTIONS:
         table = build(race)
+        if not table:
+            absent.append(lacks)  # only the sections this race has are shown; one sentence names the others
+            continue
+        parts.append(f"## {title}\n")
+        # a string is why a table the race has cannot be built (a failed baseline): shown where the table would be
+        parts += [f"_{table}._" if isinstance(table, str) else tables.markdown(*table), ""]
         if isinstance(table, str):
-            parts.append(f"_{table}._")
-            table = None
-        else:
-            parts.append(tables.markdown(*table) if table else f"_{missing}._")
-        parts.append("")
-        if table and title.startswith("Ingest"):
-            parts.append(
-                "wall: the duration of task bulk-epoch-N in race.json. bulk took: the sum of the bulk responses' "
-                "`took` (Elasticsearch's clock ticks every 200 ms, so only sums are meaningful; with several "
-                "clients the requests overlap and took / wall can exceed 100%). index / refresh / merge / "
-                "flush: `/_stats` deltas, summed over shards and threads.\n"
-            )
-        if table and title.startswith("Layout sweep: coverage"):
-            parts.append(LAYOUT_NOTE)
-        if table and title.startswith("Over the network"):
-            parts.append(network.rtt_note(race))
+            continue
+        if note:
+            parts.append(note(race) if callable(note) else note)
+        if build is network.rtt_table:
             summary.append(network.rtt_note(race).splitlines()[-1])
-        if table and title.startswith("Under load: latency"):
-            parts.append(load.LOAD_NOTE)
-        if table and title.startswith("Live"):
-            parts.append(load.LIVE_NOTE)
-        if table and title.startswith("What _source costs"):
-            parts.append(costs.SOURCE_NOTE)
-        if table and title.startswith("Aggregation memory"):
-            parts.append(costs.MEMORY_NOTE)
-        if table and title.startswith("Cross-cluster"):
-            parts.append(network.ccs_note(race))
-        if table and title.startswith("Speedup"):
+        if build is tables.speedup_table:
             summary.append(_speedup_summary(race))
+    if absent:
+        parts += [f"_Not in this race: {', '.join(absent)}._", ""]
     accuracy = Path(out_root) / "accuracy.md"
     parts.append("## Percentile accuracy\n")
     parts.append(

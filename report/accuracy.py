@@ -9,52 +9,27 @@ import argparse
 import json
 import statistics
 import sys
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from report import ReportError
+from report.cluster import Cluster
 from report.tables import fmt, markdown
 from runners import corpus, queries
 
 ALGORITHMS = {"t-digest": "C_td", "HDR": "C_hdr"}
 
 
-def post(url, path, body, ndjson=False):
-    request = urllib.request.Request(
-        url + path,
-        data=body if ndjson else json.dumps(body).encode(),
-        method="POST",
-        headers={"content-type": "application/x-ndjson" if ndjson else "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=300) as response:
-        return json.loads(response.read())
-
-
-def pick_section(url, index, manifest):
-    """Which ground truth matches what the cluster holds: the full files or the -1k test-mode files."""
-    with urllib.request.urlopen(f"{url}/{index}/_count", timeout=60) as response:
-        count = json.loads(response.read())["count"]
-    section = corpus.section_for_count(manifest, count)
-    if section:
-        return section
-    raise ReportError(
-        f"index {index} holds {count} documents, which matches neither the generated corpus nor its "
-        "test-mode files: ingest it first (make race) or regenerate the corpus it was ingested from"
-    )
-
-
-def measure(url, data_root, hdr_digits=queries.DEFAULT_HDR_DIGITS):
+def measure(cluster, data_root, hdr_digits=queries.DEFAULT_HDR_DIGITS):
     manifest = corpus.require_manifest(data_root)
     truth = corpus.load_ground_truth(data_root, manifest)
     percents = truth["percents"]
-    section = pick_section(url, manifest["index"], manifest)
+    section = cluster.section(manifest)
     errors = {}  # (algorithm, field, percent) -> list of (abs, rel)
     for epoch, by_node in truth["epochs"][section].items():
         nodes = sorted(by_node)
         for algorithm, variant in ALGORITHMS.items():
             searches = [queries.node_search(variant, int(epoch), n, percents, hdr_digits) for n in nodes]
-            responses = post(url, "/_msearch", queries.msearch_body(manifest["index"], searches), ndjson=True)["responses"]
+            responses = cluster.post("/_msearch", queries.msearch_body(manifest["index"], searches))["responses"]
             for node, response in zip(nodes, responses):
                 if "error" in response:
                     raise ReportError(f"epoch {epoch} node {node}: {response['error']}")
@@ -94,16 +69,9 @@ def main(argv=None):
     parser.add_argument("--hdr-digits", type=int, default=queries.DEFAULT_HDR_DIGITS)
     parser.add_argument("--out", default="reports")
     args = parser.parse_args(argv)
-    url = "http://" + args.target_hosts.split(",")[0]
-    data_root = args.data_root or corpus.data_root()
-    try:
-        section, errors = measure(url, data_root, args.hdr_digits)
-    except (ReportError, corpus.CorpusError) as e:
-        raise SystemExit(str(e))
-    except urllib.error.URLError as e:
-        raise SystemExit(
-            f"cannot reach Elasticsearch at {url} ({e.reason}): start it with make es-start, " "or pass TARGET_HOSTS=host:port"
-        )
+    cluster = Cluster(args.target_hosts)
+    with cluster.command_line():
+        section, errors = measure(cluster, args.data_root or corpus.data_root(), args.hdr_digits)
     header, rows = table(errors)
     text = (
         f"# Percentile accuracy against the exact ground truth ({section} corpus)\n\n"

@@ -8,6 +8,27 @@ import matplotlib.pyplot as plt  # noqa: E402
 from report import costs, load, network, tables  # noqa: E402
 
 
+def _axes(ax, xlabel, ylabel, title=None, yscale="log", legend=8):
+    """One panel's labels, scale and legend (legend: its font size, or None for none)."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_yscale(yscale)
+    if title:
+        ax.set_title(title)
+    if legend:
+        ax.legend(fontsize=legend)
+
+
+def _save(fig, path, title=None):
+    """Every chart ends alike: its title, laid out, written at one resolution, closed (pyplot keeps figures open)."""
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def coverage_bars(race, path):
     """Grouped bars: median service time per coverage, one group per variant, one bar per transport (log scale)."""
     cells = tables.coverage_cells(race)
@@ -39,14 +60,8 @@ def coverage_bars(race, path):
                     fontweight="bold",
                 )
     ax.set_xticks([j + width * (len(transports) - 1) / 2 for j in range(len(variants))], variants)
-    ax.set_yscale("log")
-    ax.set_ylabel("median service time per 30-node coverage (ms)")
-    ax.set_title(f"30-node coverage by variant and transport — race {race.race_id[:8]}")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    _axes(ax, "", "median service time per 30-node coverage (ms)", legend=10)
+    return _save(fig, path, f"30-node coverage by variant and transport — race {race.race_id[:8]}")
 
 
 def ingest_stacked(race, path):
@@ -65,14 +80,9 @@ def ingest_stacked(race, path):
     rest = [max((r["wall_s"] or 0) - b, 0) for r, b in zip(rows, bottom)]
     ax.bar(epochs, rest, bottom=bottom, label="rest of wall (client, network, coordination)", color="#cccccc")
     ax.plot(epochs, [r["bulk_took_s"] for r in rows], "k_", markersize=30, mew=2, label="sum of bulk took")
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("seconds")
-    ax.set_title(f"Ingest per epoch — race {race.race_id[:8]}")
+    _axes(ax, "epoch", "seconds", yscale="linear", legend=None)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path, f"Ingest per epoch — race {race.race_id[:8]}")
 
 
 def _lines(series, path, title, model=None):
@@ -91,15 +101,8 @@ def _lines(series, path, title, model=None):
         for r, op in points:
             if tables.failed(op):
                 ax.annotate("FAILED", (r, 0.03), xycoords=("data", "axes fraction"), color="red", fontsize=7, rotation=90, ha="center")
-    ax.set_yscale("log")
-    ax.set_xlabel("round-trip time added by Toxiproxy (ms)")
-    ax.set_ylabel("median service time per coverage (ms)")
-    ax.set_title(title)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    _axes(ax, "round-trip time added by Toxiproxy (ms)", "median service time per coverage (ms)")
+    return _save(fig, path, title)
 
 
 def rtt_lines(race, path):
@@ -138,16 +141,8 @@ def load_lines(race, path):
             (line,) = ax.plot([p[0] for p in ok], [p[1] for p in ok], "o-", label=f"{v} p50")
             ax.plot([p[0] for p in ok], [p[2] for p in ok], "s--", color=line.get_color(), label=f"{v} tail")
         ax.axhline(race.param("redline_latency_ms"), color="grey", lw=0.8, ls=":")
-        ax.set_yscale("log")
-        ax.set_title(t)
-        ax.set_xlabel("achieved coverages per second")
-        ax.set_ylabel("latency (ms)")
-        ax.legend(fontsize=7)
-    fig.suptitle(f"Coverage latency against rate — race {race.race_id[:8]} (dotted: redline limit)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+        _axes(ax, "achieved coverages per second", "latency (ms)", t, legend=7)
+    return _save(fig, path, f"Coverage latency against rate — race {race.race_id[:8]} (dotted: redline limit)")
 
 
 def memory_tradeoff(race, path):
@@ -167,17 +162,11 @@ def memory_tradeoff(race, path):
             label, transport, algorithm = point[:3]
             ax.scatter(point[index], point[4], color=colours[algorithm], marker=markers.get(transport, "o"), s=36)
             ax.annotate(f"{label} {transport}", (point[index], point[4]), fontsize=6, xytext=(3, 2), textcoords="offset points")
-        ax.set_yscale("log")
+        _axes(ax, xlabel, "median coverage time (ms, log)", legend=None)
         if index == 3:
             ax.set_xscale("log")
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel("median coverage time (ms, log)")
     handles = [plt.Line2D([], [], color=c, marker="o", ls="", label=a) for a, c in colours.items()] + [
         plt.Line2D([], [], color="black", marker=m, ls="", label=t) for t, m in markers.items()
     ]
     axes[1].legend(handles=handles, fontsize=7, loc="best")
-    fig.suptitle(f"Time against memory per cell — race {race.race_id[:8]} (failed cells left out)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path, f"Time against memory per cell — race {race.race_id[:8]} (failed cells left out)")

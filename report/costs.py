@@ -49,8 +49,8 @@ def source_rows(race):
             bad = any(tables.failed(op) for op in bulks if op)
             put("ingest wall (s)", mode, "FAILED" if bad else wall)
             put("ingest docs/s", mode, "FAILED" if bad else (docs / wall if wall else None))
-            put("ES indexing time (s)", mode, sum(e["index_ms"] for e in ingest["epochs"]) / 1000)
-            put("merge time (s)", mode, sum(e["merge_ms"] for e in ingest["epochs"]) / 1000)
+            put("ES indexing time (s)", mode, sum(e["index-ms"] for e in ingest["epochs"]) / 1000)
+            put("merge time (s)", mode, sum(e["merge-ms"] for e in ingest["epochs"]) / 1000)
         for v in race.param("source_variants"):
             for t in race.param("source_transports"):
                 op = ops.get(source_task_name(mode, coverage_task_name(v, t)))

@@ -61,15 +61,15 @@ def ingest_rows(race):
                 "epoch": e["epoch"],
                 "docs": e["docs"],
                 "wall_s": wall,
-                "bulk_took_s": e["bulk_took_ms"] / 1000,
-                "took_share": (e["bulk_took_ms"] / 1000 / wall) if wall else None,
-                "index_s": e["index_ms"] / 1000,
-                "refresh_s": e["refresh_ms"] / 1000,
-                "merge_s": e["merge_ms"] / 1000,
-                "flush_s": e["flush_ms"] / 1000,
-                "merged_mb": e["merged_mb"],
+                "bulk_took_s": e["bulk-took-ms"] / 1000,
+                "took_share": (e["bulk-took-ms"] / 1000 / wall) if wall else None,
+                "index_s": e["index-ms"] / 1000,
+                "refresh_s": e["refresh-ms"] / 1000,
+                "merge_s": e["merge-ms"] / 1000,
+                "flush_s": e["flush-ms"] / 1000,
+                "merged-mb": e["merged-mb"],
                 "docs_per_s": throughput,
-                "requests": e["bulk_requests"],
+                "requests": e["bulk-requests"],
             }
         )
     return rows
@@ -103,14 +103,14 @@ def ingest_table(race):
             r["refresh_s"],
             r["merge_s"],
             r["flush_s"],
-            r["merged_mb"],
+            r["merged-mb"],
             r["docs_per_s"],
         ]
         for r in rows
     ]
     totals = {
         k: sum(r[k] or 0 for r in rows)
-        for k in ("docs", "wall_s", "bulk_took_s", "index_s", "refresh_s", "merge_s", "flush_s", "merged_mb")
+        for k in ("docs", "wall_s", "bulk_took_s", "index_s", "refresh_s", "merge_s", "flush_s", "merged-mb")
     }
     body.append(
         [
@@ -123,7 +123,7 @@ def ingest_table(race):
             totals["refresh_s"],
             totals["merge_s"],
             totals["flush_s"],
-            totals["merged_mb"],
+            totals["merged-mb"],
             totals["docs"] / totals["wall_s"] if totals["wall_s"] else None,
         ]
     )

@@ -16,11 +16,9 @@ import argparse
 import copy
 import json
 import sys
-import urllib.error
-import urllib.request
 from pathlib import Path
 
-from report import ReportError
+from report.cluster import Cluster
 from report.tables import markdown
 from runners import corpus, queries
 from runners.corpus import FIELDS, OrderStatistics
@@ -99,46 +97,31 @@ def within_precision(entry, field, variant, p, value):
     return abs(value - exact) <= 2 * 10.0**-queries.DEFAULT_HDR_DIGITS * abs(exact) + 0.02
 
 
-def _post(url, path, body, ndjson=False):
-    request = urllib.request.Request(
-        url + path, data=body, method="POST", headers={"content-type": "application/x-ndjson" if ndjson else "application/json"}
-    )
-    with urllib.request.urlopen(request, timeout=600) as response:
-        return json.loads(response.read())
-
-
-def node_aggregations(url, index, variant, transport, epoch, nodes, truth_epoch):
+def node_aggregations(cluster, index, variant, transport, epoch, nodes, truth_epoch):
     """{node: aggregations} of the real responses, after checking them as the track does; and the errors."""
     expected = {n: NodeExpectation(truth_epoch[n], variant, PERCENTS) for n in nodes}
     searches = [queries.node_search(variant, epoch, n, PERCENTS) for n in nodes]
     errors = CoverageErrors()
     if transport == "terms":
-        response = _post(
-            url, f"/{index}/_search?request_cache=false", queries.json_bytes(queries.terms_search(variant, epoch, len(nodes), PERCENTS))
+        response = cluster.post(
+            f"/{index}/_search?request_cache=false", queries.json_bytes(queries.terms_search(variant, epoch, len(nodes), PERCENTS))
         )
         check_terms_response(response, nodes, epoch, expected, errors, PercentileErrors())
         buckets = {b["key"]: b for b in response["aggregations"][queries.TERMS_AGG]["buckets"]}
         return {n: buckets[n] for n in nodes}, expected, errors
     if transport == "msearch":
-        responses = _post(url, "/_msearch", queries.msearch_body(index, searches), ndjson=True)["responses"]
+        responses = cluster.post("/_msearch", queries.msearch_body(index, searches))["responses"]
     else:
-        responses = [_post(url, f"/{index}/_search?request_cache=false", queries.json_bytes(s)) for s in searches]
+        responses = [cluster.post(f"/{index}/_search?request_cache=false", queries.json_bytes(s)) for s in searches]
     for node, response in zip(nodes, responses):
         check_node_response(response, node, epoch, expected[node], errors, PercentileErrors())
     return {n: r["aggregations"] for n, r in zip(nodes, responses)}, expected, errors
 
 
-def prove(url, root):
+def prove(cluster, root):
     manifest = corpus.require_manifest(root)
     truth = corpus.load_ground_truth(root, manifest)
-    with urllib.request.urlopen(f"{url}/{manifest['index']}/_count", timeout=60) as response:
-        count = json.loads(response.read())["count"]
-    section = corpus.section_for_count(manifest, count)
-    if section is None:
-        raise ReportError(
-            f"index {manifest['index']} holds {count} documents, neither the corpus nor its test-mode "
-            "files: ingest it first (make race CHALLENGE=ingest-baseline)"
-        )
+    section = cluster.section(manifest)
     nodes = manifest["nodes"]
     false_failures, checked = [], 0
     tally = {}  # (substitution, variant, field) -> [caught, total, [uncaught rank distances], uncaught beyond precision]
@@ -146,7 +129,7 @@ def prove(url, root):
         epoch = int(epoch_key)
         for variant in VARIANTS:
             for transport in TRANSPORTS:
-                aggs, expected, errors = node_aggregations(url, manifest["index"], variant, transport, epoch, nodes, by_node)
+                aggs, expected, errors = node_aggregations(cluster, manifest["index"], variant, transport, epoch, nodes, by_node)
                 checked += 1
                 if errors:
                     false_failures.append(f"{variant}/{transport} epoch {epoch}: {errors.description()}")
@@ -203,15 +186,9 @@ def main(argv=None):
     parser.add_argument("--data-root", default=None, help="default: Rally's data dir ($RALLY_HOME/.rally/benchmarks/data)")
     parser.add_argument("--out", default="reports")
     args = parser.parse_args(argv)
-    url = "http://" + args.target_hosts.split(",")[0]
-    try:
-        result = prove(url, args.data_root or corpus.data_root())
-    except (ReportError, corpus.CorpusError) as e:
-        raise SystemExit(str(e))
-    except urllib.error.URLError as e:
-        raise SystemExit(
-            f"cannot reach Elasticsearch at {url} ({e.reason}): start it with make es-start, " "or pass TARGET_HOSTS=host:port"
-        )
+    cluster = Cluster(args.target_hosts)
+    with cluster.command_line():
+        result = prove(cluster, args.data_root or corpus.data_root())
     text = report(*result)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

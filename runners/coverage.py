@@ -1,12 +1,11 @@
 """The 30-node coverage: one epoch, every node, over three transports, each answer checked against ground truth."""
 
 import json
-import logging
 import time
 
 import elasticsearch
 
-from runners import load, parameters, queries
+from runners import load, parameters, queries, results
 from runners.context import CONTEXT_KEY, RaceContext
 from runners.validation import (
     CoverageErrors,
@@ -18,7 +17,6 @@ from runners.validation import (
     check_terms_response,
 )
 
-LOG = logging.getLogger(__name__)
 JSON = {"content-type": "application/json", "accept": "application/json"}
 NDJSON = {"content-type": "application/x-ndjson", "accept": "application/json"}
 NO_CACHE = {"request_cache": "false"}  # _search takes it in the URL; _msearch in each header line (queries.py)
@@ -159,10 +157,7 @@ class Coverage:
         # the timed window is closed: decode and check
         errors, pct_errors = CoverageErrors(), PercentileErrors()
         hits, took = self.check([json.load(body) for body in bodies], params, errors, pct_errors)
-        result = {
-            "weight": 1,
-            "unit": "coverages",
-            "success": not errors,
+        meta = {
             "hits": hits or 0,
             "took": took,
             "requests": len(requests),
@@ -170,13 +165,11 @@ class Coverage:
             **errors.as_meta(),
             **pct_errors.as_meta(),
         }
-        if params.get("record-rate") and not errors:
-            load.record_duration(params, seconds)
         if errors:
-            result["error-type"] = "cluster-metrics-validation"
-            result["error-description"] = f"{params['cell']}: {errors.description()}"
-            LOG.warning("coverage failed validation: %s", result["error-description"])
-        return result
+            return results.failed(f"{params['cell']}: {errors.description()}", "cluster-metrics-validation", "coverages", meta)
+        if params.get("record-rate"):
+            load.record_duration(params, seconds)
+        return {"weight": 1, "unit": "coverages", "success": True, **meta}
 
     def check(self, decoded, params, errors, pct_errors):
         """Every answer of one coverage against its expectation; returns (hits, took summed)."""
@@ -232,9 +225,7 @@ def _network_error(error, where, timeout):
     else:
         causes = [error, *(getattr(error, "errors", None) or ())]
         seen = "connection failed: " + "; ".join(dict.fromkeys(str(getattr(c, "message", c)) for c in causes))
-    description = f"{where}: {seen}; not retried"
-    LOG.warning("coverage failed: %s", description)
-    return {"weight": 1, "unit": "coverages", "success": False, "error-type": "network", "error-description": description}
+    return results.failed(f"{where}: {seen}; not retried", "network", "coverages")
 
 
 def _http_error(error, where):
@@ -251,15 +242,7 @@ def _http_error(error, where):
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         reason = f"{body['error'].get('type')}: {body['error'].get('reason')}"
     description = f"{where}: HTTP {error.status_code} ({reason}); not retried"
-    LOG.warning("coverage failed: %s", description)
-    return {
-        "weight": 1,
-        "unit": "coverages",
-        "success": False,
-        "error-type": "http",
-        "http-status": error.status_code,
-        "error-description": description,
-    }
+    return results.failed(description, "http", "coverages", {"http-status": error.status_code})
 
 
 def validate_coverage(params, clients, context):

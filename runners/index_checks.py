@@ -2,6 +2,7 @@
 
 import elasticsearch
 
+from runners import results
 from runners.context import RaceContext
 from runners.corpus import FINGERPRINT_KEY, CorpusError
 
@@ -20,15 +21,10 @@ class VerifyDocCount:
         response = await es.perform_request("GET", f"/{context.index}/_count")
         actual, expected = response.body["count"], context.expected_docs
         if actual != expected:
-            return {
-                "weight": 1,
-                "unit": "ops",
-                "success": False,
-                "error-type": "cluster-metrics",
-                "error-description": f"index {context.index} holds {actual} documents, the ingested corpus has " f"{expected}",
-                "actual": actual,
-                "expected": expected,
-            }
+            return results.failed(
+                f"index {context.index} holds {actual} documents, the ingested corpus has {expected}",
+                meta={"actual": actual, "expected": expected},
+            )
         return {"weight": 1, "unit": "ops", "success": True, "actual": actual, "expected": expected}
 
     def __repr__(self):

@@ -8,7 +8,7 @@ import os
 from esrally.driver import runner as rally_runner
 from esrally.track import params as rally_params
 
-from runners import parameters, records
+from runners import parameters, records, results
 from runners.context import RaceContext
 
 LOG = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ class EpochBulkParamSource:
         return getattr(self._inner, name)
 
 
-class BulkWithTook:
+class EpochBulk:
     """Rally's bulk runner, unchanged in what it sends and measures; additionally appends the response's `took`
     (server-side handler time) to the race record, so per-epoch took sums reach the user without a metrics store."""
 
@@ -66,19 +66,19 @@ class BulkWithTook:
         return result
 
     def __repr__(self):
-        return "cluster-metrics-bulk"
+        return "epoch-bulk"
 
 
 def stats_snapshot(stats):
     """The cumulative /_stats counters an epoch's cost is the difference of."""
     total = stats["_all"]["total"]
     return {
-        "index_ms": total["indexing"]["index_time_in_millis"],
-        "index_docs": stats["_all"]["primaries"]["indexing"]["index_total"],  # documents, not copies
-        "refresh_ms": total["refresh"]["total_time_in_millis"],
-        "merge_ms": total["merges"]["total_time_in_millis"],
-        "merged_bytes": total["merges"]["total_size_in_bytes"],
-        "flush_ms": total["flush"]["total_time_in_millis"],
+        "index-ms": total["indexing"]["index_time_in_millis"],
+        "index-docs": stats["_all"]["primaries"]["indexing"]["index_total"],  # documents, not copies
+        "refresh-ms": total["refresh"]["total_time_in_millis"],
+        "merge-ms": total["merges"]["total_time_in_millis"],
+        "merged-bytes": total["merges"]["total_size_in_bytes"],
+        "flush-ms": total["flush"]["total_time_in_millis"],
     }
 
 
@@ -86,14 +86,14 @@ def epoch_cost(epoch, previous, snapshot, tooks):
     """One epoch's row: the /_stats deltas between two snapshots and the sum and count of its bulk `took`s."""
     return {
         "epoch": epoch,
-        "docs": snapshot["index_docs"] - previous["index_docs"],
-        "bulk_requests": len(tooks),
-        "bulk_took_ms": sum(tooks),
-        "index_ms": snapshot["index_ms"] - previous["index_ms"],
-        "refresh_ms": snapshot["refresh_ms"] - previous["refresh_ms"],
-        "merge_ms": snapshot["merge_ms"] - previous["merge_ms"],
-        "flush_ms": snapshot["flush_ms"] - previous["flush_ms"],
-        "merged_mb": (snapshot["merged_bytes"] - previous["merged_bytes"]) / 2**20,
+        "docs": snapshot["index-docs"] - previous["index-docs"],
+        "bulk-requests": len(tooks),
+        "bulk-took-ms": sum(tooks),
+        "index-ms": snapshot["index-ms"] - previous["index-ms"],
+        "refresh-ms": snapshot["refresh-ms"] - previous["refresh-ms"],
+        "merge-ms": snapshot["merge-ms"] - previous["merge-ms"],
+        "flush-ms": snapshot["flush-ms"] - previous["flush-ms"],
+        "merged-mb": (snapshot["merged-bytes"] - previous["merged-bytes"]) / 2**20,
     }
 
 
@@ -114,7 +114,7 @@ class IngestCostStart:
         return "ingest-cost-start"
 
 
-class IngestEpochCost:
+class IngestCostEpoch:
     """Measures one epoch's ingest cost (after its bulk and refresh): /_stats deltas (indexing, refresh, merge,
     flush time, merged MB) since the previous snapshot, and the sum and count of the epoch's bulk `took`.
 
@@ -129,14 +129,9 @@ class IngestEpochCost:
         name = params.get("record", records.INGEST)
         record = records.read(context.record_dir, name, {})
         if "snapshot" not in record:
-            return {
-                "weight": 1,
-                "unit": "ops",
-                "success": False,
-                "error-type": "cluster-metrics",
-                "error-description": f"epoch {epoch}: no starting /_stats snapshot (the schedule must run "
-                "ingest-cost-start before the first bulk)",
-            }
+            return results.failed(
+                f"epoch {epoch}: no starting /_stats snapshot (the schedule must run ingest-cost-start before the first bulk)"
+            )
         tooks = []
         for path in glob.glob(os.path.join(context.record_dir, _took_dir(name), f"epoch-{epoch}-*.txt")):
             with open(path) as f:
@@ -149,7 +144,7 @@ class IngestEpochCost:
         return {"weight": 1, "unit": "ops", "success": True, **row}
 
     def __repr__(self):
-        return "ingest-epoch-cost"
+        return "ingest-cost-epoch"
 
 
 def validate_bulk(params, clients, context):

@@ -68,7 +68,7 @@ async def _data_nodes(es):
     return {node_id: node["name"] for node_id, node in nodes.items() if any(r.startswith("data") for r in node["roles"])}
 
 
-class CheckClusterLayouts:
+class CheckLayouts:
     """Untimed, first: every layout of the sweep fits the cluster (replicas + 1 <= data nodes), so that no layout
     waits forever for replicas that cannot be allocated. Raises, naming the fix, before anything is created.
     Returns 1 op and the data nodes."""
@@ -85,7 +85,7 @@ class CheckClusterLayouts:
         return {"weight": 1, "unit": "ops", "success": True, "data-nodes": sorted(nodes.values())}
 
     def __repr__(self):
-        return "check-cluster-layouts"
+        return "check-layouts"
 
 
 class LayoutStats:
@@ -109,7 +109,7 @@ class LayoutStats:
 
 
 def validate_layouts(params, clients, context):
-    """Load-time check of check-cluster-layouts: every layout parses (track parameter layouts)."""
+    """Load-time check of check-layouts: every layout parses (track parameter layouts)."""
     for name in params.get("layouts") or ():
         parse_layout(name)
     if not params.get("layouts"):

@@ -15,7 +15,7 @@ import json
 import logging
 import math
 
-from runners import parameters, records
+from runners import parameters, records, results
 from runners.context import RaceContext
 from runners.coverage import Coverage, CoverageParamSource, validate_coverage
 
@@ -39,7 +39,7 @@ class BreakerFloorParamSource(CoverageParamSource):
         )
 
 
-class RequestBreakerFloor:
+class BreakerFloor:
     """The memory the request circuit breaker accounts to one coverage, by bisection of its limit.
 
     First, at the node's own limit, `attempts` coverages must pass (else the cell fails and nothing is changed); the
@@ -130,7 +130,7 @@ class RequestBreakerFloor:
         return "pass", params["attempts"]
 
     def __repr__(self):
-        return "request-breaker-floor"
+        return "breaker-floor"
 
 
 def _next_limit(low, high, resolution):
@@ -187,9 +187,7 @@ async def _gc(es):
 
 
 def _failed(params, reason):
-    description = f"{params['cell']} request breaker floor: {reason}"
-    LOG.warning("%s", description)
-    return {"weight": 1, "unit": "ops", "success": False, "error-type": "cluster-metrics", "error-description": description}
+    return results.failed(f"{params['cell']} request breaker floor: {reason}")
 
 
 def validate_breaker_floor(params, clients, context):

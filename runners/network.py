@@ -15,7 +15,7 @@ class NetworkPathError(Exception):
     """The cluster is not behind the proxy the track sets: every timing of the race would be at zero distance."""
 
 
-class NetworkLatency:
+class SetRtt:
     """Sets the round-trip time of a Toxiproxy proxy (half upstream, half downstream) for the tasks that follow, after
     proving that the race's traffic goes through it: the same probe, timed with no added latency and with PROBE_RTT_MS
     set (the faster of two each time, after one untimed probe), must take at least half of PROBE_RTT_MS longer the second time (path-check "http":
@@ -48,7 +48,7 @@ class NetworkLatency:
         return {"weight": 1, "unit": "ops", "success": True, "rtt-ms": rtt, "probe-added-ms": added_ms}
 
     def __repr__(self):
-        return "network-latency"
+        return "set-rtt"
 
 
 async def _probe(es, check, remote_index):
@@ -62,7 +62,7 @@ async def _probe(es, check, remote_index):
     return (time.perf_counter() - start) * 1000
 
 
-class NetworkFault:
+class SetFault:
     """Puts one fault of runners.toxiproxy.FAULTS on a Toxiproxy proxy, or heals it ("none"). Untimed; returns 1 op.
     The coverages that follow record what a client sees as failed samples."""
 
@@ -73,10 +73,10 @@ class NetworkFault:
         return {"weight": 1, "unit": "ops", "success": True, "fault": params["fault"]}
 
     def __repr__(self):
-        return "network-fault"
+        return "set-fault"
 
 
-class RegisterRemoteCluster:
+class RegisterRemote:
     """Registers a remote cluster for cross-cluster search in proxy mode, so that every connection to it goes through
     one address (proxy-address, or, if empty, the listen address of the Toxiproxy proxy named proxy), and waits until it is connected (at most 60 s). Sniff mode would connect
     to the remote's published addresses and bypass the proxy. Returns 1 op with the remote's connection count."""
@@ -106,10 +106,10 @@ class RegisterRemoteCluster:
         )
 
     def __repr__(self):
-        return "register-remote-cluster"
+        return "register-remote"
 
 
-class RemoveRemoteCluster:
+class RemoveRemote:
     """Removes the remote cluster registration this track made. Returns 1 op."""
 
     async def __call__(self, es, params):
@@ -118,7 +118,7 @@ class RemoveRemoteCluster:
         return {"weight": 1, "unit": "ops", "success": True, "alias": alias}
 
     def __repr__(self):
-        return "remove-remote-cluster"
+        return "remove-remote"
 
 
 def validate_latency(params, clients, context):

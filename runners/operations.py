@@ -17,20 +17,12 @@ from runners.coverage import (
     validate_fetch_coverage,
 )
 from runners.index_checks import VerifyCorpus, VerifyDocCount
-from runners.ingest import BulkWithTook, EpochBulkParamSource, IngestCostStart, IngestEpochCost, validate_bulk
-from runners.layouts import CheckClusterLayouts, LayoutStats, validate_layout_stats, validate_layouts
-from runners.memory import BreakerFloorParamSource, RequestBreakerFloor, validate_breaker_floor
-from runners.network import (
-    NetworkFault,
-    NetworkLatency,
-    RegisterRemoteCluster,
-    RemoveRemoteCluster,
-    validate_fault,
-    validate_latency,
-    validate_remote,
-)
+from runners.ingest import EpochBulk, EpochBulkParamSource, IngestCostEpoch, IngestCostStart, validate_bulk
+from runners.layouts import CheckLayouts, LayoutStats, validate_layout_stats, validate_layouts
+from runners.memory import BreakerFloor, BreakerFloorParamSource, validate_breaker_floor
+from runners.network import RegisterRemote, RemoveRemote, SetFault, SetRtt, validate_fault, validate_latency, validate_remote
 from runners.profile import ProfileBreakdown, validate_profile
-from runners.storage import SourceStorageStats, validate_storage_stats
+from runners.storage import SourceStorage, validate_storage_stats
 
 
 @dataclass(frozen=True)
@@ -42,20 +34,20 @@ class Operation:
 
 
 OPERATIONS = {
-    "cluster-metrics-bulk": Operation(BulkWithTook, EpochBulkParamSource, validate_bulk),
+    "epoch-bulk": Operation(EpochBulk, EpochBulkParamSource, validate_bulk),
     "ingest-cost-start": Operation(IngestCostStart),
-    "ingest-epoch-cost": Operation(IngestEpochCost),
+    "ingest-cost-epoch": Operation(IngestCostEpoch),
     "verify-doc-count": Operation(VerifyDocCount),
     "verify-corpus": Operation(VerifyCorpus),
     "coverage": Operation(Coverage, CoverageParamSource, validate_coverage),
     "fetch-coverage": Operation(FetchCoverage, FetchCoverageParamSource, validate_fetch_coverage),
-    "source-storage-stats": Operation(SourceStorageStats, validate=validate_storage_stats),
-    "request-breaker-floor": Operation(RequestBreakerFloor, BreakerFloorParamSource, validate_breaker_floor),
+    "source-storage": Operation(SourceStorage, validate=validate_storage_stats),
+    "breaker-floor": Operation(BreakerFloor, BreakerFloorParamSource, validate_breaker_floor),
     "profile-breakdown": Operation(ProfileBreakdown, validate=validate_profile),
-    "check-cluster-layouts": Operation(CheckClusterLayouts, validate=validate_layouts),
+    "check-layouts": Operation(CheckLayouts, validate=validate_layouts),
     "layout-stats": Operation(LayoutStats, validate=validate_layout_stats),
-    "network-latency": Operation(NetworkLatency, validate=validate_latency),
-    "network-fault": Operation(NetworkFault, validate=validate_fault),
-    "register-remote-cluster": Operation(RegisterRemoteCluster, validate=validate_remote),
-    "remove-remote-cluster": Operation(RemoveRemoteCluster, validate=validate_remote),
+    "set-rtt": Operation(SetRtt, validate=validate_latency),
+    "set-fault": Operation(SetFault, validate=validate_fault),
+    "register-remote": Operation(RegisterRemote, validate=validate_remote),
+    "remove-remote": Operation(RemoveRemote, validate=validate_remote),
 }

@@ -33,15 +33,16 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
 
     def on_after_load_track(self, track):
         race_id = self.cfg.opts("system", "race.id", mandatory=False)
-        if not race_id:
-            return  # esrally list/info: no corpus needed to describe the track
         user_params = self.cfg.opts("track", "params", mandatory=False, default_value={}) or {}
         try:
-            parameters.check(user_params)
+            parameters.check(user_params)  # esrally info too: a bad value is named there, not rendered silently
         except parameters.ParameterError as e:
             raise exceptions.SystemSetupError(f"{e}. Correct it in --track-params.") from None
         root = self.cfg.opts("benchmarks", "local.dataset.cache")
         test_mode = bool(self.cfg.opts("track", "test.mode.enabled", mandatory=False, default_value=False))
+        if not race_id:
+            _describe(track, root, test_mode)  # esrally list/info: counts from the manifest, nothing checked
+            return
         checksums = parameters.value(user_params, "verify_corpus_checksums")
         try:
             manifest = corpus.require_manifest(root)
@@ -81,10 +82,7 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
             problem = corpus.check_file(root, entry, checksum=checksums)
             if problem:
                 raise corpus.CorpusError(f"Corpus file {problem}; {corpus.FIX}.")
-            for docs in data_set.documents:
-                docs.document_file = os.path.join(os.path.dirname(docs.document_file), entry["file"])
-                docs.number_of_documents = entry["documents"]
-                docs.uncompressed_size_in_bytes = entry["bytes"]
+            _set_counts(data_set, entry)
             epoch_docs[str(epoch)] = entry["documents"]
             sections.add(corpus.SECTIONS[entry["test_mode"]])
         (section,) = sections or {corpus.SECTIONS[False]}
@@ -101,4 +99,30 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
             epoch_docs=epoch_docs,
             record_dir=os.path.join(paths.race_root(self.cfg, race_id), records.RECORD_DIR),
             fingerprint=corpus.fingerprint(manifest, section),
+        )
+
+
+def _set_counts(data_set, entry):
+    """A document set as the manifest has it: file, documents, bytes (track.json holds placeholders)."""
+    for docs in data_set.documents:
+        docs.document_file = os.path.join(os.path.dirname(docs.document_file), entry["file"])
+        docs.number_of_documents = entry["documents"]
+        docs.uncompressed_size_in_bytes = entry["bytes"]
+
+
+def _describe(track, root, test_mode):
+    """esrally list/info: the document counts of the generated corpus, or a plain statement that there is none yet."""
+    manifest = corpus.load_manifest(root)
+    missing = []
+    for data_set in track.corpora:
+        epoch = data_set.meta_data.get("epoch")
+        entry = manifest and ((test_mode and corpus.file_entry(manifest, epoch, True)) or corpus.file_entry(manifest, epoch, False))
+        if entry:
+            _set_counts(data_set, entry)
+        else:
+            missing.append(epoch)
+    if missing:
+        where = f"no generated epoch {', '.join(map(str, missing))} under {root}" if manifest else f"no corpus generated under {root}"
+        track.description += (
+            f" (document counts are placeholders: {where}; counts come from the corpus's manifest at race " "time, make corpus)"
         )

@@ -8,8 +8,23 @@ from pathlib import Path
 
 import jinja2
 
+from runners.records import TRACK_NAME
+
 FIELDS = ("cpu", "mem", "net")
-VOCABULARY = Path(__file__).resolve().parents[1] / "tracks" / "cluster-metrics" / "vocabulary.j2"
+
+
+def _track_dir():
+    """The track folder, seen from this package: tracks/cluster-metrics in this repository, or beside runners/ in a
+    team's track repository that holds the two side by side (track.py finds runners/ the same way)."""
+    root = Path(__file__).resolve().parents[1]
+    candidates = (root / TRACK_NAME, root / "tracks" / TRACK_NAME)
+    found = next((c for c in candidates if (c / "track.json").is_file()), None)
+    if found is None:
+        raise FileNotFoundError(f"no {TRACK_NAME} track folder at {' or '.join(map(str, candidates))}: keep runners/ beside it")
+    return found
+
+
+VOCABULARY = _track_dir() / "vocabulary.j2"
 
 
 _MODULE = jinja2.Environment().from_string(VOCABULARY.read_text()).module

@@ -4,7 +4,7 @@ are (the _disk_usage API)."""
 import asyncio
 import logging
 
-from runners import parameters, queries, records
+from runners import parameters, queries, records, results
 from runners.context import RaceContext
 
 LOG = logging.getLogger(__name__)
@@ -12,7 +12,7 @@ STATS_INTERVAL = "index.store.stats_refresh_interval"
 FIELD_PARTS = ("stored_fields", "doc_values", "points", "norms", "term_vectors", "knn_vectors")
 
 
-class SourceStorageStats:
+class SourceStorage:
     """The index's storage in one _source mode (untimed).
 
     Checks first that the index is in the mode the task names (index.mapping.source.mode, as the index reports it),
@@ -33,8 +33,7 @@ class SourceStorageStats:
                 f"index {index} is in _source mode {reported!r}, this task measures {mode!r}: the "
                 "create-index before it did not apply the mode"
             )
-            LOG.warning("%s", description)
-            return {"weight": 1, "unit": "ops", "success": False, "error-type": "cluster-metrics", "error-description": description}
+            return results.failed(description)
         cached = _store_stats_interval(settings)
         await asyncio.sleep(cached)  # the last refresh's files, not a cached size from before it
         row = {"source-mode": mode, "ingested": await _store(es, index)}
@@ -65,7 +64,7 @@ class SourceStorageStats:
         }
 
     def __repr__(self):
-        return "source-storage-stats"
+        return "source-storage"
 
 
 async def _settings(es, index):

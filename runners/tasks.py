@@ -79,3 +79,19 @@ def memory_task_name(cell):
 def breaker_floor_task_name(cell):
     """aggregation-memory: the cell's request breaker floor (bisection, untimed)."""
     return f"breaker-floor-{cell}"
+
+
+# Every task carries one tag of what it does and, in a study's challenge, the study's tag (schedule.j2 sets them), so
+# that --include-tasks="tag:query" or --exclude-tasks="tag:setup" select by them (README.md, "Tags").
+KIND_TAGS = {
+    "setup": "changes the cluster or the link before measuring: index created, settings, RTT, faults, remote cluster",
+    "ingest": "bulk loads, refreshes and the per-epoch ingest cost",
+    "check": "untimed verification: the corpus in the index, the document count, the cluster's layouts",
+    "query": "timed coverages, fetches and the profile",
+}
+STUDY_TAGS = {
+    "network": "rtt-sweep, ccs-roundtrips, network-faults",
+    "load": "coverage-load, live",
+    "costs": "source-cost, aggregation-memory",
+    "layout": "layout-sweep",
+}

@@ -1,7 +1,7 @@
 """Toxiproxy, the one home of how this project talks to it: its pinned release, its HTTP API (proxies from a listen
 address to an upstream, and the toxics that give a link a round-trip time or a fault) and the fault vocabulary.
 
-Stdlib only: the launcher (local-es/toxiproxy.py) uses it before the virtualenv exists, the track's network runners
+Stdlib only: the launcher (local-es/toxiproxy_launcher.py) uses it before the virtualenv exists, the track's network runners
 during a race. Every address is the caller's; the project's defaults are loopback.
 """
 
@@ -93,7 +93,7 @@ class Toxiproxy:
         if found is None:
             raise ToxiproxyError(
                 f"Toxiproxy at {self.url} has no proxy named {name!r}: create it with "
-                "`make proxy-start` (or local-es/toxiproxy.py proxy), or give the track parameter "
+                "`make proxy-start` (or local-es/toxiproxy_launcher.py proxy), or give the track parameter "
                 "naming yours"
             )
         return found

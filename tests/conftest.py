@@ -151,7 +151,7 @@ def run_race(home, challenge, *extra, track=None, port=TEST_PORT, test_mode=True
 # remote cluster for cross-cluster search with a proxy in front of its transport port (the launcher's HTTP + 100)
 TOXIPROXY_PORT, PROXY_PORT = 8475, 9291
 REMOTE_PORT, REMOTE_PROXY_PORT, REMOTE_SHARDS = 9280, 9391, 5
-TOXIPROXY_LAUNCHER = str(REPO / "local-es" / "toxiproxy.py")
+TOXIPROXY_LAUNCHER = str(REPO / "local-es" / "toxiproxy_launcher.py")
 NETWORK_PARAMS = {"toxiproxy_url": f"http://127.0.0.1:{TOXIPROXY_PORT}"}
 
 

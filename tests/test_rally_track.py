@@ -119,7 +119,7 @@ def test_every_challenge_in_test_mode(rally_home, small_corpus, challenge, reque
     port, extra, hosts = TEST_PORT, [f"--track-params={json.dumps(params)}"] if params else [], None
     if meta.get("data_nodes", 1) > 1:
         port = request.getfixturevalue("multi_node_cluster")
-    elif not any(t["operation"]["operation-type"] == "cluster-metrics-bulk" for t in tasks):
+    elif not any(t["operation"]["operation-type"] == "epoch-bulk" for t in tasks):
         ensure_test_mode_ingest(rally_home)
     if meta.get("network") == "http-proxy":  # through the suite's Toxiproxy, in front of the test node
         request.getfixturevalue("toxiproxy")
@@ -169,7 +169,7 @@ def test_every_challenge_in_test_mode(rally_home, small_corpus, challenge, reque
         nodes = [c["node"] for c in placement["ingested"]]
         assert len(set(nodes)) == 3 and len(nodes) == 4  # 2 primaries + 2 replicas over 3 nodes: one holds two
         assert http("GET", "/cluster-metrics/_count", port=port)[1]["count"] == 5000
-    elif any(t["operation"]["operation-type"] == "cluster-metrics-bulk" for t in tasks):
+    elif any(t["operation"]["operation-type"] == "epoch-bulk" for t in tasks):
         # nothing lost: the epochs ingested x the 1000-doc test-mode files
         assert doc_count() == 1000 * params.get("epochs", 5)
         if challenge == "full":  # epochs 3 of 5: a coverage of epoch 4 or 5 would find nothing and fail its counts
@@ -177,38 +177,76 @@ def test_every_challenge_in_test_mode(rally_home, small_corpus, challenge, reque
         if challenge == "ingest-baseline":
             epochs = json.loads((race_dir(rally_home, race) / "cluster-metrics" / "ingest.json").read_text())["epochs"]
             assert [e["epoch"] for e in epochs] == [1, 2, 3, 4, 5]
-            assert all(e["docs"] == 1000 and e["bulk_requests"] == 1 and e["index_ms"] >= 0 for e in epochs)
+            assert all(e["docs"] == 1000 and e["bulk-requests"] == 1 and e["index-ms"] >= 0 for e in epochs)
         if challenge == "ingest-tuned":
             index = http("GET", "/cluster-metrics/_settings?include_defaults=false")[1]["cluster-metrics"]["settings"]["index"]
             assert "refresh_interval" not in index and index.get("translog", {}).get("durability", "request") == "request"
 
 
-def test_track_loads_from_a_git_track_repository(rally_home, small_corpus):
-    """As a team shares it: rally.ini names the repository, Rally's tracks folder holds its clone (offline: as is)."""
-    ensure_test_mode_ingest(rally_home)
+def use_track_repository(rally_home, name, source):
+    """Rally's tracks folder holds a clone of the repository `source` that rally.ini names `name` (offline: as is)."""
     ini_path = rally_home / ".rally" / "rally.ini"
     if not ini_path.is_file():
         run_race(rally_home, "production-comparison")  # the first race writes rally.ini
-    clone = rally_home / ".rally" / "benchmarks" / "tracks" / "team"
+    clone = rally_home / ".rally" / "benchmarks" / "tracks" / name
     if clone.exists():
         shutil.rmtree(clone)
-    subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
-    # the clone holds what is committed; overlay the working tree so that uncommitted work is what gets tested
-    for folder in ("tracks", "runners", "challenges"):
-        shutil.rmtree(clone / folder)
-        shutil.copytree(REPO / folder, clone / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run(["git", "clone", "-q", str(source), str(clone)], check=True)
     ini = configparser.ConfigParser(interpolation=None)
     ini.read(ini_path)
     if not ini.has_section("tracks"):
         ini.add_section("tracks")
-    ini.set("tracks", "team.url", str(REPO))
+    ini.set("tracks", f"{name}.url", str(source))
     with open(ini_path, "w") as f:
         ini.write(f)
+    return clone
+
+
+def test_track_loads_from_a_git_track_repository(rally_home, small_corpus):
+    """As a team shares it: rally.ini names the repository, Rally's tracks folder holds its clone (offline: as is)."""
+    ensure_test_mode_ingest(rally_home)
+    clone = use_track_repository(rally_home, "team", REPO)
+    # the clone holds what is committed; overlay the working tree so that uncommitted work is what gets tested
+    for folder in ("tracks", "runners"):
+        shutil.rmtree(clone / folder)
+        shutil.copytree(REPO / folder, clone / folder, ignore=shutil.ignore_patterns("__pycache__"))
     race = run_race(
         rally_home, "production-comparison", "--track-repository=team", "--track-revision=main", track=["--track=tracks/cluster-metrics"]
     )
     assert_clean(race, ["coverage-D_td-serial", "coverage-D_hdr-terms"])
     assert race.race["track"] == "tracks/cluster-metrics"  # a repository names its tracks by path
+
+
+def test_the_track_folder_alone_in_another_track_repository(rally_home, small_corpus, tmp_path):
+    """The track folder copied alone into a team's track repository, with runners/ beside it (README: the track folder
+    on its own), races: nothing of this repository's layout is needed."""
+    ensure_test_mode_ingest(rally_home)
+    repository = tmp_path / "team-tracks"
+    shutil.copytree(REPO / "tracks" / "cluster-metrics", repository / "cluster-metrics", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "runners", repository / "runners", ignore=shutil.ignore_patterns("__pycache__"))
+    git = ["git", "-C", str(repository), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "the cluster-metrics track"], check=True)
+    use_track_repository(rally_home, "alone", repository)
+    race = run_race(rally_home, "production-comparison", "--track-repository=alone", track=["--track=cluster-metrics"])
+    assert_clean(race, ["verify-corpus", "coverage-D_td-serial", "coverage-D_hdr-terms"])
+    assert race.race["track"] == "cluster-metrics"
+
+
+def test_tags_select_the_tasks_that_run(rally_home, small_corpus):
+    """--include-tasks / --exclude-tasks by tag: the queries of full on the ingested index, without its ingest."""
+    ensure_test_mode_ingest(rally_home)
+    params = {"variants": ["D_hdr"]}
+    tasks = list(rendered_tasks(rendered_challenges(params)["full"]))
+    selected = [t["operation"]["name"] for t in tasks if {"check", "query"} & set(t["tags"])]
+    race = run_race(rally_home, "full", "--include-tasks=tag:check,tag:query", f"--track-params={json.dumps(params)}")
+    assert_clean(race, selected)
+    assert sorted(race.error_rates()) == sorted(selected)  # every task Rally reports; no bulk, no create-index
+    assert doc_count() == 5000 and corpus_fingerprint_matches(rally_home)  # the index as it was
+    race = run_race(rally_home, "production-comparison", "--exclude-tasks=tag:query")
+    assert_clean(race, ["verify-corpus"])
+    assert list(race.error_rates()) == ["verify-corpus"]
 
 
 # ---------------------------------------------------------------- bad input: clear message, cluster unchanged

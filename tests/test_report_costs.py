@@ -38,7 +38,7 @@ def source_race(failed_fetch=False):
             "merged": {"store_bytes": store * 2**20},
             "disk-usage": {"fields": {"_source": {"total": source_bytes * 2**20}, "cpu": {"total": 5, "doc_values": 5}}},
         }
-        ingest[mode] = {"epochs": [{"epoch": 1, "docs": 1000, "index_ms": 2000, "merge_ms": 500}]}
+        ingest[mode] = {"epochs": [{"epoch": 1, "docs": 1000, "index-ms": 2000, "merge-ms": 500}]}
     r = races.Race(
         "r" * 36,
         Path("."),

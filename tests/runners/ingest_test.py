@@ -8,7 +8,7 @@ import pytest
 from runners import corpus, records
 from runners.context import CONTEXT_KEY
 from runners.index_checks import VerifyCorpus, VerifyDocCount
-from runners.ingest import IngestCostStart, IngestEpochCost, epoch_cost
+from runners.ingest import IngestCostEpoch, IngestCostStart, epoch_cost
 from stub_client import StubClient
 
 
@@ -31,18 +31,18 @@ def run(runner, client, params):
 
 
 def test_epoch_cost_is_the_difference_of_two_snapshots():
-    before = {"index_ms": 100, "index_docs": 1000, "refresh_ms": 5, "merge_ms": 0, "merged_bytes": 0, "flush_ms": 1}
-    after = {"index_ms": 350, "index_docs": 2000, "refresh_ms": 9, "merge_ms": 40, "merged_bytes": 2**21, "flush_ms": 1}
+    before = {"index-ms": 100, "index-docs": 1000, "refresh-ms": 5, "merge-ms": 0, "merged-bytes": 0, "flush-ms": 1}
+    after = {"index-ms": 350, "index-docs": 2000, "refresh-ms": 9, "merge-ms": 40, "merged-bytes": 2**21, "flush-ms": 1}
     assert epoch_cost(2, before, after, [200, 0, 200]) == {
         "epoch": 2,
         "docs": 1000,
-        "bulk_requests": 3,
-        "bulk_took_ms": 400,
-        "index_ms": 250,
-        "refresh_ms": 4,
-        "merge_ms": 40,
-        "flush_ms": 0,
-        "merged_mb": 2.0,
+        "bulk-requests": 3,
+        "bulk-took-ms": 400,
+        "index-ms": 250,
+        "refresh-ms": 4,
+        "merge-ms": 40,
+        "flush-ms": 0,
+        "merged-mb": 2.0,
     }
 
 
@@ -52,15 +52,15 @@ def test_start_then_epoch_writes_the_epoch_row(context):
     records.append_line(context.record_dir, f"{records.TOOK_DIR}/ingest/epoch-1-123.txt", "200")
     records.append_line(context.record_dir, f"{records.TOOK_DIR}/ingest/epoch-1-456.txt", "0")
     records.append_line(context.record_dir, f"{records.TOOK_DIR}/ingest-2S1R/epoch-1-789.txt", "999")  # another record
-    result = run(IngestEpochCost(), StubClient([(200, stats(60, 90, refresh_ms=3, replicas=1))]), {**params, "epoch": 1})
-    assert result["success"] and result["docs"] == 90 and result["index_ms"] == 50 and result["bulk_took_ms"] == 200
+    result = run(IngestCostEpoch(), StubClient([(200, stats(60, 90, refresh_ms=3, replicas=1))]), {**params, "epoch": 1})
+    assert result["success"] and result["docs"] == 90 and result["index-ms"] == 50 and result["bulk-took-ms"] == 200
     row = records.read(context.record_dir, records.INGEST)["epochs"]
-    assert [r["epoch"] for r in row] == [1] and row[0]["bulk_requests"] == 2
+    assert [r["epoch"] for r in row] == [1] and row[0]["bulk-requests"] == 2
 
 
 def test_epoch_without_a_start_snapshot_fails(tmp_path, context):
     ctx = context.as_param() | {"record_dir": str(tmp_path)}
-    result = run(IngestEpochCost(), StubClient([(200, stats(60, 90))]), {CONTEXT_KEY: ctx, "epoch": 1})
+    result = run(IngestCostEpoch(), StubClient([(200, stats(60, 90))]), {CONTEXT_KEY: ctx, "epoch": 1})
     assert result["success"] is False and "ingest-cost-start" in result["error-description"]
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from runners.context import CONTEXT_KEY
-from runners.layouts import CheckClusterLayouts, LayoutError, LayoutStats, bottleneck, node_shares, parse_layout, validate_layouts
+from runners.layouts import CheckLayouts, LayoutError, LayoutStats, bottleneck, node_shares, parse_layout, validate_layouts
 from stub_client import StubClient
 
 NODES = {
@@ -60,9 +60,9 @@ def test_bad_layouts_are_named(name):
 
 
 def test_a_layout_needing_more_data_nodes_is_refused_naming_the_fix():
-    assert run(CheckClusterLayouts(), [(200, NODES)], {"layouts": ["3S2R"]})["data-nodes"] == ["node-1", "node-2", "node-3"]
+    assert run(CheckLayouts(), [(200, NODES)], {"layouts": ["3S2R"]})["data-nodes"] == ["node-1", "node-2", "node-3"]
     with pytest.raises(LayoutError, match=r"layout\(s\) 1S3R need more than the cluster's 3 data node\(s\).*NODES=3"):
-        run(CheckClusterLayouts(), [(200, NODES)], {"layouts": ["1S0R", "1S3R"]})
+        run(CheckLayouts(), [(200, NODES)], {"layouts": ["1S0R", "1S3R"]})
 
 
 def test_layout_stats_records_placement_and_shares(context):

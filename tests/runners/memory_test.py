@@ -10,7 +10,7 @@ from coverage_test import answers
 
 from runners import records
 from runners.context import CONTEXT_KEY
-from runners.memory import BREAKER_SETTING, LOWEST_LIMIT_BYTES, BreakerFloorParamSource, RequestBreakerFloor
+from runners.memory import BREAKER_SETTING, LOWEST_LIMIT_BYTES, BreakerFloor, BreakerFloorParamSource
 from stub_client import Response
 
 NODE_LIMIT = 644_245_094  # 60% of a 1 GB heap, as a real node reports it
@@ -95,7 +95,7 @@ def params(context, tmp_path, **extra):
 
 
 def run(cluster, p):
-    return asyncio.run(RequestBreakerFloor()(cluster, p))
+    return asyncio.run(BreakerFloor()(cluster, p))
 
 
 @pytest.mark.parametrize("need", [150_000, 3_000_000, 40_000])

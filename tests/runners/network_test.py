@@ -61,7 +61,7 @@ class ProxiedClient(StubClient):
 
 def test_latency_is_set_after_the_path_is_proven(toxiproxy):
     client = ProxiedClient(5, True, toxiproxy)
-    result = asyncio.run(network.NetworkLatency()(client, latency(0)))
+    result = asyncio.run(network.SetRtt()(client, latency(0)))
     assert result["rtt-ms"] == 0 and result["probe-added-ms"] >= network.PROBE_RTT_MS / 2
     # two probes without latency, three with PROBE_RTT_MS (one untimed), then the link gets the RTT asked for
     assert toxiproxy.calls == [
@@ -74,18 +74,18 @@ def test_latency_is_set_after_the_path_is_proven(toxiproxy):
 
 def test_a_cluster_not_behind_the_proxy_ends_the_race(toxiproxy):
     with pytest.raises(network.NetworkPathError, match="target host is not reached through it"):
-        asyncio.run(network.NetworkLatency()(ProxiedClient(0, False, toxiproxy), latency(50)))
+        asyncio.run(network.SetRtt()(ProxiedClient(0, False, toxiproxy), latency(50)))
 
 
 def test_a_slow_probe_is_not_taken_for_latency(toxiproxy):
     """A search slower than the probe's RTT by itself, not behind the proxy, is still refused."""
     with pytest.raises(network.NetworkPathError, match="remote cluster is not reached"):
-        asyncio.run(network.NetworkLatency()(ProxiedClient(network.PROBE_RTT_MS + 20, False, toxiproxy), latency(0, "ccs")))
+        asyncio.run(network.SetRtt()(ProxiedClient(network.PROBE_RTT_MS + 20, False, toxiproxy), latency(0, "ccs")))
 
 
 def test_the_ccs_path_check_searches_the_remote_index(toxiproxy):
     client = ProxiedClient(0, True, toxiproxy)
-    asyncio.run(network.NetworkLatency()(client, latency(50, "ccs")))
+    asyncio.run(network.SetRtt()(client, latency(50, "ccs")))
     assert client.sent[0]["path"] == "/metrics-remote:cluster-metrics/_search"
 
 
@@ -93,7 +93,7 @@ def test_the_ccs_path_check_searches_the_remote_index(toxiproxy):
 def test_a_fault_goes_on_the_named_proxy(toxiproxy, fault):
     client = StubClient([])
     result = asyncio.run(
-        network.NetworkFault()(client, {"proxy": "cluster-metrics-http", "fault": fault, "toxiproxy-url": "http://127.0.0.1:8474"})
+        network.SetFault()(client, {"proxy": "cluster-metrics-http", "fault": fault, "toxiproxy-url": "http://127.0.0.1:8474"})
     )
     assert result["success"] and toxiproxy.calls == [("fault", "cluster-metrics-http", fault)]
     assert client.marks == ["start", "end"] and not client.sent  # timed, yet nothing sent to Elasticsearch
@@ -132,7 +132,7 @@ def test_the_remote_is_registered_at_the_proxy_listen_address_when_none_is_given
 
     client = Cluster()
     result = asyncio.run(
-        network.RegisterRemoteCluster()(
+        network.RegisterRemote()(
             client,
             {"alias": "metrics-remote", "proxy-address": "", "proxy": "cluster-metrics-http", "toxiproxy-url": "http://127.0.0.1:8474"},
         )

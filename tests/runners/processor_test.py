@@ -250,7 +250,7 @@ def test_query_challenges_check_the_corpus_before_the_first_timed_query():
     rendered = json.loads(loader.render_template_from_file(str(TRACK_DIR / "track.json"), {}))
     for challenge in rendered["challenges"]:
         types = [t["operation"]["operation-type"] for t in rendered_tasks(challenge)]
-        timed = [i for i, t in enumerate(types) if t in ("coverage", "fetch-coverage", "request-breaker-floor", "profile-breakdown")]
+        timed = [i for i, t in enumerate(types) if t in ("coverage", "fetch-coverage", "breaker-floor", "profile-breakdown")]
         if timed:
             assert "verify-corpus" in types[: timed[0]], challenge["name"]
 

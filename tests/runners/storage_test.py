@@ -55,7 +55,7 @@ def slept(monkeypatch):
 
 def run(client, context, mode, **extra):
     params = {CONTEXT_KEY: context.as_param(), "source-mode": mode, **extra}
-    return asyncio.run(storage.SourceStorageStats()(client, params))
+    return asyncio.run(storage.SourceStorage()(client, params))
 
 
 def test_the_mode_the_index_reports_is_checked_first(context, slept):

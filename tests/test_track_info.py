@@ -1,0 +1,36 @@
+"""esrally info tells the truth about the track: document counts of the generated corpus, and a bad parameter named
+there, not rendered silently as something else. Real esrally, no node."""
+
+import os
+import subprocess
+
+import pytest
+
+from conftest import ESRALLY, REPO, generate
+
+pytestmark = pytest.mark.integration
+
+
+def info(home, *args):
+    env = dict(os.environ, RALLY_HOME=str(home))
+    command = [ESRALLY, "info", f"--track-path={REPO / 'tracks' / 'cluster-metrics'}", "--offline", *args]
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    return result.returncode, result.stdout + result.stderr
+
+
+def test_info_names_a_bad_parameter(tmp_path):
+    code, output = info(tmp_path, "--track-params=epochs:x")
+    assert code != 0
+    assert "track parameter epochs must be an integer of at least 1, got 'x'" in output
+
+
+def test_info_counts_the_documents_of_the_generated_corpus(tmp_path):
+    code, output = info(tmp_path)
+    assert code == 0, output
+    assert "document counts are placeholders: no corpus generated" in output  # said plainly, before make corpus
+    generate(tmp_path, "--epochs", "2", "--rows-per-epoch", "20000")
+    code, output = info(tmp_path, "--track-params=epochs:2")
+    assert code == 0, output
+    assert "Documents: 40,000" in output and "placeholders" not in output
+    code, output = info(tmp_path)  # 5 epochs asked of a 2-epoch corpus
+    assert "no generated epoch 3, 4, 5" in output
