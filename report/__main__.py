@@ -152,7 +152,10 @@ def compare_report(race_list, out_root):
         ("merge (s)", "merge_s"),
         ("flush (s)", "flush_s"),
     ):
-        values = [sum(row[key] or 0 for row in epochs) if epochs else None for epochs in ingest]
+        values = [
+            "FAILED" if epochs and tables.ingest_problem(r) else (sum(row[key] or 0 for row in epochs) if epochs else None)
+            for r, epochs in zip(race_list, ingest)
+        ]
         if any(v is not None for v in values):
             rows.append([label] + values + _ratios(values))
     out = Path(out_root) / ("compare-" + "-".join(r.race_id[:8] for r in race_list))

@@ -6,7 +6,7 @@ and is never a baseline, a speedup or the fastest cell."""
 
 from runners import layouts as layout_rules
 from runners.queries import TRANSPORTS, VARIANTS
-from runners.tasks import bulk_task_name, coverage_task_name, layout_task_name
+from runners.tasks import VERIFY_DOC_COUNT, bulk_task_name, coverage_task_name, layout_task_name
 
 BASELINE = ("D_td", "serial")
 
@@ -127,7 +127,21 @@ def ingest_table(race):
             totals["docs"] / totals["wall_s"] if totals["wall_s"] else None,
         ]
     )
+    problem = ingest_problem(race)
+    if problem:  # the figures stay, for what went wrong; the ingest is never a baseline
+        body.append([f"FAILED: {problem}"] + [None] * (len(header) - 1))
     return header, body
+
+
+def ingest_problem(race):
+    """Why the race's ingest failed (a bulk with failed samples, or documents lost or duplicated), or None."""
+    ops = race.op_metrics()
+    failed_bulks = sorted(task for task, op in ops.items() if task.startswith(bulk_task_name("")) and failed(op))
+    count = ops.get(VERIFY_DOC_COUNT)
+    problems = [f"failed bulk requests in {', '.join(failed_bulks)}"] if failed_bulks else []
+    if failed(count):
+        problems.append(f"the document count differs from the corpus's ({VERIFY_DOC_COUNT})")
+    return "; ".join(problems) or None
 
 
 def coverage_table(race):

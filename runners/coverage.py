@@ -1,6 +1,7 @@
 """The 30-node coverage: one epoch, every node, over three transports, each answer checked against ground truth."""
 
 import json
+import struct
 import time
 
 import elasticsearch
@@ -15,11 +16,16 @@ from runners.validation import (
     check_fetch_response,
     check_node_response,
     check_terms_response,
+    request_breaker_tripped,
 )
 
 JSON = {"content-type": "application/json", "accept": "application/json"}
 NDJSON = {"content-type": "application/x-ndjson", "accept": "application/json"}
 NO_CACHE = {"request_cache": "false"}  # _search takes it in the URL; _msearch in each header line (queries.py)
+
+
+# what decoding and checking an answer of the wrong shape raises: not JSON, a field missing, a value of another type
+MALFORMED = (ValueError, KeyError, IndexError, TypeError, AttributeError, struct.error)
 
 
 class CoverageParamSource:
@@ -32,7 +38,8 @@ class CoverageParamSource:
     (seconds), assertions (Rally's, checked with --enable-assertions);
     remote (a remote cluster's alias: the coverage goes through cross-cluster search to <remote>:<index>) and
     ccs-minimize-roundtrips (true or false, with remote); record-rate (true in a load calibration task: each
-    successful coverage's duration is recorded for the steps' schedule, runners/load.py)."""
+    successful coverage's duration is recorded for the steps' schedule, runners/load.py) after record-after coverages
+    (the task's warmup: Rally does not tell a runner which samples are warmup)."""
 
     def __init__(self, track, params, **kwargs):
         context = RaceContext.of(params)
@@ -52,8 +59,9 @@ class CoverageParamSource:
         }
         if "assertions" in params:
             self._fixed["assertions"] = params["assertions"]
-        if params.get("record-rate"):
-            self._fixed.update({"record-rate": True, CONTEXT_KEY: params[CONTEXT_KEY]})
+        self._record_after = params.get("record-after", 0) if params.get("record-rate") else None
+        if self._record_after is not None:
+            self._fixed[CONTEXT_KEY] = params[CONTEXT_KEY]
         truth = context.truth()
         self._per_epoch = {
             epoch: {"expected": {n: self._expectation(truth[str(epoch)][n]) for n in self.nodes}, "requests": self._requests(epoch)}
@@ -96,7 +104,8 @@ class CoverageParamSource:
     def params(self):
         epoch = self.epochs[self._next % len(self.epochs)]
         self._next += 1
-        return {**self._fixed, "epoch": epoch, **self._per_epoch[epoch]}
+        measured = self._record_after is not None and self._next > self._record_after
+        return {**self._fixed, "epoch": epoch, **self._per_epoch[epoch], **({"record-rate": True} if measured else {})}
 
 
 class FetchCoverageParamSource(CoverageParamSource):
@@ -156,7 +165,14 @@ class Coverage:
         seconds = time.perf_counter() - started
         # the timed window is closed: decode and check
         errors, pct_errors = CoverageErrors(), PercentileErrors()
-        hits, took = self.check([json.load(body) for body in bodies], params, errors, pct_errors)
+        try:
+            hits, took = self.check([json.load(body) for body in bodies], params, errors, pct_errors)
+        except MALFORMED as e:  # an answer of the wrong shape: a failed sample, never a crashed race
+            return results.failed(
+                f"{params['cell']}: epoch {params['epoch']}: malformed answer ({type(e).__name__}: {e})",
+                "cluster-metrics-validation",
+                "coverages",
+            )
         meta = {
             "hits": hits or 0,
             "took": took,
@@ -242,7 +258,8 @@ def _http_error(error, where):
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         reason = f"{body['error'].get('type')}: {body['error'].get('reason')}"
     description = f"{where}: HTTP {error.status_code} ({reason}); not retried"
-    return results.failed(description, "http", "coverages", {"http-status": error.status_code})
+    meta = {"http-status": error.status_code, **({"request-breaker-trips": 1} if request_breaker_tripped(body) else {})}
+    return results.failed(description, "http", "coverages", meta)
 
 
 def validate_coverage(params, clients, context):

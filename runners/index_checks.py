@@ -2,9 +2,10 @@
 
 import elasticsearch
 
-from runners import results
+from runners import restore, results
 from runners.context import RaceContext
 from runners.corpus import FINGERPRINT_KEY, CorpusError
+from runners.queries import SOURCE_MODE_SETTING
 
 INGEST_FIX = (
     "ingest it with this race's corpus and parameters first (challenge ingest-baseline, with --test-mode "
@@ -36,10 +37,15 @@ class VerifyCorpus:
 
     Checks the corpus fingerprint the track wrote into the index mapping's _meta when it created the index
     (generator parameters, ground-truth sha256, full or test-mode files) and the exact document count of every
-    (epoch, node) the race queries. A mismatch raises, which ends the race before any timed request, with a message
+    (epoch, node) the race queries, after putting back any setting an earlier race noted and did not restore
+    (runners/restore.py). A mismatch raises, which ends the race before any timed request, with a message
     that names the fix. Returns 1 op.
 
-    Operation parameters: cluster (default "default"), which of --target-hosts' clusters holds the index (the
+    Also the index's shape (shape_differences): shards, replicas, _source mode, and no setting or mark that another
+    challenge left (the force merge of source-cost, the ingest settings of an aborted ingest-tuned).
+
+    Operation parameters: shape (what to expect: number_of_shards, number_of_replicas, source-mode, altered-by: the
+    challenge whose alteration is expected here); cluster (default "default"), which of --target-hosts' clusters holds the index (the
     cross-cluster challenge checks the remote cluster's index this way, directly on that cluster); epochs (default:
     the race's), the epochs that must be complete now (the live challenge queries before its last epoch is in)."""
 
@@ -55,15 +61,27 @@ class VerifyCorpus:
                 f'"{cluster}": ["127.0.0.1:9400"]}}\''
             )
         es = es[cluster]
+        # a setting an earlier race changed and was killed before restoring (runners/restore.py): back first
+        restored = await restore.leftovers(es)
         try:
             mapping = (await es.indices.get_mapping(index=context.index)).body
         except elasticsearch.NotFoundError:
             raise CorpusError(f"index {context.index} does not exist: {INGEST_FIX}.") from None
-        found = next(iter(mapping.values()))["mappings"].get("_meta", {}).get(FINGERPRINT_KEY)
+        mappings = next(iter(mapping.values()))["mappings"]
+        found = mappings.get("_meta", {}).get(FINGERPRINT_KEY)
         if found != context.fingerprint:
             raise CorpusError(
                 f"index {context.index} holds another corpus than this race's ground truth describes "
                 f"({_difference(found, context.fingerprint)}): {INGEST_FIX}."
+            )
+        settings = next(
+            iter((await es.perform_request("GET", f"/{context.index}/_settings", params={"flat_settings": "true"})).body.values())
+        )
+        differences = shape_differences(mappings, settings["settings"], params.get("shape", {}))
+        if differences:
+            raise CorpusError(
+                f"index {context.index} holds this corpus but not in the shape this challenge measures ({'; '.join(differences)}): "
+                f"{INGEST_FIX}, with this race's number_of_shards, number_of_replicas and source_enabled."
             )
         try:
             counts = await _counts(es, context)
@@ -84,7 +102,7 @@ class VerifyCorpus:
                 f"index {context.index} was created for this corpus but does not hold it "
                 f"({'; '.join(wrong[:3])}{'; ...' if len(wrong) > 3 else ''}): {INGEST_FIX}."
             )
-        return {"weight": 1, "unit": "ops", "success": True, "epochs": list(epochs)}
+        return {"weight": 1, "unit": "ops", "success": True, "epochs": list(epochs), "restored": restored}
 
     def __repr__(self):
         return "verify-corpus"
@@ -125,3 +143,34 @@ def _difference(found, expected):
             f"{k} {found.get('generator', {}).get(k)} there, {expected['generator'].get(k)} here" for k in differing
         )
     return "the ground truth's sha256 differs"
+
+
+# an index created by this track's ingest carries no other settings than these (and Elasticsearch's own bookkeeping)
+SETTINGS_LEFT_BY = {
+    "index.refresh_interval": "ingest-tuned (refresh_interval during ingest)",
+    "index.translog.durability": "ingest-tuned (translog.durability during ingest)",
+    "index.store.stats_refresh_interval": "source-cost",
+    SOURCE_MODE_SETTING: "source-cost",
+}
+ALTERED_KEY = "cluster-metrics-altered"  # the mapping's _meta key naming what a challenge did to the index after ingest
+
+
+def shape_differences(mappings, settings, shape):
+    """What differs between the index (its mapping and flat settings) and the shape a challenge expects."""
+    found = []
+    for key in ("number_of_shards", "number_of_replicas"):
+        if key in shape and str(settings.get(f"index.{key}")) != str(shape[key]):
+            found.append(f"{settings.get(f'index.{key}')} {key.split('_')[-1]}, this race expects {shape[key]} (track parameter {key})")
+    mode = "disabled" if mappings.get("_source", {}).get("enabled") is False else str(settings.get(SOURCE_MODE_SETTING, "stored")).lower()
+    if "source-mode" in shape and mode != shape["source-mode"]:
+        found.append(f"_source {mode}, this race expects {shape['source-mode']}")
+    expected_by = shape.get("altered-by")
+    for key, by in SETTINGS_LEFT_BY.items():
+        value = settings.get(key)
+        default = key == "index.translog.durability" and value == "request" or key == SOURCE_MODE_SETTING
+        if value is not None and not default and not (expected_by and by.startswith(expected_by)):
+            found.append(f"{key} {value}, left by {by}")
+    altered = mappings.get("_meta", {}).get(ALTERED_KEY)
+    if altered and not (expected_by and altered.startswith(expected_by)):
+        found.append(f"{altered}")
+    return found

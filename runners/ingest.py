@@ -54,13 +54,18 @@ class EpochBulkParamSource:
 
 class EpochBulk:
     """Rally's bulk runner, unchanged in what it sends and measures; additionally appends the response's `took`
-    (server-side handler time) to the race record, so per-epoch took sums reach the user without a metrics store."""
+    (server-side handler time) to the race record, so per-epoch took sums reach the user without a metrics store.
+
+    Sent without client retries (the client's default retries 429, 502-504 and connection errors): a bulk retried
+    after a reset that Elasticsearch had already applied duplicates its documents, and a 429 retried away hides the
+    rejection. A failed bulk is a failed sample (Rally's mapping of the error); verify-doc-count then tells the loss,
+    and the report marks the ingest FAILED."""
 
     def __init__(self):
         self._bulk = rally_runner.BulkIndex()
 
     async def __call__(self, es, params):
-        result = await self._bulk(es, params)
+        result = await self._bulk(es.options(max_retries=0, retry_on_status=(), retry_on_timeout=False), params)
         if params.get("record-dir") and result.get("took") is not None:
             records.append_line(params["record-dir"], _took_file(params["record"], params["epoch"]), str(result["took"]))
         return result

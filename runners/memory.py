@@ -11,17 +11,19 @@ collections and collection time per coverage at the node's own limit (JVM statis
 those allocations.
 """
 
+import asyncio
 import json
 import logging
 import math
 
-from runners import parameters, records, results
+from runners import parameters, records, restore, results
 from runners.context import RaceContext
 from runners.coverage import Coverage, CoverageParamSource, validate_coverage
 
 LOG = logging.getLogger(__name__)
 BREAKER_SETTING = "indices.breaker.request.limit"
 LOWEST_LIMIT_BYTES = 1024  # below this the bisection does not look: a coverage passing here needs "< 1 KiB"
+NARROWEST_BRACKET_BYTES = 64  # the bisection stops at a bracket this narrow, whatever the resolution
 
 
 class BreakerFloorParamSource(CoverageParamSource):
@@ -46,9 +48,11 @@ class BreakerFloor:
     young GCs and GC time they cause are kept. Then the limit (set as a persistent cluster setting) is bisected in
     geometric steps between LOWEST_LIMIT_BYTES and the node's limit until the bracket is narrower than `resolution`
     (relative): a limit passes when `attempts` coverages in a row pass, and is too low when a coverage fails and the
-    request breaker's trip count went up. A failure without a trip (a wrong answer, a shard failure that is not the
-    breaker, a network error) ends the bisection as a failed sample naming it. Whatever happens, the setting's
-    persistent value is put back as it was (removed if it was not set), in a finally block, and read back.
+    coverage's own answer is the request breaker rejecting it. A failure without a trip (a wrong answer, a shard failure that is not the
+    breaker, a network error) ends the bisection as a failed sample naming it. The setting's persistent value is noted
+    on the cluster before the first change (runners/restore.py) and put back as it was (removed if it was not set),
+    in a finally block, and read back; a restore that fails raises, naming the setting and the request to set it by
+    hand, and leaves the note for the next race.
 
     Returns: floor-bytes (the lowest limit that passed), below-bytes (the highest limit that tripped, 0 if none),
     original-limit-bytes, young-gcs-per-coverage, gc-ms-per-coverage, coverages (run in all), and the cell; appends
@@ -58,8 +62,8 @@ class BreakerFloor:
         self._coverage = Coverage()
 
     async def __call__(self, es, params):
-        settings = await _settings(es)
-        transient = settings.get("transient", {}).get(BREAKER_SETTING)
+        await restore.leftovers(es)  # a limit a killed bisection left is not the user's: put the noted value back first
+        original, transient = await restore.persistent(es, BREAKER_SETTING)
         if transient is not None:
             return _failed(
                 params,
@@ -67,7 +71,6 @@ class BreakerFloor:
                 "persistent one: remove it with PUT _cluster/settings "
                 f'{{"transient": {{"{BREAKER_SETTING}": null}}}}',
             )
-        original = settings.get("persistent", {}).get(BREAKER_SETTING)
         limit = await _limit_bytes(es)
         gc_before = await _gc(es)
         baseline = await self._attempts(es, params)
@@ -76,6 +79,7 @@ class BreakerFloor:
             return _failed(params, f"fails at the node's own limit of {limit} bytes: {baseline}")
         attempts, coverages = params["attempts"], params["attempts"]
         low, high, steps = 0, limit, 0
+        await restore.note(es, BREAKER_SETTING, original)  # on the cluster: it outlives this load driver
         try:
             candidate = LOWEST_LIMIT_BYTES
             while candidate is not None:
@@ -92,7 +96,7 @@ class BreakerFloor:
                     )
                 candidate = _next_limit(low, high, params["resolution"])
         finally:
-            await _restore(es, original)
+            await restore.put_back(es, BREAKER_SETTING, original)
         row = {
             "cell": params["cell"],
             "variant": params["variant"],
@@ -122,63 +126,68 @@ class BreakerFloor:
     async def _try(self, es, params, limit):
         """("pass" | "trip" | a failure's description, coverages run) at this limit."""
         await _put_limit(es, f"{limit}b")
-        tripped = await _trips(es)
         for ran in range(1, params["attempts"] + 1):
             result = await self._coverage(es, params)
             if not result["success"]:
-                return ("trip" if await _trips(es) > tripped else result["error-description"]), ran
+                # too low only when this coverage's own answer is the request breaker rejecting it: a trip elsewhere
+                # on a shared cluster says nothing of this coverage's need
+                return ("trip" if result.get("request-breaker-trips") else result["error-description"]), ran
         return "pass", params["attempts"]
 
     def __repr__(self):
         return "breaker-floor"
 
 
+class CheckQuietCluster:
+    """Before aggregation-memory lowers a cluster-wide limit: no other search traffic on the cluster. Counts the
+    searches every node ran (query_total of /_nodes/stats) over `seconds` in which this track sends none; any means
+    other clients, whose searches a lowered request breaker would reject (and whose trips are not this coverage's
+    floor). Then the race ends before anything changes, naming the parameter that accepts it (shared-cluster: the
+    track parameter memory_shared_cluster). Untimed; returns 1 op and the searches seen."""
+
+    async def __call__(self, es, params):
+        before = await _searches(es)
+        await asyncio.sleep(params.get("seconds", 3))
+        seen = await _searches(es) - before
+        if seen and not params.get("shared-cluster"):
+            raise SharedClusterError(
+                f"{seen} searches of other clients ran on the cluster in {params.get('seconds', 3)} s: aggregation-memory lowers "
+                f"{BREAKER_SETTING}, a cluster-wide limit, and would reject their searches while it bisects. Run it on a cluster "
+                "of your own, or accept that with the track parameter memory_shared_cluster: true"
+            )
+        return {"weight": 1, "unit": "ops", "success": True, "searches-seen": seen}
+
+    def __repr__(self):
+        return "check-quiet-cluster"
+
+
+class SharedClusterError(Exception):
+    """Other search traffic where the track is about to lower a cluster-wide limit."""
+
+
+async def _searches(es):
+    return sum(n["indices"]["search"]["query_total"] for n in await _nodes_stats(es, "indices/search"))
+
+
 def _next_limit(low, high, resolution):
     """The next limit to try (geometric middle), or None when high / low is within the resolution, or when nothing
     tripped yet (the first try, LOWEST_LIMIT_BYTES, passed)."""
-    if low == 0 or high / low <= 1 + resolution:
+    if low == 0 or high / low <= 1 + resolution or high - low <= NARROWEST_BRACKET_BYTES:
         return None
     return int(math.sqrt(low * high))
 
 
-def _body(response):
-    """A response's JSON: the coverage switched the client to raw responses for this runner call."""
-    body = response.body
-    return json.load(body) if hasattr(body, "read") else body
-
-
-async def _settings(es):
-    return _body(await es.perform_request("GET", "/_cluster/settings", params={"flat_settings": "true"}))
-
-
 async def _put_limit(es, value):
-    await es.perform_request(
-        "PUT",
-        "/_cluster/settings",
-        body={"persistent": {BREAKER_SETTING: value}},
-        headers={"content-type": "application/json", "accept": "application/json"},
-    )
-
-
-async def _restore(es, original):
-    """Put the persistent value back (None removes it) and read it back; a mismatch is logged as an error."""
-    await _put_limit(es, original)
-    now = (await _settings(es)).get("persistent", {}).get(BREAKER_SETTING)
-    if now != original:
-        LOG.error("%s is %r after the bisection, it was %r: set it back by hand", BREAKER_SETTING, now, original)
+    await restore.put(es, BREAKER_SETTING, value)
 
 
 async def _nodes_stats(es, metric):
-    return _body(await es.perform_request("GET", f"/_nodes/stats/{metric}"))["nodes"].values()
+    return restore.body_of(await es.perform_request("GET", f"/_nodes/stats/{metric}"))["nodes"].values()
 
 
 async def _limit_bytes(es):
     """The request breaker's limit now, the lowest over the nodes."""
     return min(n["breakers"]["request"]["limit_size_in_bytes"] for n in await _nodes_stats(es, "breaker"))
-
-
-async def _trips(es):
-    return sum(n["breakers"]["request"]["tripped"] for n in await _nodes_stats(es, "breaker"))
 
 
 async def _gc(es):

@@ -76,6 +76,24 @@ class SetFault:
         return "set-fault"
 
 
+class ClearToxics:
+    """Removes every toxic of this track from each named Toxiproxy proxy: the first and last task of every network
+    challenge, so that a race that ended early (--on-error=abort, a crash) leaves nothing on the link for the next
+    one, whichever way that one is raced. Untimed; returns 1 op."""
+
+    async def __call__(self, es, params):
+        es.on_request_start()  # no Elasticsearch request: Rally's service time is Toxiproxy's
+        toxiproxy = Toxiproxy(params["toxiproxy-url"])
+        for proxy in params["proxies"]:
+            await asyncio.to_thread(toxiproxy.require_proxy, proxy)
+            await asyncio.to_thread(toxiproxy.clear, proxy)
+        es.on_request_end()
+        return {"weight": 1, "unit": "ops", "success": True, "proxies": list(params["proxies"])}
+
+    def __repr__(self):
+        return "clear-toxics"
+
+
 class RegisterRemote:
     """Registers a remote cluster for cross-cluster search in proxy mode, so that every connection to it goes through
     one address (proxy-address, or, if empty, the listen address of the Toxiproxy proxy named proxy), and waits until it is connected (at most 60 s). Sniff mode would connect
@@ -132,6 +150,13 @@ def validate_fault(params, clients, context):
     if params.get("fault") not in (*FAULTS, NO_FAULT):
         raise ValueError(f"fault must be one of {', '.join((*FAULTS, NO_FAULT))}, got {params.get('fault')!r}")
     _check_proxy(params)
+
+
+def validate_clear(params, clients, context):
+    if not isinstance(params.get("proxies"), list) or not params["proxies"]:
+        raise ValueError(f"proxies must be a non-empty list of Toxiproxy proxy names, got {params.get('proxies')!r}")
+    for proxy in params["proxies"]:
+        _check_proxy(dict(params, proxy=proxy))
 
 
 def _check_proxy(params):

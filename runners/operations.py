@@ -19,8 +19,18 @@ from runners.coverage import (
 from runners.index_checks import VerifyCorpus, VerifyDocCount
 from runners.ingest import EpochBulk, EpochBulkParamSource, IngestCostEpoch, IngestCostStart, validate_bulk
 from runners.layouts import CheckLayouts, LayoutStats, validate_layout_stats, validate_layouts
-from runners.memory import BreakerFloor, BreakerFloorParamSource, validate_breaker_floor
-from runners.network import RegisterRemote, RemoveRemote, SetFault, SetRtt, validate_fault, validate_latency, validate_remote
+from runners.memory import BreakerFloor, BreakerFloorParamSource, CheckQuietCluster, validate_breaker_floor
+from runners.network import (
+    ClearToxics,
+    RegisterRemote,
+    RemoveRemote,
+    SetFault,
+    SetRtt,
+    validate_clear,
+    validate_fault,
+    validate_latency,
+    validate_remote,
+)
 from runners.profile import ProfileBreakdown, validate_profile
 from runners.storage import SourceStorage, validate_storage_stats
 
@@ -42,12 +52,14 @@ OPERATIONS = {
     "coverage": Operation(Coverage, CoverageParamSource, validate_coverage),
     "fetch-coverage": Operation(FetchCoverage, FetchCoverageParamSource, validate_fetch_coverage),
     "source-storage": Operation(SourceStorage, validate=validate_storage_stats),
+    "check-quiet-cluster": Operation(CheckQuietCluster),
     "breaker-floor": Operation(BreakerFloor, BreakerFloorParamSource, validate_breaker_floor),
     "profile-breakdown": Operation(ProfileBreakdown, validate=validate_profile),
     "check-layouts": Operation(CheckLayouts, validate=validate_layouts),
     "layout-stats": Operation(LayoutStats, validate=validate_layout_stats),
     "set-rtt": Operation(SetRtt, validate=validate_latency),
     "set-fault": Operation(SetFault, validate=validate_fault),
+    "clear-toxics": Operation(ClearToxics, validate=validate_clear),
     "register-remote": Operation(RegisterRemote, validate=validate_remote),
     "remove-remote": Operation(RemoveRemote, validate=validate_remote),
 }

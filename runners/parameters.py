@@ -13,6 +13,7 @@ from runners.queries import FETCH_KINDS, FETCH_TRANSPORTS, LAYOUTS, SOURCE_MODES
 from runners.toxiproxy import DEFAULT_API, FAULTS, PROXIES
 
 MAX_HDR_DIGITS = 5  # Elasticsearch accepts number_of_significant_value_digits 0..5
+MIN_RESOLUTION = 0.001  # the request breaker floor's finest relative bracket
 
 
 class ParameterError(ValueError):
@@ -97,9 +98,10 @@ def _layouts(value):
         ) from None
 
 
-def _fraction(value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < 1:
-        raise ParameterError("a number between 0 and 1 (exclusive)")
+def _resolution(value):
+    # at least MIN_RESOLUTION: a finer bracket than the breaker's own granularity never closes (runners/memory.py)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not MIN_RESOLUTION <= value < 1:
+        raise ParameterError(f"a number from {MIN_RESOLUTION} to 1 (exclusive)")
 
 
 def _positive_number_or_none(value):
@@ -215,8 +217,10 @@ PARAMETERS = {
     # which at 5 digits is more than a 1 GB heap holds, and no breaker sees them (runners/memory.py)
     "memory_parallel_hdr_digits_max": (4, _integer(0, MAX_HDR_DIGITS)),
     "memory_attempts": (3, _integer(1, 100)),
-    "memory_resolution": (0.05, _fraction),
+    "memory_resolution": (0.05, _resolution),
     "memory_iterations": (5, _integer(1)),
+    # the bisection lowers a cluster-wide limit: refused while other clients search, unless the user accepts it
+    "memory_shared_cluster": (False, _boolean),
 }
 
 

@@ -15,7 +15,7 @@ import os
 from esrally import exceptions, paths
 from esrally.track import loader
 
-from runners import corpus, parameters, records
+from runners import corpus, parameters, queries, records
 from runners.context import CONTEXT_KEY, RaceContext
 from runners.operations import OPERATIONS
 
@@ -54,6 +54,10 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
                 index.body.setdefault("mappings", {})["_meta"] = {corpus.FINGERPRINT_KEY: context.fingerprint}
         param = context.as_param()
         selected = track.selected_challenge_or_default
+        try:
+            _check_challenge(selected, context, user_params)
+        except ValueError as e:
+            raise exceptions.SystemSetupError(f"Challenge [{selected.name}]: {e}.") from None
         for challenge in track.challenges:
             for task in _tasks(challenge):
                 operation = OPERATIONS.get(task.operation.type)
@@ -126,3 +130,28 @@ def _describe(track, root, test_mode):
         track.description += (
             f" (document counts are placeholders: {where}; counts come from the corpus's manifest at race " "time, make corpus)"
         )
+
+
+def _check_challenge(challenge, context, user_params):
+    """Rules over the whole challenge that runs: the epochs it needs (its meta min_epochs), and no HDR cell above
+    memory_parallel_hdr_digits_max digits over msearch or terms, whichever parameter brings the digits in (up to 90
+    histograms at once, outside every breaker: 5 digits kill a 1 GB node)."""
+    needed = challenge.meta_data.get("min_epochs", 1) if challenge.meta_data else 1
+    if len(context.epochs) < needed:
+        raise ValueError(f"needs at least {needed} epochs, this race has {len(context.epochs)} (track parameter epochs)")
+    limit = parameters.value(user_params, "memory_parallel_hdr_digits_max")
+    for task in _tasks(challenge):
+        params = task.operation.params
+        if (
+            params.get("variant") not in queries.VARIANTS
+            or queries.percentile_algorithm(params["variant"]) != "hdr"
+            or params.get("transport") == "serial"
+        ):
+            continue
+        digits = params.get("hdr-digits", queries.DEFAULT_HDR_DIGITS)
+        if digits > limit:
+            raise ValueError(
+                f"task {task.name} runs HDR with {digits} digits over {params['transport']}, above memory_parallel_hdr_digits_max "
+                f"({limit}): its histograms, which no breaker sees, can exhaust the heap. Lower hdr_digits, run that cell over "
+                "serial, or raise memory_parallel_hdr_digits_max on a node with a larger heap"
+            )

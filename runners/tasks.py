@@ -1,6 +1,8 @@
 """Task names the track, the runners and the report share. track.json spells the same patterns (a test renders the
 track and checks them against these); the same name in every challenge lets `esrally compare` line races up."""
 
+VERIFY_DOC_COUNT = "verify-doc-count"  # nothing lost: after every ingest, the index holds the corpus's count
+
 
 def coverage_task_name(variant, transport):
     """One (variant, transport) cell of the coverage."""

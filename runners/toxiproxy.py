@@ -19,6 +19,7 @@ PROXIES = {"http": "cluster-metrics-http", "remote": "cluster-metrics-remote"}
 
 # our toxics' names: only these are ever added or removed, so a user's own toxics on the same proxy are left alone
 LATENCY_UP, LATENCY_DOWN, FAULT = "cluster-metrics-rtt-up", "cluster-metrics-rtt-down", "cluster-metrics-fault"
+OUR_TOXICS = (LATENCY_UP, LATENCY_DOWN, FAULT)
 
 # fault name -> (toxic type, stream, attributes, what a client sees)
 FAULTS = {
@@ -83,8 +84,7 @@ class Toxiproxy:
         spec = {"name": name, "listen": listen, "upstream": upstream, "enabled": True}
         if self.proxy(name) is None:
             return self._call("POST", "/proxies", spec)
-        for toxic in (LATENCY_UP, LATENCY_DOWN, FAULT):
-            self.remove_toxic(name, toxic)
+        self.clear(name)
         return self._call("POST", f"/proxies/{name}", spec)
 
     def require_proxy(self, name):
@@ -98,6 +98,11 @@ class Toxiproxy:
             )
         return found
 
+    def clear(self, proxy):
+        """Removes every toxic of ours from the proxy (a user's own are left alone): the link as it was."""
+        for toxic in OUR_TOXICS:
+            self.remove_toxic(proxy, toxic)
+
     def remove_toxic(self, proxy, toxic):
         self._call("DELETE", f"/proxies/{proxy}/toxics/{toxic}", missing_ok=True)
 
@@ -110,10 +115,10 @@ class Toxiproxy:
 
     def set_rtt(self, proxy, rtt_ms):
         """Every round trip through the proxy takes rtt_ms longer: half on the way up, the rest on the way down.
-        Latency is per round trip of data on an open connection (a TCP handshake is answered by the proxy itself)."""
+        Latency is per round trip of data on an open connection (a TCP handshake is answered by the proxy itself).
+        Every toxic of ours goes first: a fault left on by a race that ended early must not be measured as RTT."""
         self.require_proxy(proxy)
-        for toxic in (LATENCY_UP, LATENCY_DOWN):
-            self.remove_toxic(proxy, toxic)
+        self.clear(proxy)
         up = rtt_ms // 2
         if up:
             self.add_toxic(proxy, LATENCY_UP, "latency", "upstream", {"latency": up, "jitter": 0})
@@ -121,9 +126,9 @@ class Toxiproxy:
             self.add_toxic(proxy, LATENCY_DOWN, "latency", "downstream", {"latency": rtt_ms - up, "jitter": 0})
 
     def set_fault(self, proxy, fault):
-        """One fault of FAULTS on the proxy, replacing the previous one; NO_FAULT heals the link."""
+        """One fault of FAULTS on the proxy, replacing every toxic of ours (a latency left on too); NO_FAULT heals it."""
         self.require_proxy(proxy)
-        self.remove_toxic(proxy, FAULT)
+        self.clear(proxy)
         if fault != NO_FAULT:
             toxic_type, stream, attributes, _ = FAULTS[fault]
             self.add_toxic(proxy, FAULT, toxic_type, stream, attributes)

@@ -77,12 +77,29 @@ class NodeExpectation:
                     self.percentiles[field][p] = (low, high, exact)
 
 
+def request_breaker_tripped(error):
+    """Whether an Elasticsearch error object, at any depth (caused_by, root_cause, failed shards), is the request circuit
+    breaker rejecting the request ("[request] Data too large"), rather than any other failure or another breaker."""
+    if isinstance(error, dict):
+        if error.get("type") == "circuit_breaking_exception" and str(error.get("reason", "")).startswith("[request]"):
+            return True
+        return any(request_breaker_tripped(v) for v in error.values() if isinstance(v, (dict, list)))
+    if isinstance(error, list):
+        return any(request_breaker_tripped(v) for v in error)
+    return False
+
+
 class CoverageErrors:
-    """Collects mismatches and counts the checks made; the description names epoch, node and field of the first few."""
+    """Collects mismatches and counts the checks made; the description names epoch, node and field of the first few.
+    request_breaker_trips: how many of this coverage's own answers were the request breaker rejecting it."""
 
     def __init__(self):
         self.messages = []
         self.checks = 0
+        self.request_breaker_trips = 0
+
+    def note_error(self, error):
+        self.request_breaker_trips += request_breaker_tripped(error)
 
     def check(self, ok, message):
         self.checks += 1
@@ -102,7 +119,10 @@ class CoverageErrors:
         return shown + (f"; and {more} more" if more > 0 else "")
 
     def as_meta(self):
-        return {"checks": self.checks, "failed-checks": len(self.messages)}
+        meta = {"checks": self.checks, "failed-checks": len(self.messages)}
+        if self.request_breaker_trips:
+            meta["request-breaker-trips"] = self.request_breaker_trips
+        return meta
 
 
 class PercentileErrors:
@@ -154,6 +174,7 @@ def check_shards(response, where, errors):
         errors.add(f"{where}: {clusters.get('successful')} of {clusters.get('total')} clusters answered ({states})")
     shards = response.get("_shards", {})
     if shards.get("failed", 0) > 0:
+        errors.note_error(shards.get("failures"))
         reasons = [f.get("reason", {}).get("reason", "unknown") for f in shards.get("failures", [])]
         errors.add(f"{where}: {shards['failed']} of {shards.get('total')} shards failed ({'; '.join(reasons[:2])})")
 
@@ -192,6 +213,7 @@ def check_node_response(response, node, epoch, expected, errors, pct_errors):
     where = f"epoch {epoch} node {node}"
     if "error" in response:
         error = response["error"]
+        errors.note_error(error)
         reason = error.get("reason") if isinstance(error, dict) else error
         kind = error.get("type") if isinstance(error, dict) else "error"
         status = f"status {response['status']}, " if "status" in response else ""
@@ -218,7 +240,10 @@ def check_terms_response(response, nodes, epoch, expected_by_node, errors, pct_e
         lambda: f"{where}: {total.get('value')} hits ({total.get('relation')}), expected {expected_total}",
     )
     agg = response.get("aggregations", {}).get(queries.TERMS_AGG, {})
-    buckets = {b["key"]: b for b in agg.get("buckets", [])}
+    keys = [b.get("key") for b in agg.get("buckets", [])]
+    repeated = sorted({str(k) for k in keys if keys.count(k) > 1})
+    errors.check(not repeated, lambda: f"{where}: buckets repeated ({', '.join(repeated[:5])}): one bucket per node")
+    buckets = {b.get("key"): b for b in agg.get("buckets", [])}
     errors.check(not agg.get("sum_other_doc_count", 0), lambda: f"{where}: {agg['sum_other_doc_count']} docs outside the node buckets")
     missing = [n for n in nodes if n not in buckets]
     extra = [k for k in buckets if k not in expected_by_node]
@@ -233,8 +258,8 @@ def check_terms_response(response, nodes, epoch, expected_by_node, errors, pct_e
             continue
         node_where = f"{where} node {node}"
         errors.check(
-            bucket["doc_count"] == expected_by_node[node].count,
-            lambda: f"{node_where}: doc_count {bucket['doc_count']}, expected {expected_by_node[node].count}",
+            bucket.get("doc_count") == expected_by_node[node].count,
+            lambda: f"{node_where}: doc_count {bucket.get('doc_count')}, expected {expected_by_node[node].count}",
         )
         check_metrics(bucket, expected_by_node[node], node_where, errors, pct_errors)
     return total.get("value")
@@ -283,6 +308,10 @@ def check_fetch_response(response, node, epoch, expected, kind, errors):
     hits = response.get("hits", {}).get("hits", [])
     if not errors.check(len(hits) == expected.returned, lambda: f"{where}: {len(hits)} hits returned, expected {expected.returned}"):
         return len(hits)
+    ids = [hit.get("_id") for hit in hits]
+    errors.check(
+        None not in ids and len(set(ids)) == len(ids), lambda: f"{where}: {len(ids) - len(set(ids))} hits repeated (or without _id)"
+    )
     for k, hit in enumerate(hits):
         values, label = _hit_values(hit, kind), f"{where} hit {k + 1}"
         missing = [f for f in queries.DOC_FIELDS if f not in values]

@@ -3,13 +3,20 @@ that fails midway. (Both cost challenges run clean with their defaults, and thei
 tests/test_rally_track.py's every-challenge test.)"""
 
 import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
 
 import pytest
-from test_rally_track import ensure_test_mode_ingest
+from test_rally_track import assert_clean, ensure_test_mode_ingest
 
 from answer_proxy import AnswerProxy
-from conftest import TEST_PORT, http, run_race
+from conftest import ESRALLY, REPO, TEST_PORT, http, run_race
 from runners.memory import BREAKER_SETTING
+from runners.restore import NOTES_INDEX
 from runners.tasks import breaker_floor_task_name, memory_cell, memory_task_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("es_node")]
@@ -49,3 +56,112 @@ def test_the_breaker_limit_is_put_back_when_the_bisection_fails_midway(rally_hom
     assert any("failed without tripping the request breaker" in line and "net p50" in line for line in race.failures()), race.failures()
     assert proxy.searches > 6  # the bisection ran past the baseline
     assert after == "59%"
+
+
+def notes():
+    status, body = http("POST", f"/{NOTES_INDEX}/_search", {"size": 10})
+    return [] if status == 404 else [hit["_source"] for hit in body["hits"]["hits"]]
+
+
+def load_driver_pids(home):
+    """Every live process of the Rally started with this Rally home: the command and its actor system, which Rally
+    daemonizes into a session of its own (the load driver that bisects runs there, not in the command's process)."""
+    pids = []
+    for pid in subprocess.run(["pgrep", "-f", "esrally"], capture_output=True, text=True).stdout.split():
+        try:
+            ours = f"RALLY_HOME={home}".encode() in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            alive = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            continue  # gone meanwhile
+        if ours and alive:
+            pids.append(int(pid))
+    return pids
+
+
+def kill_load_driver(home):
+    """kill -9 of every process of that Rally (all of them started by this test), until none is left."""
+    deadline = time.monotonic() + 60
+    while (pids := load_driver_pids(home)) and time.monotonic() < deadline:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.2)
+    assert not load_driver_pids(home)
+
+
+def test_a_load_driver_killed_mid_bisection_leaves_a_note_and_the_next_race_puts_the_limit_back(rally_home, small_corpus):
+    """kill -9 of the whole load driver while the limit is bisected: no finally runs. The limit stays at the value
+    last tried; the note on the cluster holds the user's 59%, and the next race (any query challenge) puts it back."""
+    ensure_test_mode_ingest(rally_home)
+    set_limit("59%")
+    command = [
+        ESRALLY,
+        "race",
+        f"--track-path={REPO / 'tracks' / 'cluster-metrics'}",
+        "--challenge=aggregation-memory",
+        "--pipeline=benchmark-only",
+        "--offline",
+        f"--target-hosts=127.0.0.1:{TEST_PORT}",
+        "--test-mode",
+        ONE_CELL,
+    ]
+    env = dict(os.environ, RALLY_HOME=str(rally_home))
+    output = rally_home / "killed-race.log"
+    for _ in range(30):  # one Rally at a time: the previous race's processes take a moment to exit (waits, never kills)
+        with open(output, "w") as out:
+            race = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            race.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            break  # it runs
+        if "other Rally processes running" not in output.read_text():
+            break
+        time.sleep(2)
+    bisecting = None
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and race.poll() is None:
+            value = persistent_limit()
+            if value and value.endswith("b"):  # a limit of the bisection, in bytes
+                bisecting = value
+                break
+            time.sleep(0.02)
+    finally:
+        kill_load_driver(rally_home)
+        race.wait(timeout=60)
+    try:
+        assert bisecting is not None, f"the race ended before its bisection was seen: {output.read_text()[-2000:]}"
+        left = persistent_limit()
+        assert left.endswith("b") and left != "59%"  # nothing restored it: the load driver died
+        assert notes() == [{"setting": BREAKER_SETTING, "original": "59%"}]
+        after = run_race(rally_home, "production-comparison")
+        assert_clean(after, ["verify-corpus", "coverage-D_td-serial"])
+        assert persistent_limit() == "59%" and notes() == []
+    finally:
+        set_limit(None)
+
+
+def test_aggregation_memory_refuses_a_cluster_with_other_search_traffic(rally_home, small_corpus):
+    """Another client searching while the bisection would lower a cluster-wide limit: the race ends before anything
+    changes, naming the parameter that accepts a shared cluster."""
+    ensure_test_mode_ingest(rally_home)
+    stop = threading.Event()
+
+    def other_client():
+        for _ in range(3000):  # bounded: at most a few minutes of loopback searches
+            if stop.wait(0.05):
+                return
+            http("POST", "/cluster-metrics/_search", {"size": 0})
+
+    searcher = threading.Thread(target=other_client, daemon=True)
+    searcher.start()
+    try:
+        race = run_race(rally_home, "aggregation-memory", ONE_CELL)
+    finally:
+        stop.set()
+        searcher.join()
+    assert race.returncode != 0
+    assert "searches of other clients ran on the cluster" in race.output and "memory_shared_cluster: true" in race.output
+    assert persistent_limit() is None and notes() == []

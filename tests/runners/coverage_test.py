@@ -202,3 +202,61 @@ def test_a_remote_cluster_that_did_not_answer_fails_the_sample(context):
 def test_bad_cross_cluster_operation_parameters_are_named(context, bad, message):
     with pytest.raises(ValueError, match=message):
         validate_coverage({"variant": "D_td", "transport": "terms", **bad}, 1, context)
+
+
+# ------------------------------------------------------------------ malformed and repeated answers (issue 22)
+
+
+def test_a_repeated_terms_bucket_fails_even_when_the_right_one_follows(context):
+    """A wrong N001 bucket followed by the right one: 4 buckets for 3 nodes, once passed as a dict kept the last."""
+    status, body = answers(context, "terms")[0]
+    buckets = body["aggregations"]["per_node"]["buckets"]
+    wrong = json.loads(json.dumps(buckets[0]))
+    wrong["cpu_sum"]["value"] *= 2
+    body["aggregations"]["per_node"]["buckets"] = [wrong] + buckets
+    result = run(StubClient([(status, body)]), source(context, "terms").params())
+    assert result["success"] is False and result["weight"] == 0
+    assert f"buckets repeated ({context.nodes[0]})" in result["error-description"]
+
+
+@pytest.mark.parametrize(
+    "transport,breakage",
+    [
+        ("terms", "bucket without doc_count"),
+        ("terms", "bucket without key"),
+        ("msearch", "not JSON"),
+        ("serial", "not JSON"),
+        ("msearch", "responses is not a list"),
+        ("serial", "a sum of the wrong type"),
+    ],
+)
+def test_a_malformed_answer_is_a_failed_sample_not_a_crashed_race(context, transport, breakage):
+    replies = answers(context, transport)
+    status, body = replies[0]
+    if breakage == "bucket without doc_count":
+        del body["aggregations"]["per_node"]["buckets"][1]["doc_count"]
+    elif breakage == "bucket without key":
+        del body["aggregations"]["per_node"]["buckets"][1]["key"]
+    elif breakage == "not JSON":
+        body = b"<html>proxy says hello</html>"
+    elif breakage == "responses is not a list":
+        body["responses"] = 7
+    else:
+        body["aggregations"]["cpu_sum"] = {"value": "twelve"}
+    replies[0] = (status, body)
+    result = run(StubClient(replies), source(context, transport).params())
+    assert result["success"] is False and result["weight"] == 0, result
+    assert result["error-description"].startswith(f"D_td/{transport}: epoch 1")
+    assert result["error-type"] == "cluster-metrics-validation"
+
+
+def test_a_failed_sample_carries_no_weight(context):
+    """Rally's throughput counts weight: failed coverages must add nothing to it (as Rally's own failed requests)."""
+    status, body = answers(context, "msearch")[0]
+    body["responses"][0]["hits"]["total"]["value"] += 1
+    result = run(StubClient([(status, body)]), source(context, "msearch").params())
+    assert result["success"] is False and result["weight"] == 0
+    http = run(
+        StubClient([(429, {"error": {"type": "es_rejected_execution_exception", "reason": "busy"}})]), source(context, "msearch").params()
+    )
+    assert http["success"] is False and http["weight"] == 0 and http["http-status"] == 429

@@ -27,9 +27,9 @@ def node_hits(context, node, epoch, kind, size=SIZE):
     mem = corpus.stored_value(entry["ranks"]["mem"]["cents"][0])
     net = corpus.stored_value(entry["ranks"]["net"]["cents"][-1])
     hits = []
-    for value in cpu[:size]:
+    for k, value in enumerate(cpu[:size]):
         doc = {"epoch": epoch, "node": node, "task": "T01", "cpu": value, "mem": mem, "net": net}
-        hit = {"_index": "cluster-metrics", "sort": [value]}
+        hit = {"_index": "cluster-metrics", "_id": f"{node}-{epoch}-{k}", "sort": [value]}
         hit.update({"_source": doc} if kind == "source" else {"fields": {k: [v] for k, v in doc.items()}})
         hits.append(hit)
     return {
@@ -91,6 +91,7 @@ def _set(field, value, hit=0):
         (lambda r: r["hits"]["total"].update(value=1), "1 hits (eq)"),
         (lambda r: r["hits"]["hits"][2].update(sort=[-1.0]), "sort value -1.0"),
         (lambda r: r["_shards"].update(failed=1, failures=[{"reason": {"reason": "boom"}}]), "1 of 1 shards failed"),
+        (lambda r: r["hits"]["hits"].__setitem__(1, copy.deepcopy(r["hits"]["hits"][0])), "1 hits repeated"),
     ],
 )
 def test_each_wrong_answer_fails_naming_the_node(context, change, message):

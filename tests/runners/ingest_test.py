@@ -2,13 +2,14 @@
 the doc count and the corpus fingerprint are compared exactly, and a mismatch names the fix."""
 
 import asyncio
+from types import SimpleNamespace
 
 import pytest
 
 from runners import corpus, records
 from runners.context import CONTEXT_KEY
 from runners.index_checks import VerifyCorpus, VerifyDocCount
-from runners.ingest import IngestCostEpoch, IngestCostStart, epoch_cost
+from runners.ingest import EpochBulk, IngestCostEpoch, IngestCostStart, epoch_cost
 from stub_client import StubClient
 
 
@@ -89,16 +90,39 @@ def counts(context, change=0):
     return {"aggregations": {"epoch": {"buckets": buckets}}}
 
 
+SETTINGS = (200, {"cluster-metrics": {"settings": {"index.number_of_shards": "1", "index.number_of_replicas": "0"}}})
+NO_NOTES = (404, {"error": {"type": "index_not_found_exception"}})  # no restore note was ever written (runners/restore.py)
+
+
+def test_corpus_check_puts_back_what_a_killed_race_left_first(context):
+    notes = {"hits": {"hits": [{"_source": {"setting": "indices.breaker.request.limit", "original": None}}]}}
+    settings = {"persistent": {}, "transient": {}}
+    client = StubClient(
+        [
+            (200, notes),
+            (200, {"acknowledged": True}),
+            (200, settings),
+            (200, {"result": "deleted"}),
+            (200, mapping(context.fingerprint)),
+            SETTINGS,
+            (200, counts(context)),
+        ]
+    )
+    result = run(VerifyCorpus(), {"default": client}, {CONTEXT_KEY: context.as_param()})
+    assert result["success"] and result["restored"] == ["indices.breaker.request.limit=None"]
+    assert client.sent[1]["body"] == {"persistent": {"indices.breaker.request.limit": None}}
+
+
 def test_corpus_check_passes_on_the_right_index(context):
-    client = StubClient([(200, mapping(context.fingerprint)), (200, counts(context))])
+    client = StubClient([NO_NOTES, (200, mapping(context.fingerprint)), SETTINGS, (200, counts(context))])
     assert run(VerifyCorpus(), {"default": client}, {CONTEXT_KEY: context.as_param()})["success"]
 
 
 def test_corpus_check_reads_the_named_cluster(context):
-    remote = StubClient([(200, mapping(context.fingerprint)), (200, counts(context))])
+    remote = StubClient([NO_NOTES, (200, mapping(context.fingerprint)), SETTINGS, (200, counts(context))])
     params = {CONTEXT_KEY: context.as_param(), "cluster": "metrics-remote"}
     assert run(VerifyCorpus(), {"default": StubClient([]), "metrics-remote": remote}, params)["success"]
-    assert remote.sent[0]["path"] == "/cluster-metrics/_mapping"
+    assert remote.sent[1]["path"] == "/cluster-metrics/_mapping"
     with pytest.raises(corpus.CorpusError, match="--target-hosts names no cluster 'metrics-remote' .*default"):
         run(VerifyCorpus(), {"default": StubClient([])}, params)
 
@@ -119,9 +143,88 @@ def test_corpus_check_ends_the_race_naming_the_fix(context, case, message):
         "no-meta": [(200, mapping(None))],
         "other-seed": [(200, mapping(fingerprint | {"generator": fingerprint["generator"] | {"seed": 99}}))],
         "test-mode": [(200, mapping(fingerprint | {"section": "test_mode"}))],
-        "counts": [(200, mapping(fingerprint)), (200, counts(context, change=1))],
+        "counts": [(200, mapping(fingerprint)), SETTINGS, (200, counts(context, change=1))],
         "missing": [(404, {"error": {"type": "index_not_found_exception", "reason": "no such index"}})],
     }[case]
     with pytest.raises(corpus.CorpusError, match=message) as raised:
-        run(VerifyCorpus(), {"default": StubClient(answers)}, {CONTEXT_KEY: context.as_param()})
+        run(VerifyCorpus(), {"default": StubClient([NO_NOTES, *answers])}, {CONTEXT_KEY: context.as_param()})
     assert "ingest it with this race's corpus" in str(raised.value)
+
+
+def test_a_bulk_is_sent_without_client_retries_and_files_its_took(context, tmp_path):
+    """The client's default retries (429, 502-504, connection errors) would resend a bulk Elasticsearch may have
+    applied already: duplicated documents; the bulk runner turns them off."""
+
+    class BulkClient(StubClient):
+        async def bulk(self, params=None, **kwargs):
+            raw = (await self.perform_request("POST", "/_bulk", params=params, body=kwargs.get("body"))).body
+            raw.meta = SimpleNamespace(status=200)  # Rally's raw response: the bytes, with the HTTP meta attached
+            return raw
+
+    client = BulkClient([(200, {"took": 7, "errors": False, "items": [{"index": {"status": 201}}] * 2})])
+    params = {
+        "body": b'{"index":{}}\n{"epoch":1}\n{"index":{}}\n{"epoch":1}\n',
+        "action-metadata-present": True,
+        "bulk-size": 2,
+        "unit": "docs",
+        "index": "cluster-metrics",
+        "epoch": 1,
+        "record-dir": str(tmp_path),
+        "record": "ingest.json",
+    }
+    result = run(EpochBulk(), client, params)
+    assert {"max_retries": 0, "retry_on_status": (), "retry_on_timeout": False} in client.options_seen
+    assert result["success"] is True and result["weight"] == 2
+    assert [p.read_text() for p in tmp_path.rglob("epoch-1-*.txt")] == ["7\n"]
+
+
+STANDARD = {"number_of_shards": 1, "number_of_replicas": 0, "source-mode": "stored"}
+
+
+@pytest.mark.parametrize(
+    "settings,meta,shape,message",
+    [
+        ({"index.number_of_shards": "3", "index.number_of_replicas": "2"}, {}, STANDARD, "3 shards, this race expects 1"),
+        (
+            {"index.store.stats_refresh_interval": "1s"},
+            {"cluster-metrics-altered": "source-cost: force-merged to one segment"},
+            STANDARD,
+            "source-cost: force-merged to one segment",
+        ),
+        (
+            {"index.refresh_interval": "-1", "index.translog.durability": "async"},
+            {},
+            STANDARD,
+            "index.refresh_interval -1, left by ingest-tuned",
+        ),
+        ({"index.mapping.source.mode": "synthetic"}, {}, STANDARD, "_source synthetic, this race expects stored"),
+    ],
+)
+def test_the_corpus_check_refuses_an_index_in_another_shape(context, settings, meta, shape, message):
+    """After layout-sweep (3S2R), source-cost (force-merged), an aborted ingest-tuned or source-cost (synthetic left):
+    the same corpus, but not the index a query challenge measures."""
+    answer = {"cluster-metrics": {"settings": {"index.number_of_shards": "1", "index.number_of_replicas": "0", **settings}}}
+    body = mapping(context.fingerprint)
+    body["cluster-metrics"]["mappings"]["_meta"].update(meta)
+    client = StubClient([NO_NOTES, (200, body), (200, answer), (200, counts(context))])
+    with pytest.raises(corpus.CorpusError, match="not in the shape this challenge measures") as raised:
+        run(VerifyCorpus(), {"default": client}, {CONTEXT_KEY: context.as_param(), "shape": shape})
+    assert message in str(raised.value) and "ingest-baseline" in str(raised.value)
+
+
+def test_source_cost_accepts_its_own_force_merged_index(context):
+    answer = {
+        "cluster-metrics": {
+            "settings": {
+                "index.number_of_shards": "1",
+                "index.number_of_replicas": "0",
+                "index.store.stats_refresh_interval": "1s",
+                "index.mapping.source.mode": "synthetic",
+            }
+        }
+    }
+    body = mapping(context.fingerprint)
+    body["cluster-metrics"]["mappings"]["_meta"]["cluster-metrics-altered"] = "source-cost: force-merged to one segment"
+    client = StubClient([NO_NOTES, (200, body), (200, answer), (200, counts(context))])
+    shape = {**STANDARD, "source-mode": "synthetic", "altered-by": "source-cost"}
+    assert run(VerifyCorpus(), {"default": client}, {CONTEXT_KEY: context.as_param(), "shape": shape})["success"]

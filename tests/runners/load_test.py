@@ -29,9 +29,10 @@ def test_a_calibration_coverage_records_its_duration_and_a_step_runs_at_its_frac
     scheduler = load.RelativeRateScheduler(step_task(context, 0.5, clients=4))
     assert scheduler.rate == pytest.approx(rate * 0.5)
     # 4 clients share the rate: each waits 4 / rate on average between its own coverages, at random (Poisson)
+    # (exponential gaps: the mean of n has a relative standard error 1/sqrt(n), 0.7% at 20,000; 5% is 7 of them)
     gaps = []
     t = 0.0
-    for _ in range(4000):
+    for _ in range(20000):
         nxt = scheduler.next(t)
         gaps.append(nxt - t)
         t = nxt
@@ -40,6 +41,17 @@ def test_a_calibration_coverage_records_its_duration_and_a_step_runs_at_its_frac
     assert len(set(first)) == 3  # each client draws its own arrivals: no lock-step
     recorded = load.read_steps(str(tmp_path))["coverage-D_td-msearch-load-50pct"]
     assert recorded["target_per_s"] == pytest.approx(rate * 0.5) and recorded["clients"] == 4
+
+
+def test_a_calibration_records_only_its_measured_coverages(context, tmp_path):
+    """The task's 2 warmup coverages are not calibration samples: 5 coverages record 3 durations."""
+    context = context.__class__(**{**context.__dict__, "record_dir": str(tmp_path)})
+    params = source(context, "msearch", name="cal", **{"record-rate": True, "record-after": 2})
+    for _ in range(5):
+        p = params.params()
+        assert asyncio.run(Coverage()(StubClient(answers(context, "msearch", p["epoch"])), p))["success"]
+    lines = (tmp_path / load.calibration_record("cal")).read_text().splitlines()
+    assert len(lines) == 3
 
 
 def test_a_wrong_answer_is_not_a_calibration_sample(context, tmp_path):

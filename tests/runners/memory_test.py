@@ -5,13 +5,16 @@ import asyncio
 import io
 import json
 
+import elasticsearch
 import pytest
 from coverage_test import answers
 
 from runners import records
 from runners.context import CONTEXT_KEY
 from runners.memory import BREAKER_SETTING, LOWEST_LIMIT_BYTES, BreakerFloor, BreakerFloorParamSource
-from stub_client import Response
+from runners.restore import NOTES_INDEX, RestoreError
+from runners.validation import request_breaker_tripped
+from stub_client import Response, _meta
 
 NODE_LIMIT = 644_245_094  # 60% of a 1 GB heap, as a real node reports it
 
@@ -21,10 +24,11 @@ class BreakerCluster:
     msearch coverage answers while the limit is at least `need` bytes (a breaker error and a trip below it).
     fail_at: the coverage request (1-based) that gets an answer with a wrong hit count instead."""
 
-    def __init__(self, context, need, persistent=None, fail_at=None, transient=None):
-        self.context, self.need, self.fail_at = context, need, fail_at
+    def __init__(self, context, need, persistent=None, fail_at=None, transient=None, foreign_trips=False):
+        self.context, self.need, self.fail_at, self.foreign_trips = context, need, fail_at, foreign_trips
         self.persistent, self.transient = persistent, transient
         self.trips, self.coverages, self.gcs, self.raw, self.puts = 0, 0, 0, False, []
+        self.notes = None  # the restore notes index: None until a note is first written
 
     def options(self, **kwargs):
         return self
@@ -40,6 +44,10 @@ class BreakerCluster:
         return NODE_LIMIT if value.endswith("%") else int(value.rstrip("b"))
 
     async def perform_request(self, method, path, params=None, body=None, headers=None):
+        if path == f"/{NOTES_INDEX}":
+            return Response({"acknowledged": True})
+        if path.startswith(f"/{NOTES_INDEX}/"):
+            return self._notes(method, path, body)
         if path == "/_cluster/settings" and method == "PUT":
             self.puts.append(body["persistent"][BREAKER_SETTING])
             self.persistent = body["persistent"][BREAKER_SETTING]
@@ -64,8 +72,25 @@ class BreakerCluster:
         data = json.dumps(answer).encode()
         return Response(io.BytesIO(data) if self.raw else answer)
 
+    def _notes(self, method, path, body):
+        if self.notes is None and method != "PUT":
+            raise elasticsearch.NotFoundError(message="index_not_found_exception", meta=_meta(404), body={})
+        self.notes = self.notes or {}
+        if method == "PUT":
+            self.notes[path.rsplit("/", 1)[1]] = body
+            return Response({"result": "created"})
+        if method == "DELETE":
+            self.notes.pop(path.rsplit("/", 1)[1], None)
+            return Response({"result": "deleted"})
+        hits = [{"_source": note} for note in self.notes.values()]
+        data = json.dumps({"hits": {"hits": hits}}).encode()
+        return Response(io.BytesIO(data) if self.raw else json.loads(data))
+
     def _coverage(self):
         self.coverages += 1
+        if self.coverages > 5000:
+            raise RuntimeError("the bisection does not end")
+        self.trips += self.foreign_trips  # another client's searches tripping the breaker on a shared cluster
         self.gcs += 2
         answer = answers(self.context, "msearch")[0][1]
         if self.coverages == self.fail_at:
@@ -153,3 +178,85 @@ def test_a_transient_limit_is_named_and_nothing_changes(context, tmp_path):
     result = run(cluster, params(context, tmp_path))
     assert result["success"] is False and "transient" in result["error-description"]
     assert cluster.puts == [] and cluster.coverages == 0
+
+
+def test_a_trip_of_another_client_is_not_this_coverages_floor(context, tmp_path):
+    """On a shared cluster the node's trip count rises with other clients' trips: a coverage that fails for another
+    reason meanwhile fails the cell; it is not read as "too low" (which once gave 10 MB for a 150 KB need)."""
+    cluster = BreakerCluster(context, 150_000, fail_at=9, foreign_trips=True)
+    result = run(cluster, params(context, tmp_path))
+    assert result["success"] is False and "failed without tripping the request breaker" in result["error-description"]
+    assert cluster.persistent is None
+
+
+def test_the_bisection_ends_at_any_resolution(context, tmp_path):
+    """A resolution finer than one byte in the need once held the cluster at a bisected limit forever."""
+    cluster = BreakerCluster(context, 150_000)
+    result = run(cluster, params(context, tmp_path, resolution=1e-6))
+    assert result["success"] is True
+    assert result["below-bytes"] < 150_000 <= result["floor-bytes"] <= result["below-bytes"] + 64
+    assert cluster.persistent is None
+
+
+@pytest.mark.parametrize(
+    "error,tripped",
+    [
+        ({"type": "circuit_breaking_exception", "reason": "[request] Data too large, data for [<reused_arrays>]"}, True),
+        (
+            {
+                "type": "search_phase_execution_exception",
+                "root_cause": [{"type": "circuit_breaking_exception", "reason": "[request] Data too large"}],
+            },
+            True,
+        ),
+        ([{"shard": 0, "reason": {"type": "circuit_breaking_exception", "reason": "[request] Data too large"}}], True),
+        ({"type": "circuit_breaking_exception", "reason": "[parent] Data too large, real usage"}, False),
+        ({"type": "es_rejected_execution_exception", "reason": "rejected"}, False),
+        ("[request] Data too large", False),
+    ],
+)
+def test_only_the_request_breaker_rejecting_this_request_is_a_trip(error, tripped):
+    assert request_breaker_tripped(error) is tripped
+
+
+def test_the_limit_is_noted_on_the_cluster_before_it_changes_and_the_note_goes_after(context, tmp_path):
+    cluster = BreakerCluster(context, 150_000, persistent="59%")
+    first_put = []
+
+    class Watching(BreakerCluster):
+        async def perform_request(self, method, path, params=None, body=None, headers=None):
+            if path == "/_cluster/settings" and method == "PUT" and not first_put:
+                first_put.append(dict(self.notes or {}))
+            return await super().perform_request(method, path, params, body, headers)
+
+    cluster = Watching(context, 150_000, persistent="59%")
+    assert run(cluster, params(context, tmp_path))["success"] is True
+    assert first_put == [{BREAKER_SETTING: {"setting": BREAKER_SETTING, "original": "59%"}}]
+    assert cluster.notes == {} and cluster.persistent == "59%"
+
+
+def test_a_limit_a_killed_race_left_is_put_back_before_anything_is_measured(context, tmp_path):
+    """The note a killed load driver left says 59%; the cluster still has the bisection's 149107b."""
+    cluster = BreakerCluster(context, 150_000, persistent="149107b")
+    cluster.notes = {BREAKER_SETTING: {"setting": BREAKER_SETTING, "original": "59%"}}
+    assert run(cluster, params(context, tmp_path))["success"] is True
+    assert cluster.puts[0] == "59%" and cluster.persistent == "59%" and cluster.notes == {}
+
+
+@pytest.mark.parametrize("broken", ["restore put", "read back"])
+def test_a_restore_that_fails_is_loud_and_names_the_value_to_set(context, tmp_path, broken):
+    class Broken(BreakerCluster):
+        async def perform_request(self, method, path, params=None, body=None, headers=None):
+            restoring = path == "/_cluster/settings" and method == "PUT" and body["persistent"][BREAKER_SETTING] == "55%"
+            if restoring and broken == "restore put":
+                raise ConnectionResetError("reset by peer")
+            answer = await super().perform_request(method, path, params, body, headers)
+            if restoring:
+                self.persistent = "1024b"  # the put was acknowledged, yet the value reads otherwise
+            return answer
+
+    cluster = Broken(context, 150_000, persistent="55%")
+    with pytest.raises(RestoreError) as raised:
+        run(cluster, params(context, tmp_path))
+    assert BREAKER_SETTING in str(raised.value) and '"55%"' in str(raised.value)
+    assert cluster.notes == {BREAKER_SETTING: {"setting": BREAKER_SETTING, "original": "55%"}}  # the next race restores

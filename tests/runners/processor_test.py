@@ -126,7 +126,8 @@ def test_epochs_bound_ingest_and_queries(corpus_root):
             {"memory_tdigest_compression": [0]},
             "track parameter memory_tdigest_compression must be a non-empty list of " "t-digest compressions",
         ),
-        ({"memory_resolution": 1.5}, "track parameter memory_resolution must be a number between 0 and 1 (exclusive)"),
+        ({"memory_resolution": 1.5}, "track parameter memory_resolution must be a number from 0.001 to 1 (exclusive)"),
+        ({"memory_resolution": 1e-6}, "track parameter memory_resolution must be a number from 0.001 to 1 (exclusive)"),
         ({"memory_attempts": "3"}, "track parameter memory_attempts must be an integer from 1 to 100, got '3'"),
         ({"source_force_merge": "no"}, "track parameter source_force_merge must be true or false"),
     ],
@@ -225,7 +226,7 @@ def test_cost_task_names_use_the_shared_patterns():
     cells += [memory_cell("D_hdr", t, d) for d in (1, 2, 4, 5) for t in TRANSPORTS if d <= 4 or t == "serial"]
     cells += [memory_cell("D_td", t, compression=c) for c in (50, 200, 500) for t in TRANSPORTS]
     assert [x for c in cells for x in (memory_task_name(c), breaker_floor_task_name(c))] == [
-        n for n in names["aggregation-memory"] if n != "verify-corpus"
+        n for n in names["aggregation-memory"] if n not in ("verify-corpus", "check-quiet-cluster")
     ]
 
 
@@ -290,3 +291,22 @@ def test_only_the_selected_challenge_is_held_to_its_needs(corpus_root):
 def test_bad_network_parameters_are_named_at_load(corpus_root, params, message):
     with pytest.raises(exceptions.SystemSetupError, match=message):
         load(corpus_root, params, challenge="rtt-sweep")
+
+
+@pytest.mark.parametrize(
+    "challenge,track_params,message",
+    [
+        ("query-decomposition", {"hdr_digits": 5}, "task coverage-C_hdr-msearch runs HDR with 5 digits over msearch"),
+        ("coverage-load", {"hdr_digits": 5, "load_transports": ["terms"]}, "runs HDR with 5 digits over terms"),
+        ("aggregation-memory", {"hdr_digits": 5}, "above memory_parallel_hdr_digits_max (4)"),
+        ("live", {"epochs": 1}, "Challenge [live]: needs at least 2 epochs, this race has 1 (track parameter epochs)"),
+    ],
+)
+def test_challenge_wide_rules_are_named_at_load(corpus_root, challenge, track_params, message):
+    with pytest.raises(exceptions.SystemSetupError, match=re.escape(message)):
+        load(corpus_root, track_params, challenge=challenge)
+
+
+def test_hdr_5_digits_pass_over_serial_and_with_a_raised_limit(corpus_root):
+    load(corpus_root, {"hdr_digits": 5, "transports": ["serial"]}, challenge="query-decomposition")
+    load(corpus_root, {"hdr_digits": 5, "memory_parallel_hdr_digits_max": 5}, challenge="query-decomposition")

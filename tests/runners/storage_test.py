@@ -67,12 +67,28 @@ def test_the_mode_the_index_reports_is_checked_first(context, slept):
 
 def test_a_default_mode_is_read_in_any_case_and_the_cached_size_waited_out(context, slept):
     client = StubClient(
-        [settings_answer(interval="2s"), mapping_answer(), store_answer(3000, 7), (200, {}), (200, {}), store_answer(2000, 1), DISK_USAGE]
+        [
+            settings_answer(interval="2s"),
+            mapping_answer(),
+            store_answer(3000, 7),
+            (200, {}),
+            (200, {}),
+            (200, {"cluster-metrics": {"mappings": {"_meta": {"cluster-metrics-corpus": {"seed": 3}}}}}),
+            (200, {"acknowledged": True}),
+            store_answer(2000, 1),
+            DISK_USAGE,
+        ]
     )
     result = run(client, context, "stored")
     assert result["success"] is True and result["store-bytes"] == 2000
     assert slept == [3.0, 3.0]  # the interval + 1 s, before each store size
     assert [r["path"] for r in client.sent][3:5] == ["/cluster-metrics/_forcemerge", "/cluster-metrics/_refresh"]
+    # the merged index says so in its _meta, beside the corpus fingerprint: no query challenge times it as the standard one
+    marked = client.sent[6]
+    assert marked["method"] == "PUT" and marked["body"]["_meta"] == {
+        "cluster-metrics-corpus": {"seed": 3},
+        "cluster-metrics-altered": "source-cost: force-merged to one segment",
+    }
     row = json.load(open(f"{context.record_dir}/{records.source_record('stored')}"))
     assert row["ingested"] == {"store_bytes": 3000, "segments": 7, "docs": 90}
     assert row["merged"]["segments"] == 1
