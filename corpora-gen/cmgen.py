@@ -197,13 +197,32 @@ def rank_grid(sorted_cents):
     return {"step": step, "cents": sorted_cents[ranks].tolist()}
 
 
-def ground_truth(columns, rows, nodes):
-    """Per node of the first `rows` rows: count, sums, exact percentiles and the rank grid of the float32 values
-    Elasticsearch stores (float32 rounding keeps the order of the hundredths, so cents sort like the values)."""
+def _top_rows(columns, rows, bounds, nodes, tasks, result):
+    """Each node's rows with the corpus.FETCH_TRUTH_ROWS highest cpu values and every row tied with the last of them,
+    in the order the corpus contract names (cpu descending, then task, mem, net): one lexsort for all nodes."""
+    keys = {name: columns[name][:rows].astype(np.int64) for name in ("node", "task", "cpu", "mem", "net")}
+    order = np.lexsort((keys["net"], keys["mem"], keys["task"], -keys["cpu"], keys["node"]))
+    task_names = [f"T{i:0{name_width(tasks)}d}" for i in range(1, tasks + 1)]
+    for i, name in enumerate(node_names(nodes)):
+        mine = order[bounds[i] : bounds[i + 1]]
+        depth = min(len(mine), corpus.FETCH_TRUTH_ROWS)
+        last_cpu = keys["cpu"][mine[depth - 1]]
+        depth += int(np.count_nonzero(keys["cpu"][mine[depth:]] == last_cpu))  # sorted: the ties follow at once
+        top = mine[:depth]
+        result[name]["top"] = [
+            [task_names[t], c, m, n] for t, c, m, n in zip(*(keys[k][top].tolist() for k in ("task", "cpu", "mem", "net")))
+        ]
+
+
+def ground_truth(columns, rows, nodes, tasks):
+    """Per node of the first `rows` rows: count, sums, exact percentiles, the rank grid of the float32 values
+    Elasticsearch stores (float32 rounding keeps the order of the hundredths, so cents sort like the values) and
+    the top rows by cpu."""
     node = columns["node"][:rows].astype(np.int64)
     counts = np.bincount(node, minlength=nodes)
     bounds = np.concatenate([[0], np.cumsum(counts)])
     result = {name: {"count": int(counts[i]), "sum": {}, "percentiles": {}, "ranks": {}} for i, name in enumerate(node_names(nodes))}
+    _top_rows(columns, rows, bounds, nodes, tasks, result)
     for field in FIELDS:
         # one sort on (node, value) orders every node's values at once
         keyed = np.sort((node << 32) | columns[field][:rows])
@@ -257,7 +276,7 @@ def _generate_epoch(params, out, epoch):
                 "sha256": digest.hexdigest(),
             }
         )
-        truth["test_mode" if test_mode else "full"] = ground_truth(columns, rows, params.nodes)
+        truth["test_mode" if test_mode else "full"] = ground_truth(columns, rows, params.nodes, params.tasks)
     return epoch, files, truth
 
 

@@ -7,6 +7,8 @@ and D_hdr (HDR, 3 digits) over _msearch, the terms request and serial _search, a
   be caught unless it is as close to the exact answer as the algorithm's own answers may be (within_precision).
   Uncaught ones are listed with how far (in ranks) they were from the exact answer. Exit status 1 on any false
   failure or any uncaught substitution beyond the algorithm's precision.
+It does the same for the fetch: the real top FETCH_SIZE hits of every epoch and node (with _source and with doc
+values) must pass, and each of FETCH_SUBSTITUTIONS, one hit changed by as little as a hundredth, must be caught.
 Writes reports/validation-proof.md and .json. Run it at full scale: that is where wrong answers are closest.
 
     python -m report.validation_proof [--target-hosts 127.0.0.1:9200] [--data-root DIR] [--out reports]
@@ -21,11 +23,13 @@ from pathlib import Path
 from report.cluster import Cluster
 from report.tables import markdown
 from runners import corpus, queries
-from runners.corpus import FIELDS, OrderStatistics
+from runners.corpus import FIELDS, OrderStatistics, stored_value
 from runners.validation import (
     CoverageErrors,
+    FetchExpectation,
     NodeExpectation,
     PercentileErrors,
+    check_fetch_response,
     check_metrics,
     check_node_response,
     check_terms_response,
@@ -63,6 +67,107 @@ SUBSTITUTIONS = {
     "p90 +2% of rank": lambda e, o, f: {90: _rank_shift(e, f, 90, RANK_SHIFT)},
     "p90 -2% of rank": lambda e, o, f: {90: _rank_shift(e, f, 90, -RANK_SHIFT)},
 }
+
+
+FETCH_SIZE = 500  # the track's default fetch_size
+FETCH_KINDS = queries.FETCH_KINDS
+
+
+def _hit_fields(hit):
+    """The dict of one hit's values that a substitution edits: its _source, or its doc values (one-element lists)."""
+    return hit["_source"] if "_source" in hit else hit["fields"]
+
+
+def _set_value(hit, field, value):
+    fields = _hit_fields(hit)
+    fields[field] = value if "_source" in hit else [value]
+
+
+def _get_value(hit, field):
+    value = _hit_fields(hit)[field]
+    return value if "_source" in hit else value[0]
+
+
+def _below_the_cut(entry, returned):
+    """The node's first row below the fetch's last hit, when its cpu is lower (a tied row would be a right answer)."""
+    top = entry["top"]
+    if returned < len(top) and top[returned][1] < top[returned - 1][1]:
+        return top[returned]
+    return None
+
+
+def _replace_last_by_next_row(response, entry, returned):
+    row = _below_the_cut(entry, returned)
+    if row is None:
+        return False
+    hit = response["hits"]["hits"][-1]
+    task, *cents = row
+    for field, value in zip(("task", "cpu", "mem", "net"), [task, *(stored_value(c) for c in cents)]):
+        _set_value(hit, field, value)
+    hit["sort"] = [stored_value(cents[0])]
+    return True
+
+
+def _shift(field, hundredths, k=-1):
+    def change(response, entry, returned):
+        hit = response["hits"]["hits"][k]
+        _set_value(hit, field, stored_value(round(_get_value(hit, field) * 100) + hundredths))
+        return True
+
+    return change
+
+
+def _next_task(response, entry, returned):
+    """The last hit's task becomes its neighbour's name (T007 -> T006, T001 -> T002)."""
+    hit = response["hits"]["hits"][-1]
+    task = _get_value(hit, "task")
+    number = int(task[1:])
+    _set_value(hit, "task", f"T{number - 1 if number > 1 else 2:0{len(task) - 1}d}")
+    return True
+
+
+def _repeat_a_row(response, entry, returned):
+    """The last hit becomes a copy of the one before it (its own _id): a row returned twice."""
+    hits = response["hits"]["hits"]
+    if len(hits) < 2 or _get_value(hits[-1], "cpu") != _get_value(hits[-2], "cpu"):
+        return False  # only between tied hits is a repeat not already a wrong cpu
+    keep = hits[-1]["_id"]
+    hits[-1] = copy.deepcopy(hits[-2])
+    hits[-1]["_id"] = keep
+    return True
+
+
+# name -> function(response, node's entry, hits returned) -> whether it applied (it edits the response in place)
+FETCH_SUBSTITUTIONS = {
+    "last hit: the row just below the cut": _replace_last_by_next_row,
+    "last hit: mem + 0.01": _shift("mem", 1),
+    "last hit: net - 0.01": _shift("net", -1),
+    "first hit: mem - 0.01": _shift("mem", -1, k=0),
+    "last hit: another task": _next_task,
+    "a tied row returned twice": _repeat_a_row,
+}
+
+
+def fetch_proof(cluster, index, epoch, nodes, truth_epoch, kind, false_failures, tally):
+    """One fetch of every node of one epoch, checked real and with each substitution."""
+    searches = [queries.fetch_search(epoch, n, FETCH_SIZE, kind) for n in nodes]
+    responses = cluster.post("/_msearch", queries.msearch_body(index, searches))["responses"]
+    for node, response in zip(nodes, responses):
+        expected = FetchExpectation(truth_epoch[node], FETCH_SIZE)
+        errors = CoverageErrors()
+        check_fetch_response(response, node, epoch, expected, kind, errors)
+        if errors:
+            false_failures.append(f"fetch-{kind} epoch {epoch}: {errors.description()}")
+            continue
+        for name, change in FETCH_SUBSTITUTIONS.items():
+            wrong = copy.deepcopy(response)
+            if not change(wrong, truth_epoch[node], expected.returned):
+                continue
+            errors = CoverageErrors()
+            check_fetch_response(wrong, node, epoch, expected, kind, errors)
+            cell = tally.setdefault((name, f"fetch-{kind}"), [0, 0])
+            cell[0] += bool(errors)
+            cell[1] += 1
 
 
 def substitute(aggs, field, values):
@@ -123,7 +228,8 @@ def prove(cluster, root):
     truth = corpus.load_ground_truth(root, manifest)
     section = cluster.section(manifest)
     nodes = manifest["nodes"]
-    false_failures, checked = [], 0
+    false_failures, checked, checked_fetches = [], 0, 0
+    fetch_tally = {}  # (substitution, fetch kind) -> [caught, total]
     tally = {}  # (substitution, variant, field) -> [caught, total, [uncaught rank distances], uncaught beyond precision]
     for epoch_key, by_node in sorted(truth["epochs"][section].items(), key=lambda kv: int(kv[0])):
         epoch = int(epoch_key)
@@ -148,10 +254,13 @@ def prove(cluster, root):
                                 p, value = next(iter(values.items()))
                                 cell[2].append(rank_distance(by_node[node], field, p, value))
                                 cell[3] += not within_precision(by_node[node], field, variant, p, value)
-    return section, checked, false_failures, tally
+        for kind in FETCH_KINDS:
+            fetch_proof(cluster, manifest["index"], epoch, nodes, by_node, kind, false_failures, fetch_tally)
+            checked_fetches += 1
+    return section, checked, false_failures, tally, checked_fetches, fetch_tally
 
 
-def report(section, checked, false_failures, tally):
+def report(section, checked, false_failures, tally, checked_fetches, fetch_tally):
     header = [
         "substitution",
         "variant",
@@ -175,6 +284,14 @@ def report(section, checked, false_failures, tally):
         "(t-digest: its rank tolerance; HDR: its relative precision), the rest are as close to the exact answer as "
         "the algorithm's own answers may be.\n\n" + markdown(header, rows) + "\n"
     )
+    fetch_caught, fetch_total = sum(v[0] for v in fetch_tally.values()), sum(v[1] for v in fetch_tally.values())
+    text += (
+        f"\nFetch: {checked_fetches} fetches of the top {FETCH_SIZE} hits of every node (_source and doc values x every "
+        f"epoch) checked real; wrong hits substituted one at a time: **{fetch_caught} of {fetch_total} caught** "
+        "(a substitution that would be a right answer, such as a row tied with the last hit, is not made).\n\n"
+        + markdown(["substitution", "fetch", "caught"], [[name, kind, f"{c}/{t}"] for (name, kind), (c, t) in fetch_tally.items()])
+        + "\n"
+    )
     if false_failures:
         text += "\nFalse failures:\n\n" + "\n".join(f"- {f}" for f in false_failures[:20]) + "\n"
     return text
@@ -193,7 +310,7 @@ def main(argv=None):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "validation-proof.md").write_text(text)
-    section, checked, false_failures, tally = result
+    section, checked, false_failures, tally, checked_fetches, fetch_tally = result
     (out / "validation-proof.json").write_text(
         json.dumps(
             {
@@ -204,13 +321,17 @@ def main(argv=None):
                     {"substitution": k[0], "variant": k[1], "field": k[2], "caught": v[0], "total": v[1], "uncaught_beyond_precision": v[3]}
                     for k, v in tally.items()
                 ],
+                "fetches_checked": checked_fetches,
+                "fetch_substitutions": [
+                    {"substitution": k[0], "fetch": k[1], "caught": v[0], "total": v[1]} for k, v in fetch_tally.items()
+                ],
             },
             indent=1,
         )
     )
     print(text)
     print(f"written: {out / 'validation-proof.md'}")
-    return 1 if false_failures or any(v[3] for v in tally.values()) else 0
+    return 1 if false_failures or any(v[3] for v in tally.values()) or any(c < t for c, t in fetch_tally.values()) else 0
 
 
 if __name__ == "__main__":

@@ -10,7 +10,11 @@ Entries are looked up by their fields (epoch, test_mode), never by parsing file 
 Ground truth entry of one (section, epoch, node):
   {"count": n, "sum": {field: exact sum of the float32 values},
    "percentiles": {field: {"50": exact interpolated value, ...}} for GROUND_TRUTH_PERCENTS,
-   "ranks": {field: {"step": s, "cents": [...]}}}
+   "ranks": {field: {"step": s, "cents": [...]}},
+   "top": [[task, cpu, mem, net], ...]}
+`top` holds the node's rows with the FETCH_TRUTH_ROWS highest cpu values (and every row tied with the last of them),
+cpu descending, then task, mem and net ascending; task by name, the numbers in hundredths: what a fetch of up to
+FETCH_TRUTH_ROWS hits sorted by cpu may return, whichever of the tied rows Elasticsearch picks.
 `ranks` holds the node's sorted values (in hundredths) at ranks 0, s, 2s, ... and n - 1: order statistics on a grid of
 at most RANK_GRID_INTERVALS intervals, so that a percentile estimate can be bounded by ranks for any percent.
 """
@@ -29,7 +33,8 @@ GROUND_TRUTH = "ground-truth.json"
 FIELDS = ("cpu", "mem", "net")
 TEST_MODE_DOCS = 1000  # Rally's --test-mode replaces every document set over 1000 docs by its -1k sibling
 SECTIONS = {False: "full", True: "test_mode"}  # ground-truth section of the full files / the -1k files
-GENERATOR_VERSION = 2  # 2: rank grid in the ground truth, numpy version in the manifest
+GENERATOR_VERSION = 3  # 2: rank grid in the ground truth, numpy version in the manifest; 3: each node's top rows
+FETCH_TRUTH_ROWS = 1000  # rows per node and epoch kept for the fetch check: the largest fetch_size a race may ask
 GROUND_TRUTH_PERCENTS = (0, 1, 5, 10, 25, 50, 75, 90, 95, 99, 100)  # exact interpolated values kept for these
 RANK_GRID_INTERVALS = 1000
 FINGERPRINT_KEY = "cluster-metrics-corpus"  # the index mapping's _meta key naming the corpus it was created for

@@ -39,7 +39,7 @@ class CoverageParamSource:
     remote (a remote cluster's alias: the coverage goes through cross-cluster search to <remote>:<index>) and
     ccs-minimize-roundtrips (true or false, with remote); record-rate (true in a load calibration task: each
     successful coverage's duration is recorded for the steps' schedule, runners/load.py) after record-after coverages
-    (the task's warmup: Rally does not tell a runner which samples are warmup)."""
+    (set by the track processor to the task's warmup-iterations)."""
 
     def __init__(self, track, params, **kwargs):
         context = RaceContext.of(params)

@@ -76,17 +76,23 @@ class SetFault:
         return "set-fault"
 
 
+def clear_toxics(params):
+    """Every toxic of this track off each proxy a clear-toxics task names (its operation parameters)."""
+    toxiproxy = Toxiproxy(params["toxiproxy-url"])
+    for proxy in params["proxies"]:
+        toxiproxy.require_proxy(proxy)
+        toxiproxy.clear(proxy)
+
+
 class ClearToxics:
     """Removes every toxic of this track from each named Toxiproxy proxy: the first and last task of every network
     challenge, so that a race that ended early (--on-error=abort, a crash) leaves nothing on the link for the next
-    one, whichever way that one is raced. Untimed; returns 1 op."""
+    one, whichever way that one is raced. (The track processor clears them once more before the benchmark starts,
+    ahead of Rally's own telemetry requests.) Untimed; returns 1 op."""
 
     async def __call__(self, es, params):
         es.on_request_start()  # no Elasticsearch request: Rally's service time is Toxiproxy's
-        toxiproxy = Toxiproxy(params["toxiproxy-url"])
-        for proxy in params["proxies"]:
-            await asyncio.to_thread(toxiproxy.require_proxy, proxy)
-            await asyncio.to_thread(toxiproxy.clear, proxy)
+        await asyncio.to_thread(clear_toxics, params)
         es.on_request_end()
         return {"weight": 1, "unit": "ops", "success": True, "proxies": list(params["proxies"])}
 

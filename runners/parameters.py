@@ -8,6 +8,7 @@ fields fall back to the default), so that this check, not a JSON error, is what 
 
 import numbers
 
+from runners.corpus import FETCH_TRUTH_ROWS
 from runners.layouts import parse_layout
 from runners.queries import FETCH_KINDS, FETCH_TRANSPORTS, LAYOUTS, SOURCE_MODES, TRANSPORTS, VARIANTS
 from runners.toxiproxy import DEFAULT_API, FAULTS, PROXIES
@@ -206,7 +207,7 @@ PARAMETERS = {
     "source_variants": (list(VARIANTS), _names(tuple(VARIANTS))),
     "source_transports": (["msearch"], _names(TRANSPORTS)),
     "source_force_merge": (True, _boolean),
-    "fetch_size": (500, _integer(1, 10000)),  # index.max_result_window
+    "fetch_size": (500, _integer(1, FETCH_TRUTH_ROWS)),  # the ground truth's top rows per node (within max_result_window)
     "fetch_kinds": (list(FETCH_KINDS), _names(FETCH_KINDS)),
     "fetch_transports": (["msearch"], _names(FETCH_TRANSPORTS)),
     "memory_variants": (list(VARIANTS), _names(tuple(VARIANTS))),

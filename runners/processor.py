@@ -17,6 +17,7 @@ from esrally.track import loader
 
 from runners import corpus, parameters, queries, records
 from runners.context import CONTEXT_KEY, RaceContext
+from runners.network import ClearToxics, clear_toxics
 from runners.operations import OPERATIONS
 
 LOG = logging.getLogger(__name__)
@@ -70,6 +71,18 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
                     except ValueError as e:
                         raise exceptions.SystemSetupError(f"Task [{task.name}]: {e}.") from None
                 task.operation.params[CONTEXT_KEY] = param
+                if task.operation.params.get("record-rate"):
+                    # the warmup as it runs (after --test-mode's reduction): Rally does not tell a runner which samples are warmup
+                    task.operation.params["record-after"] = task.warmup_iterations or 0
+
+    def on_prepare_track(self, track, data_root_dir):
+        """Before the benchmark starts, on each load-driver host: the toxics an earlier race left on the proxies of a
+        network challenge are cleared, so that Rally's own telemetry requests at the start do not crawl through them
+        (the challenge's clear-toxics-before task then clears them again, as a task in the results)."""
+        for task in _tasks(track.selected_challenge_or_default):
+            if OPERATIONS.get(task.operation.type) and OPERATIONS[task.operation.type].runner is ClearToxics:
+                yield clear_toxics, {"params": dict(task.operation.params)}
+                return
 
     def _context(self, track, manifest, root, test_mode, checksums, race_id):
         epoch_docs, sections = {}, set()

@@ -16,9 +16,10 @@
 """
 
 import math
+from collections import Counter
 
 from runners import queries
-from runners.corpus import FIELDS, OrderStatistics, as_float32
+from runners.corpus import FETCH_TRUTH_ROWS, FIELDS, OrderStatistics, as_float32, stored_value
 
 SUM_RELATIVE_TOLERANCE = 1e-9
 TDIGEST_RANK_TOLERANCE = 1.5  # divided by the compression: a fraction of the node's count
@@ -266,20 +267,24 @@ def check_terms_response(response, nodes, epoch, expected_by_node, errors, pct_e
 
 
 class FetchExpectation:
-    """What one node's fetch answer must be for one epoch: the exact hit count, min(size, count) hits, each of this
-    node and epoch, sorted by cpu descending with the k-th hit's cpu between the order statistics around rank
-    count - 1 - k (exact for the first: the node's maximum), mem and net within the node's exact range."""
+    """What one node's fetch answer must be for one epoch: the exact hit count, and min(size, count) distinct hits of
+    this node and epoch, the k-th with the node's k-th highest cpu, each one of the node's top rows in the ground truth
+    (all six fields exact). Rows tied on cpu at the end may come in any order and any choice: Elasticsearch breaks
+    ties by shard and Lucene doc id, which a merge may reorder."""
 
     def __init__(self, truth, size):
         self.count = truth["count"]
         self.returned = min(size, self.count)
-        cpu = OrderStatistics(truth["ranks"][queries.FETCH_SORT_FIELD], self.count)
-        self.cpu_bounds = [(cpu.at_or_below(self.count - 1 - k), cpu.at_or_above(self.count - 1 - k)) for k in range(self.returned)]
-        self.ranges = {}
-        for field in FIELDS:
-            if field != queries.FETCH_SORT_FIELD:
-                stats = OrderStatistics(truth["ranks"][field], self.count)
-                self.ranges[field] = (stats.at_or_below(0), stats.at_or_above(self.count - 1))
+        top = truth["top"]
+        if len(top) < self.returned:
+            raise ValueError(
+                f"the ground truth holds {len(top)} top rows of a node with {self.count}; a fetch of {size} needs "
+                f"{self.returned} (fetch_size is at most {FETCH_TRUTH_ROWS})"
+            )
+        self.cpus = [stored_value(row[1]) for row in top[: self.returned]]
+        last = top[self.returned - 1][1] if self.returned else math.inf
+        # (task, cpu, mem, net) as Elasticsearch keeps them, with how often the corpus holds each
+        self.rows = Counter((task, *(stored_value(c) for c in cents)) for task, *cents in top if cents[0] >= last)
 
 
 def _hit_values(hit, kind):
@@ -312,6 +317,7 @@ def check_fetch_response(response, node, epoch, expected, kind, errors):
     errors.check(
         None not in ids and len(set(ids)) == len(ids), lambda: f"{where}: {len(ids) - len(set(ids))} hits repeated (or without _id)"
     )
+    rows = Counter(expected.rows)  # each top row can be returned once
     for k, hit in enumerate(hits):
         values, label = _hit_values(hit, kind), f"{where} hit {k + 1}"
         missing = [f for f in queries.DOC_FIELDS if f not in values]
@@ -321,14 +327,18 @@ def check_fetch_response(response, node, epoch, expected, kind, errors):
             values["node"] == node and values["epoch"] == epoch,
             lambda: f"{label}: node {values['node']} epoch {values['epoch']}, asked for {node} epoch {epoch}",
         )
-        cpu, (low, high) = as_float32(values["cpu"]), expected.cpu_bounds[k]
+        cpu = as_float32(values["cpu"])
         errors.check(
-            low <= cpu <= high,
-            lambda: f"{label}: cpu {cpu} is outside [{low}, {high}], the values " f"around rank {expected.count - k} of {expected.count}",
+            cpu == expected.cpus[k],
+            lambda: f"{label}: cpu {cpu}, expected {expected.cpus[k]}, the node's value at rank {k + 1} from the top",
         )
         sort = (hit.get("sort") or [None])[0]
         errors.check(isinstance(sort, (int, float)) and as_float32(sort) == cpu, lambda: f"{label}: sort value {sort} is not its cpu {cpu}")
-        for field, (low, high) in expected.ranges.items():
-            value = as_float32(values[field])
-            errors.check(low <= value <= high, lambda: f"{label}: {field} {value} is outside the node's [{low}, {high}]")
+        row = (values["task"], cpu, as_float32(values["mem"]), as_float32(values["net"]))
+        errors.check(
+            rows[row] > 0,
+            lambda: f"{label}: task {row[0]} cpu {row[1]} mem {row[2]} net {row[3]} is not a row of the node's top "
+            f"{expected.returned} in the corpus (or is returned more often than the corpus holds it)",
+        )
+        rows[row] -= 1
     return len(hits)

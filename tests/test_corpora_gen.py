@@ -140,7 +140,7 @@ PINNED = {
     "cluster-metrics-epoch-1-1k.json": "203ff28214167010596638df161655a3017da9081ad7301ad92974cbded2d55b",
     "cluster-metrics-epoch-2.json": "f9346516b2169df07e3565e29ca0628b02f0a5cedefbdc8c1b053b8efb7b7e61",
     "cluster-metrics-epoch-2-1k.json": "209f9794d635f325c2acbd36cb4b0795613efe8b5bae0c84e022e430b350854e",
-    "ground-truth.json": "8ddbf4bfe7527eee92533d507fe294ec591e740a3ecf338f49f9089c6beb8c92",
+    "ground-truth.json": "0c61077cdf95e390847e070d7a45c87b59e3a849664afa2ea8d4f38d040c0f73",
 }
 
 
@@ -150,7 +150,7 @@ def test_small_corpus_bytes_are_pinned(tmp_path):
     written = {f["file"]: f["sha256"] for f in manifest["files"]}
     written["ground-truth.json"] = manifest["ground_truth"]["sha256"]
     assert written == PINNED
-    assert manifest["made_with"] == {"numpy": np.__version__} and manifest["generator"]["version"] == 2
+    assert manifest["made_with"] == {"numpy": np.__version__} and manifest["generator"]["version"] == cmgen.corpus.GENERATOR_VERSION == 3
 
 
 def test_rank_grid_holds_the_exact_order_statistics(tmp_path):
@@ -163,6 +163,28 @@ def test_rank_grid_holds_the_exact_order_statistics(tmp_path):
             grid = truth[node]["ranks"][field]
             ranks = list(range(0, len(cents) - 1, grid["step"])) + [len(cents) - 1]
             assert grid["cents"] == [cents[i] for i in ranks]
+
+
+def test_top_rows_are_each_nodes_highest_cpu_rows_with_the_ties(tmp_path):
+    # 3,000 rows per node: the top 1000 are a real cut, and with cpu in hundredths some rows tie at the cut
+    run("--epochs", "1", "--rows-per-epoch", "6000", "--nodes", "2", "--tasks", "5", "--seed", "4", "--out", str(tmp_path))
+    truth = json.loads((tmp_path / "cluster-metrics" / "ground-truth.json").read_text())["epochs"]
+    rows = _read_rows(tmp_path / "cluster-metrics-epoch-1" / "cluster-metrics-epoch-1.json")
+    tied = 0
+    for section, count in (("full", 6000), ("test_mode", 1000)):
+        for node in ("N001", "N002"):
+            mine = sorted(
+                (
+                    (-round(r["cpu"] * 100), r["task"], round(r["mem"] * 100), round(r["net"] * 100))
+                    for r in rows[:count]
+                    if r["node"] == node
+                )
+            )
+            depth = min(len(mine), cmgen.corpus.FETCH_TRUTH_ROWS)
+            depth += sum(1 for row in mine[depth:] if row[0] == mine[depth - 1][0])
+            tied += depth - min(len(mine), cmgen.corpus.FETCH_TRUTH_ROWS)
+            assert truth[section]["1"][node]["top"] == [[task, -cpu, mem, net] for cpu, task, mem, net in mine[:depth]]
+    assert tied > 0  # the ties at the cut are kept
 
 
 def test_another_numpy_version_is_reported(tmp_path):

@@ -7,9 +7,11 @@ import json
 
 import pytest
 
+from report import validation_proof
 from runners import corpus
 from runners.context import CONTEXT_KEY
 from runners.coverage import FetchCoverage, FetchCoverageParamSource, validate_fetch_coverage
+from runners.validation import CoverageErrors, FetchExpectation, check_fetch_response
 from stub_client import StubClient
 
 SIZE = 5
@@ -20,16 +22,13 @@ def source(context, transport="msearch", kind="source", size=SIZE):
 
 
 def node_hits(context, node, epoch, kind, size=SIZE):
-    """A right answer: the node's `size` largest cpu values (the test corpus is small enough for a rank grid of
-    step 1, so the grid is every value), mem and net within the node's range."""
+    """A right answer: the node's `size` top rows by cpu, as the ground truth keeps them."""
     entry = context.truth()[str(epoch)][node]
-    cpu = sorted((corpus.stored_value(c) for c in entry["ranks"]["cpu"]["cents"]), reverse=True)
-    mem = corpus.stored_value(entry["ranks"]["mem"]["cents"][0])
-    net = corpus.stored_value(entry["ranks"]["net"]["cents"][-1])
     hits = []
-    for k, value in enumerate(cpu[:size]):
-        doc = {"epoch": epoch, "node": node, "task": "T01", "cpu": value, "mem": mem, "net": net}
-        hit = {"_index": "cluster-metrics", "_id": f"{node}-{epoch}-{k}", "sort": [value]}
+    for k, (task, *cents) in enumerate(entry["top"][:size]):
+        cpu, mem, net = (corpus.stored_value(c) for c in cents)
+        doc = {"epoch": epoch, "node": node, "task": task, "cpu": cpu, "mem": mem, "net": net}
+        hit = {"_index": "cluster-metrics", "_id": f"{node}-{epoch}-{k}", "sort": [cpu]}
         hit.update({"_source": doc} if kind == "source" else {"fields": {k: [v] for k, v in doc.items()}})
         hits.append(hit)
     return {
@@ -78,14 +77,27 @@ def _set(field, value, hit=0):
     return change
 
 
+def _copy_row_of_hit(source_hit, into):
+    """Another hit with the same fields (its own _id): the corpus holds that row once."""
+
+    def change(response):
+        hits = response["hits"]["hits"]
+        hits[into]["_source"] = dict(hits[source_hit]["_source"])
+        hits[into]["sort"] = list(hits[source_hit]["sort"])
+
+    return change
+
+
 @pytest.mark.parametrize(
     "change,message",
     [
         (_swap_first_two, "cpu"),
         (_set("node", "N999"), "node N999"),
         (_set("epoch", 2), "epoch 2"),
-        (_set("cpu", 0.0), "cpu 0.0 is outside"),
-        (_set("mem", 1e9), "mem"),
+        (_set("cpu", 0.0), "cpu 0.0, expected"),
+        (_set("mem", 1e9), "mem 1000000000.0 net"),
+        (_set("task", "NOT-A-TASK"), "task NOT-A-TASK"),
+        (_copy_row_of_hit(0, into=1), "is returned more often than the corpus holds it"),
         (lambda r: r["hits"]["hits"][0]["_source"].pop("net"), "no net"),
         (lambda r: r["hits"]["hits"].pop(), "4 hits returned, expected 5"),
         (lambda r: r["hits"]["total"].update(value=1), "1 hits (eq)"),
@@ -112,7 +124,28 @@ def test_a_sub_response_error_fails(context):
 def test_terms_is_refused_at_load(context):
     with pytest.raises(ValueError, match="serial or msearch"):
         validate_fetch_coverage({"fetch": "source", "fetch-size": 5, "transport": "terms"}, 1, context)
-    with pytest.raises(ValueError, match="fetch-size must be an integer from 1 to 10000"):
+    with pytest.raises(ValueError, match="fetch-size must be an integer from 1 to 1000"):
         validate_fetch_coverage({"fetch": "source", "fetch-size": 0, "transport": "msearch"}, 1, context)
     with pytest.raises(ValueError, match="unknown fetch kind"):
         validate_fetch_coverage({"fetch": "body", "fetch-size": 5, "transport": "msearch"}, 1, context)
+
+
+# make validation-proof's fetch substitutions (run at full scale against real answers): each is caught here
+@pytest.mark.parametrize("kind", ["source", "docvalues"])
+@pytest.mark.parametrize("name", sorted(validation_proof.FETCH_SUBSTITUTIONS))
+def test_each_validation_proof_substitution_is_caught_where_it_applies(context, kind, name):
+    applied = 0
+    for epoch in context.epochs:
+        for node in context.nodes:
+            entry = context.truth()[str(epoch)][node]
+            expected = FetchExpectation(entry, SIZE)
+            right = node_hits(context, node, epoch, kind)
+            errors = CoverageErrors()
+            check_fetch_response(right, node, epoch, expected, kind, errors)
+            assert not errors, errors.description()
+            wrong = copy.deepcopy(right)
+            if validation_proof.FETCH_SUBSTITUTIONS[name](wrong, entry, expected.returned):
+                applied += 1
+                check_fetch_response(wrong, node, epoch, expected, kind, errors)
+                assert errors, f"{name} not caught for {node} epoch {epoch}"
+    assert applied or name == "a tied row returned twice"  # ties are rare in 30 rows per node

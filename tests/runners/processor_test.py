@@ -15,6 +15,7 @@ import cmgen
 from conftest import REPO, rendered_tasks
 from runners import corpus, parameters
 from runners.context import CONTEXT_KEY, RaceContext
+from runners.network import clear_toxics
 from runners.operations import OPERATIONS
 from runners.processor import ClusterMetricsProcessor
 from runners.queries import FETCH_KINDS, TRANSPORTS, VARIANTS
@@ -44,7 +45,8 @@ def corpus_root(tmp_path_factory):
     return root
 
 
-def load(root, track_params=None, test_mode=False, race_id="r-1", challenge=None):
+def load(root, track_params=None, test_mode=False, race_id="r-1", challenge=None, before=None):
+    """The track as a race gets it: read by Rally, then `before` (one of Rally's own processors), then ours."""
     cfg = config.Config()
     for section, key, value in [
         ("node", "rally.root", paths.rally_root()),
@@ -57,6 +59,8 @@ def load(root, track_params=None, test_mode=False, race_id="r-1", challenge=None
     ]:
         cfg.add(config.Scope.application, section, key, value)
     track = loader.TrackFileReader(cfg).read("cluster-metrics", str(TRACK_DIR / "track.json"), str(TRACK_DIR))
+    if before:
+        before.on_after_load_track(track)
     processor = ClusterMetricsProcessor()
     processor.cfg = cfg
     processor.on_after_load_track(track)
@@ -119,7 +123,8 @@ def test_epochs_bound_ingest_and_queries(corpus_root):
             {"source_modes": ["zip"]},
             "track parameter source_modes must be a non-empty list (or comma-separated string) " "of stored, synthetic, disabled",
         ),
-        ({"fetch_size": 0}, "track parameter fetch_size must be an integer from 1 to 10000, got 0"),
+        ({"fetch_size": 0}, "track parameter fetch_size must be an integer from 1 to 1000, got 0"),
+        ({"fetch_size": 1001}, "track parameter fetch_size must be an integer from 1 to 1000, got 1001"),
         ({"fetch_transports": ["terms"]}, "track parameter fetch_transports must be a non-empty list"),
         ({"memory_hdr_digits": [3, 6]}, "track parameter memory_hdr_digits must be a non-empty list of HDR digits (0 to 5)"),
         (
@@ -310,3 +315,30 @@ def test_challenge_wide_rules_are_named_at_load(corpus_root, challenge, track_pa
 def test_hdr_5_digits_pass_over_serial_and_with_a_raised_limit(corpus_root):
     load(corpus_root, {"hdr_digits": 5, "transports": ["serial"]}, challenge="query-decomposition")
     load(corpus_root, {"hdr_digits": 5, "memory_parallel_hdr_digits_max": 5}, challenge="query-decomposition")
+
+
+@pytest.mark.parametrize("test_mode", [False, True])
+def test_a_calibration_records_after_the_warmup_the_task_really_runs(corpus_root, test_mode):
+    """Rally's --test-mode cuts warmup-iterations to the task's clients (1): the calibration then records all but that
+    one; outside test mode, all but the challenge's 2."""
+    cfg = config.Config()
+    cfg.add(config.Scope.application, "track", "test.mode.enabled", test_mode)
+    # Rally runs its own processors (test mode's among them) before the track's
+    track = load(corpus_root, test_mode=test_mode, challenge="coverage-load", before=loader.TestModeTrackProcessor(cfg))
+    calibrations = [t for t in ours(track, "coverage-load") if t.operation.params.get("record-rate")]
+    assert calibrations and all(t.operation.params["record-after"] == t.warmup_iterations == (1 if test_mode else 2) for t in calibrations)
+
+
+def test_a_network_challenge_clears_its_proxies_before_the_benchmark_starts(corpus_root):
+    """on_prepare_track runs before Rally's telemetry first crosses the proxy: a fault an aborted race left would
+    otherwise slow (or break) those requests before the challenge's first task can clear it."""
+    track = load(corpus_root)
+    processor = ClusterMetricsProcessor()
+    for name, proxies in (("rtt-sweep", ["cluster-metrics-http"]), ("network-faults", ["cluster-metrics-http"]), ("full", None)):
+        for challenge in track.challenges:
+            challenge.selected = challenge.name == name
+        steps = list(processor.on_prepare_track(track, str(corpus_root)))
+        if proxies is None:
+            assert steps == []
+        else:
+            assert [(f, p["params"]["proxies"]) for f, p in steps] == [(clear_toxics, proxies)]

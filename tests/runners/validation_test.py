@@ -16,7 +16,7 @@ from runners.validation import HDR_RANK_SLACK, NodeExpectation, percentile_bound
 def full_scale():
     params = cmgen.Params()  # the default: 1,000,000 rows per epoch, 30 nodes
     columns = cmgen.epoch_columns(params, 1)
-    return cmgen.ground_truth(columns, params.rows_per_epoch, params.nodes), cmgen.node_names(params.nodes)
+    return cmgen.ground_truth(columns, params.rows_per_epoch, params.nodes, params.tasks), cmgen.node_names(params.nodes)
 
 
 def exact_answer(entry):
@@ -80,7 +80,7 @@ def test_the_named_wrong_answers_are_caught_at_every_node(full_scale, variant):
 def test_old_range_margin_would_have_passed_these():
     """The defect this replaces: a margin of 5% of the value range let a doubled net p50 pass."""
     params = cmgen.Params()
-    truth = cmgen.ground_truth(cmgen.epoch_columns(params, 1), params.rows_per_epoch, params.nodes)["N001"]
+    truth = cmgen.ground_truth(cmgen.epoch_columns(params, 1), params.rows_per_epoch, params.nodes, params.tasks)["N001"]
     net = truth["percentiles"]["net"]
     assert 2 * net["50"] <= net["50"] + 0.05 * (net["100"] - net["0"])  # inside the old margin
     assert caught(substitute(exact_answer(truth), "net", {50: 2 * net["50"]}), NodeExpectation(truth, "D_td", PERCENTS))
