@@ -96,7 +96,7 @@ class BreakerFloor:
                     )
                 candidate = _next_limit(low, high, params["resolution"])
         finally:
-            await restore.put_back(es, BREAKER_SETTING, original)
+            await restore.put_back(es, {BREAKER_SETTING: original})
         row = {
             "cell": params["cell"],
             "variant": params["variant"],

@@ -4,7 +4,7 @@ a fault, and a remote cluster registered for cross-cluster search through a prox
 import asyncio
 import time
 
-from runners import parameters
+from runners import parameters, restore
 from runners.toxiproxy import DEFAULT_API, FAULTS, NO_FAULT, Toxiproxy, ToxiproxyError
 
 PATH_CHECKS = ("http", "ccs", "none")
@@ -17,12 +17,12 @@ class NetworkPathError(Exception):
 
 class SetRtt:
     """Sets the round-trip time of a Toxiproxy proxy (half upstream, half downstream) for the tasks that follow, after
-    proving that the race's traffic goes through it: the same probe, timed with no added latency and with PROBE_RTT_MS
-    set (the faster of two each time, after one untimed probe), must take at least half of PROBE_RTT_MS longer the second time (path-check "http":
-    GET / of the target cluster; "ccs": a size-0 search of the remote index through cross-cluster search; "none": no
-    probe). The difference, not the probe's own time, decides: a search can take longer than PROBE_RTT_MS by itself.
-    Untimed; returns 1 op with rtt-ms and the latency the probe saw added. A proxy or probe failure ends the race with
-    a message that names the fix."""
+    proving that the race's traffic goes through it: the same probe, timed with no added latency and with
+    PROBE_RTT_MS set (the faster of two each time, after one untimed probe), must take at least half of PROBE_RTT_MS
+    longer the second time (path-check "http": GET / of the target cluster; "ccs": a size-0 search of the remote
+    index through cross-cluster search; "none": no probe). The difference, not the probe's own time, decides: a
+    search can take longer than PROBE_RTT_MS by itself. Untimed; returns 1 op with rtt-ms and the latency the probe
+    saw added. A proxy or probe failure ends the race with a message that names the fix."""
 
     async def __call__(self, es, params):
         proxy, rtt, check = params["proxy"], params["rtt-ms"], params.get("path-check", "http")
@@ -100,22 +100,38 @@ class ClearToxics:
         return "clear-toxics"
 
 
+def remote_settings(alias):
+    """The persistent settings a proxy-mode registration of the remote cluster `alias` sets."""
+    return [f"cluster.remote.{alias}.mode", f"cluster.remote.{alias}.proxy_address"]
+
+
 class RegisterRemote:
     """Registers a remote cluster for cross-cluster search in proxy mode, so that every connection to it goes through
-    one address (proxy-address, or, if empty, the listen address of the Toxiproxy proxy named proxy), and waits until it is connected (at most 60 s). Sniff mode would connect
-    to the remote's published addresses and bypass the proxy. Returns 1 op with the remote's connection count."""
+    one address (proxy-address, or, if empty, the listen address of the Toxiproxy proxy named proxy), and waits until
+    it is connected (at most 60 s). Sniff mode would connect to the remote's published addresses and bypass the proxy.
+    Before it changes anything: a registration an aborted race of this track left is removed (its notes,
+    runners/restore.py), a remote of the user's under the same alias is refused (nothing of it is touched), and the
+    settings are noted on the cluster, so that remove-remote, or the next race, takes them away again.
+    Returns 1 op with the remote's connection count."""
 
     async def __call__(self, es, params):
         alias, address = params["alias"], params.get("proxy-address")
         if not address:  # the proxy's own listen address, from Toxiproxy
             proxy = await asyncio.to_thread(Toxiproxy(params["toxiproxy-url"]).require_proxy, params["proxy"])
             address = proxy["listen"]
-        # afresh: the same settings again would keep a registration that an aborted race left behind, and with it
-        # connections to a proxy that may be gone since (Elasticsearch reconnects only on use)
-        await es.cluster.put_settings(persistent={f"cluster.remote.{alias}.mode": None, f"cluster.remote.{alias}.proxy_address": None})
-        await es.cluster.put_settings(
-            persistent={f"cluster.remote.{alias}.mode": "proxy", f"cluster.remote.{alias}.proxy_address": address}
-        )
+        await restore.leftovers(es)
+        prefix = f"cluster.remote.{alias}."
+        theirs = {k: v for k, v in (await restore.persistent_settings(es)).items() if k.startswith(prefix)}
+        if theirs:
+            raise RemoteInUseError(
+                f"a remote cluster {alias!r} is registered on this cluster ({theirs}) and no race of this track noted "
+                f"it: a remote of your own keeps its registration; give the track parameter ccs_alias another name (or, "
+                f'if an older version of this track left it, remove it: PUT _cluster/settings {{"persistent": {{"{prefix}*": null}}}})'
+            )
+        mode, proxy_address = remote_settings(alias)
+        for setting in (mode, proxy_address):
+            await restore.note(es, setting, None)
+        await es.cluster.put_settings(persistent={mode: "proxy", proxy_address: address})
         deadline = time.monotonic() + 60
         info = {}
         while time.monotonic() < deadline:
@@ -134,15 +150,20 @@ class RegisterRemote:
 
 
 class RemoveRemote:
-    """Removes the remote cluster registration this track made. Returns 1 op."""
+    """Removes the remote cluster registration this track made, reads it back and deletes its notes
+    (runners/restore.py: a failure names the request that removes it by hand). Returns 1 op."""
 
     async def __call__(self, es, params):
         alias = params["alias"]
-        await es.cluster.put_settings(persistent={f"cluster.remote.{alias}.mode": None, f"cluster.remote.{alias}.proxy_address": None})
+        await restore.put_back(es, {setting: None for setting in remote_settings(alias)})
         return {"weight": 1, "unit": "ops", "success": True, "alias": alias}
 
     def __repr__(self):
         return "remove-remote"
+
+
+class RemoteInUseError(Exception):
+    """The remote cluster alias the track would register is a registration of the user's."""
 
 
 def validate_latency(params, clients, context):

@@ -45,6 +45,26 @@ def http(method, path, body=None, port=TEST_PORT):
         return e.code, json.loads(e.read() or b"null")
 
 
+def with_rally_client(work, port=TEST_PORT):
+    """Runs work(es), a coroutine function, with the asynchronous client Rally gives runners, on the real node."""
+    import asyncio
+
+    from esrally.client.factory import EsClientFactory
+
+    async def run():
+        factory = EsClientFactory(
+            hosts=[{"host": "127.0.0.1", "port": port}], client_options={}, distribution_version="8.17.2", distribution_flavor="default"
+        )
+        es = factory.create_async(client_id=0)
+        try:
+            with es.new_request_context():
+                return await work(es)
+        finally:
+            await es.close()
+
+    return asyncio.run(run())
+
+
 def launcher(*args, env=None, port=TEST_PORT):
     return subprocess.run(
         [sys.executable, LAUNCHER, *args, "--http-port", str(port)],

@@ -11,9 +11,11 @@ import sys
 import pytest
 from test_rally_track import assert_clean, assert_faults, doc_count, ensure_test_mode_ingest, race_dir
 
-from conftest import PROXY_PORT, REPO, TEST_PORT, TOXIPROXY_LAUNCHER, http, run_race, track_params
+from conftest import PROXY_PORT, REPO, TEST_PORT, TOXIPROXY_LAUNCHER, http, run_race, track_params, with_rally_client
 from report import network as network_report
 from report import races
+from runners import restore
+from runners.network import remote_settings
 from runners.parameters import PARAMETERS
 from runners.tasks import healed_task_name, rtt_task_name
 from runners.toxiproxy import FAULT, FAULTS, PROXIES
@@ -89,7 +91,13 @@ def test_a_remote_behind_no_proxy_is_refused(rally_home, remote_cluster):
     direct = f"127.0.0.1:{remote_cluster + 100}"  # the remote's own transport port: no latency can reach it
     race = run_race(rally_home, "ccs-roundtrips", track_params(rtt_ms=[0], ccs_proxy_address=direct), target_hosts=hosts)
     assert race.returncode != 0 and "remote cluster is not reached through it" in race.output
-    http("PUT", "/_cluster/settings", {"persistent": {f"cluster.remote.{alias}.mode": None, f"cluster.remote.{alias}.proxy_address": None}})
+    # the race ended before remove-remote: the registration stays, noted, and the next race takes it away
+    assert alias in http("GET", "/_remote/info")[1]
+    notes = http("POST", f"/{restore.NOTES_INDEX}/_search", {"size": 10})[1]["hits"]["hits"]
+    assert {n["_source"]["setting"]: n["_source"]["original"] for n in notes} == dict.fromkeys(remote_settings(alias))
+    assert with_rally_client(restore.leftovers) == [f"{setting}=None" for setting in remote_settings(alias)]
+    assert http("GET", "/_remote/info")[1] == {}
+    assert http("POST", f"/{restore.NOTES_INDEX}/_search", {"size": 10})[1]["hits"]["hits"] == []
 
 
 def test_a_fault_an_aborted_race_left_is_cleared_by_the_next_network_race(rally_home, ingested):

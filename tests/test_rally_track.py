@@ -1,18 +1,29 @@
 """Real `esrally race --test-mode` runs of every challenge against the session's Elasticsearch node, bad input
 rejected before the cluster changes, and injected faults that must come out as failed samples."""
 
-import asyncio
 import configparser
 import json
 import shutil
 import subprocess
 
 import pytest
-from esrally.client.factory import EsClientFactory
 from esrally.track import loader
 
 from answer_proxy import AnswerProxy
-from conftest import PROXY_PORT, REMOTE_PORT, REPO, TEST_PORT, data_root, generate, http, launcher, rendered_tasks, run_race, track_params
+from conftest import (
+    PROXY_PORT,
+    REMOTE_PORT,
+    REPO,
+    TEST_PORT,
+    data_root,
+    generate,
+    http,
+    launcher,
+    rendered_tasks,
+    run_race,
+    track_params,
+    with_rally_client,
+)
 from report import network as network_report
 from report import races
 from runners import corpus, records
@@ -435,21 +446,8 @@ def test_lost_documents_fail_the_count_check(rally_home, small_corpus):
     assert http("DELETE", f"/cluster-metrics/_doc/{hit['_id']}?refresh=true")[0] == 200
     from runners.index_checks import VerifyDocCount  # the runner itself, on the real node through Rally's client
 
-    async def check():
-        es = EsClientFactory(
-            hosts=[{"host": "127.0.0.1", "port": TEST_PORT}],
-            client_options={},
-            distribution_version="8.17.2",
-            distribution_flavor="default",
-        ).create_async(client_id=0)
-        try:
-            with es.new_request_context():
-                context = {"index": "cluster-metrics", "epoch_docs": {str(e): 1000 for e in range(1, 6)}}
-                return await VerifyDocCount()(es, {"cluster-metrics": _context_fields(context)})
-        finally:
-            await es.close()
-
-    result = asyncio.run(check())
+    context = {"index": "cluster-metrics", "epoch_docs": {str(e): 1000 for e in range(1, 6)}}
+    result = with_rally_client(lambda es: VerifyDocCount()(es, {"cluster-metrics": _context_fields(context)}))
     assert result["success"] is False
     assert result["error-description"] == "index cluster-metrics holds 4999 documents, the ingested corpus has 5000"
     http("DELETE", "/cluster-metrics")  # the next test ingests afresh

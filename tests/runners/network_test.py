@@ -3,11 +3,13 @@ in tests/test_network.py): the path check, the order of changes, the load-time c
 
 import asyncio
 
+import elasticsearch
 import pytest
 
 from runners import network
+from runners.restore import NOTES_INDEX
 from runners.toxiproxy import FAULTS, ToxiproxyError
-from stub_client import StubClient
+from stub_client import Response, StubClient, _meta
 
 
 class RecordingToxiproxy:
@@ -30,7 +32,7 @@ class RecordingToxiproxy:
 
 
 @pytest.fixture(autouse=True)
-def toxiproxy(monkeypatch):
+def recording_toxiproxy(monkeypatch):
     RecordingToxiproxy.calls = []
     monkeypatch.setattr(network, "Toxiproxy", RecordingToxiproxy)
     return RecordingToxiproxy
@@ -59,12 +61,12 @@ class ProxiedClient(StubClient):
         return await super().perform_request(*args, **kwargs)
 
 
-def test_latency_is_set_after_the_path_is_proven(toxiproxy):
-    client = ProxiedClient(5, True, toxiproxy)
+def test_latency_is_set_after_the_path_is_proven(recording_toxiproxy):
+    client = ProxiedClient(5, True, recording_toxiproxy)
     result = asyncio.run(network.SetRtt()(client, latency(0)))
     assert result["rtt-ms"] == 0 and result["probe-added-ms"] >= network.PROBE_RTT_MS / 2
     # two probes without latency, three with PROBE_RTT_MS (one untimed), then the link gets the RTT asked for
-    assert toxiproxy.calls == [
+    assert recording_toxiproxy.calls == [
         ("rtt", "cluster-metrics-http", 0),
         ("rtt", "cluster-metrics-http", network.PROBE_RTT_MS),
         ("rtt", "cluster-metrics-http", 0),
@@ -72,30 +74,30 @@ def test_latency_is_set_after_the_path_is_proven(toxiproxy):
     assert [r["path"] for r in client.sent] == ["/"] * 5 and client.marks == ["start", "end"]
 
 
-def test_a_cluster_not_behind_the_proxy_ends_the_race(toxiproxy):
+def test_a_cluster_not_behind_the_proxy_ends_the_race(recording_toxiproxy):
     with pytest.raises(network.NetworkPathError, match="target host is not reached through it"):
-        asyncio.run(network.SetRtt()(ProxiedClient(0, False, toxiproxy), latency(50)))
+        asyncio.run(network.SetRtt()(ProxiedClient(0, False, recording_toxiproxy), latency(50)))
 
 
-def test_a_slow_probe_is_not_taken_for_latency(toxiproxy):
+def test_a_slow_probe_is_not_taken_for_latency(recording_toxiproxy):
     """A search slower than the probe's RTT by itself, not behind the proxy, is still refused."""
     with pytest.raises(network.NetworkPathError, match="remote cluster is not reached"):
-        asyncio.run(network.SetRtt()(ProxiedClient(network.PROBE_RTT_MS + 20, False, toxiproxy), latency(0, "ccs")))
+        asyncio.run(network.SetRtt()(ProxiedClient(network.PROBE_RTT_MS + 20, False, recording_toxiproxy), latency(0, "ccs")))
 
 
-def test_the_ccs_path_check_searches_the_remote_index(toxiproxy):
-    client = ProxiedClient(0, True, toxiproxy)
+def test_the_ccs_path_check_searches_the_remote_index(recording_toxiproxy):
+    client = ProxiedClient(0, True, recording_toxiproxy)
     asyncio.run(network.SetRtt()(client, latency(50, "ccs")))
     assert client.sent[0]["path"] == "/metrics-remote:cluster-metrics/_search"
 
 
 @pytest.mark.parametrize("fault", [*FAULTS, "none"])
-def test_a_fault_goes_on_the_named_proxy(toxiproxy, fault):
+def test_a_fault_goes_on_the_named_proxy(recording_toxiproxy, fault):
     client = StubClient([])
     result = asyncio.run(
         network.SetFault()(client, {"proxy": "cluster-metrics-http", "fault": fault, "toxiproxy-url": "http://127.0.0.1:8474"})
     )
-    assert result["success"] and toxiproxy.calls == [("fault", "cluster-metrics-http", fault)]
+    assert result["success"] and recording_toxiproxy.calls == [("fault", "cluster-metrics-http", fault)]
     assert client.marks == ["start", "end"] and not client.sent  # timed, yet nothing sent to Elasticsearch
 
 
@@ -117,28 +119,79 @@ def test_bad_round_trip_times_are_refused_at_load(rtt, message):
         network.validate_latency(latency(rtt), 1, None)
 
 
-def test_the_remote_is_registered_at_the_proxy_listen_address_when_none_is_given():
-    class Cluster(StubClient):
-        def __init__(self):
-            super().__init__([(200, {"metrics-remote": {"connected": True, "num_proxy_sockets_connected": 18}})])
-            self.settings = []
+class SettingsCluster:
+    """Persistent cluster settings (flat), the restore notes index and _remote/info, as Elasticsearch keeps them."""
 
-        @property
-        def cluster(self):
-            return self
+    def __init__(self, persistent=None, notes=None):
+        self.persistent, self.notes, self.puts = dict(persistent or {}), notes, []
 
-        async def put_settings(self, persistent):
-            self.settings.append(persistent)
+    @property
+    def cluster(self):
+        return self
 
-    client = Cluster()
-    result = asyncio.run(
-        network.RegisterRemote()(
-            client,
-            {"alias": "metrics-remote", "proxy-address": "", "proxy": "cluster-metrics-http", "toxiproxy-url": "http://127.0.0.1:8474"},
-        )
-    )
+    async def put_settings(self, persistent):
+        await self.perform_request("PUT", "/_cluster/settings", body={"persistent": persistent})
+
+    async def perform_request(self, method, path, params=None, body=None, headers=None):
+        if path == "/_cluster/settings" and method == "PUT":
+            self.puts.append(body["persistent"])
+            for key, value in body["persistent"].items():
+                if value is None:
+                    self.persistent.pop(key, None)
+                else:
+                    self.persistent[key] = value
+            return Response({"acknowledged": True})
+        if path == "/_cluster/settings":
+            return Response({"persistent": dict(self.persistent), "transient": {}})
+        if path == "/_remote/info":
+            alias = next((k.split(".")[2] for k in self.persistent if k.endswith(".proxy_address")), None)
+            return Response({alias: {"connected": True, "num_proxy_sockets_connected": 18}} if alias else {})
+        if path == f"/{NOTES_INDEX}":
+            self.notes = {} if self.notes is None else self.notes
+            return Response({"acknowledged": True})
+        if self.notes is None:
+            raise elasticsearch.NotFoundError(message="index_not_found_exception", meta=_meta(404), body={})
+        if path.endswith("/_search"):
+            hits = [{"_source": doc} for doc in self.notes.values()]
+            return Response({"hits": {"hits": hits}})
+        key = path.rsplit("/", 1)[1]
+        if method == "PUT":
+            self.notes[key] = body
+        elif key in self.notes:
+            del self.notes[key]
+        else:
+            raise elasticsearch.NotFoundError(message="not_found", meta=_meta(404), body={})
+        return Response({"result": "ok"})
+
+
+REMOTE = {"alias": "metrics-remote", "proxy-address": "", "proxy": "cluster-metrics-http", "toxiproxy-url": "http://127.0.0.1:8474"}
+MODE, ADDRESS = network.remote_settings("metrics-remote")
+
+
+def test_the_remote_is_noted_then_registered_at_the_proxy_listen_address_and_removed_as_it_was():
+    cluster = SettingsCluster()
+    result = asyncio.run(network.RegisterRemote()(cluster, dict(REMOTE)))
     assert result["connections"] == 18
-    assert client.settings[0] == {"cluster.remote.metrics-remote.mode": None, "cluster.remote.metrics-remote.proxy_address": None}  # afresh
-    assert client.settings[1:] == [
-        {"cluster.remote.metrics-remote.mode": "proxy", "cluster.remote.metrics-remote.proxy_address": "127.0.0.1:9290"}
-    ]
+    assert cluster.persistent == {MODE: "proxy", ADDRESS: "127.0.0.1:9290"}
+    # noted on the cluster before the change: a load driver killed now leaves what the next race needs to undo it
+    assert {k: v["original"] for k, v in cluster.notes.items()} == {MODE: None, ADDRESS: None}
+    asyncio.run(network.RemoveRemote()(cluster, dict(REMOTE)))
+    assert cluster.persistent == {} and cluster.notes == {}
+    assert cluster.puts[-1] == {MODE: None, ADDRESS: None}  # mode and address together: one without the other is refused
+
+
+def test_a_registration_an_aborted_race_left_is_removed_before_registering_afresh():
+    left = {MODE: "proxy", ADDRESS: "127.0.0.1:9999", "indices.breaker.request.limit": "1024b"}
+    notes = {k: {"setting": k, "original": v} for k, v in ((MODE, None), (ADDRESS, None), ("indices.breaker.request.limit", None))}
+    cluster = SettingsCluster(left, notes)
+    asyncio.run(network.RegisterRemote()(cluster, dict(REMOTE)))
+    assert cluster.puts[0] == {MODE: None, ADDRESS: None, "indices.breaker.request.limit": None}  # every leftover, at once
+    assert cluster.persistent == {MODE: "proxy", ADDRESS: "127.0.0.1:9290"}
+
+
+def test_a_remote_of_the_users_under_the_same_alias_is_refused_and_left_alone():
+    theirs = {MODE: "sniff", "cluster.remote.metrics-remote.seeds": ["10.0.0.1:9300"]}
+    cluster = SettingsCluster(theirs)
+    with pytest.raises(network.RemoteInUseError, match="give the track parameter ccs_alias another name"):
+        asyncio.run(network.RegisterRemote()(cluster, dict(REMOTE)))
+    assert cluster.persistent == theirs and cluster.puts == [] and not cluster.notes
