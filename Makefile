@@ -23,6 +23,11 @@ TRACK_PARAMS ?=
 RACE_ARGS ?=
 RACE ?=
 RACES ?=
+# Rally's Elasticsearch metrics store (make metrics-store): METRICS_STORE=yes races, reports and compares through it
+METRICS_STORE ?= no
+STORE_PORT ?= 9210
+STORE_CONFIG = $(shell $(VPY) -c 'from report.store import CONFIG_NAME; print(CONFIG_NAME)')
+RALLY_CONFIG = $(if $(filter yes,$(METRICS_STORE)),--configuration-name=$(STORE_CONFIG))
 # network (Toxiproxy, loopback): the proxy in front of the local cluster's HTTP port (RTT sweep, faults), and the
 # remote cluster of the cross-cluster comparison with a proxy in front of its transport port (HTTP port + 100)
 TOXIPROXY_PORT ?= 8474
@@ -36,7 +41,7 @@ TOXIPROXY := $(PYTHON) local-es/toxiproxy_launcher.py
 # one Rally at a time: the previous race's processes take a moment to exit (waits, never kills)
 WAIT_FOR_RALLY := for i in $$(seq 120); do pgrep -f '[e]srally race' >/dev/null || pgrep -x esrally >/dev/null || break; sleep 1; done
 
-.PHONY: lint format venv es-start es-stop es-status es-wipe corpus race layout-sweep test test-fast report accuracy validation-proof compare \
+.PHONY: lint format venv es-start es-stop es-status es-wipe corpus race layout-sweep test test-fast report accuracy validation-proof compare metrics-store metrics-store-stop \
 	toxiproxy proxy-start proxy-stop proxy-status remote-start remote-stop rtt-sweep network-faults ccs-roundtrips \
 	source-cost aggregation-memory
 
@@ -63,7 +68,15 @@ corpus: venv
 race: venv es-start corpus
 	$(WAIT_FOR_RALLY)
 	$(ESRALLY) race --track-path=tracks/cluster-metrics --challenge=$(CHALLENGE) --pipeline=benchmark-only \
-	  --offline --target-hosts=$(TARGET_HOSTS) $(if $(TRACK_PARAMS),--track-params="$(TRACK_PARAMS)") $(RACE_ARGS)
+	  --offline --target-hosts=$(TARGET_HOSTS) $(if $(TRACK_PARAMS),--track-params="$(TRACK_PARAMS)") $(RALLY_CONFIG) $(RACE_ARGS)
+
+# a second local node as Rally's metrics store, and a Rally configuration of its own (rally-$(STORE_CONFIG).ini
+# beside your rally.ini, which stays as it is) that races into it: then make race/report/compare METRICS_STORE=yes
+metrics-store: venv
+	$(PYTHON) local-es/esnode.py start --nodes 1 --heap 512m --http-port $(STORE_PORT)
+	$(VPY) -m report.store --host 127.0.0.1 --port $(STORE_PORT)
+metrics-store-stop:
+	$(PYTHON) local-es/esnode.py stop --http-port $(STORE_PORT)
 
 # the layout sweep (seed 003) on a local 3-node cluster: make es-stop first if a 1-node cluster runs on PORT
 layout-sweep: NODES = 3
@@ -119,7 +132,7 @@ aggregation-memory: venv es-start corpus
 	$(VPY) -m report
 
 test: venv lint
-	$(VPY) -m pytest tests
+	$(VPY) -m pytest --durations=25 tests
 
 # unit tests only (no node, no race): seconds
 test-fast: venv lint
@@ -135,7 +148,7 @@ format: venv
 	$(VENV)/bin/black $(PY_SOURCES)
 
 report: venv
-	$(VPY) -m report $(if $(RACE),--race $(RACE))
+	$(VPY) -m report $(if $(RACE),--race $(RACE)) $(RALLY_CONFIG)
 
 accuracy: venv
 	$(VPY) -m report.accuracy --target-hosts $(TARGET_HOSTS)
@@ -145,4 +158,4 @@ validation-proof: venv
 	$(VPY) -m report.validation_proof --target-hosts $(TARGET_HOSTS)
 
 compare: venv
-	$(VPY) -m report $(foreach r,$(RACES),--race $(r)) --compare
+	$(VPY) -m report $(foreach r,$(RACES),--race $(r)) --compare $(RALLY_CONFIG)

@@ -1,13 +1,17 @@
 """make report / make compare: a race (or several) as the study's tables, markdown and PNG charts.
 
-    python -m report [--race ID] [--rally-home DIR] [--out reports]
+    python -m report [--race ID] [--rally-home DIR] [--configuration-name NAME] [--out reports]
     python -m report --race ID1 --race ID2 --compare
+
+Races come from Rally's metrics store when the Rally configuration (rally.ini, or rally-NAME.ini) names an
+Elasticsearch one, with every sample's service time (intervals, verdicts); otherwise from race.json files.
 """
 
 import argparse
 from pathlib import Path
 
-from report import ReportError, charts, costs, load, network, races, tables
+from report import ReportError, charts, costs, load, network, races, tables, uncertainty
+from report.store import Store
 
 LAYOUT_NOTE = (
     "Seed 003's rules of thumb: query throughput ~ nodes involved x a single node's rate (1S0R = 1 node; 2S0R, 1S1R = 2; "
@@ -28,10 +32,22 @@ INGEST_NOTE = (
 )
 
 
+def coverage_note(race):
+    if race.samples is None:
+        return (
+            "Intervals need each sample's service time, which Rally keeps only in an Elasticsearch metrics store: "
+            "make metrics-store, then race and report with METRICS_STORE=yes.\n"
+        )
+    return (
+        f"95% interval: the order-statistic interval of the median (distribution-free), n measured samples; from "
+        f"{uncertainty.MIN_SAMPLES - 1} samples or fewer there is none (report/uncertainty.py).\n"
+    )
+
+
 # (title, table builder, what a race without it lacks, the note under the table: text or race -> text)
 SECTIONS = [
     ("Ingest per epoch", tables.ingest_table, "ingest", INGEST_NOTE),
-    ("30-node coverage: service time per coverage", tables.coverage_table, "coverage", None),
+    ("30-node coverage: service time per coverage", tables.coverage_table, "coverage", lambda race: coverage_note(race)),
     (
         "Subtractive cost attribution (median per coverage)",
         tables.attribution_table,
@@ -75,7 +91,7 @@ def single_report(race, out_root):
         f"# cluster-metrics race {race.race_id}",
         "",
         f"challenge `{race.challenge}`, Elasticsearch {race.data.get('cluster', {}).get('distribution-version', '?')}, "
-        f"track params `{race.data.get('track-params', {})}`, {race.data.get('race-timestamp', '')}",
+        f"track params `{race.data.get('track-params', {})}`, {race.data.get('race-timestamp', '')}; read from {race.source}",
         "",
     ]
     summary, absent = [], []
@@ -133,17 +149,26 @@ def _speedup_summary(race):
     return line + (f"; FAILED cells (not ranked): {', '.join(failed)}" if failed else "")
 
 
+COMPARE_NOTE = (
+    f"Coverage ratios: median of the later race over the first's, its 95% interval (each median's order-statistic "
+    f"interval at 97.5%), and the verdict: faster or slower only when the whole interval lies beyond 1 and the ratio "
+    f"beyond {uncertainty.MARGIN:.0%} (the spread from race to race), else no difference beyond noise; a cell with a "
+    f"failed sample or fewer than {uncertainty.MIN_SAMPLES} samples has no verdict (report/uncertainty.py)."
+)
+
+
 def compare_report(race_list, out_root):
     """The coverage medians and ingest totals of several races side by side, with ratios against the first."""
     first = race_list[0]
     header = ["quantity"] + [r.label for r in race_list] + [f"ratio {r.race_id[:8]} / {first.race_id[:8]}" for r in race_list[1:]]
+    verdicts = all(r.samples is not None for r in race_list)
     rows = []
     cells = [tables.coverage_cells(r) for r in race_list]
     ingest = [tables.ingest_rows(r) for r in race_list]
     keys = sorted({k for c in cells for k in c}, key=lambda k: (list(tables.VARIANTS).index(k[0]), tables.TRANSPORTS.index(k[1])))
     for v, t in keys:
         values = [tables.valid_median(c, (v, t)) if not tables.failed(c.get((v, t))) else "FAILED" for c in cells]
-        rows.append([f"{tables.coverage_task_name(v, t)} median (ms)"] + values + _ratios(values))
+        rows.append([f"{tables.coverage_task_name(v, t)} median (ms)"] + values + _cell_comparisons(race_list, cells, (v, t), values))
     for label, key in (
         ("ingest wall (s)", "wall_s"),
         ("bulk took (s)", "bulk_took_s"),
@@ -163,10 +188,21 @@ def compare_report(race_list, out_root):
     text = (
         f"# cluster-metrics: {len(race_list)} races side by side\n\n"
         + (tables.markdown(header, rows) if rows else "_these races share no coverage or ingest tasks._")
+        + "\n\n"
+        + (COMPARE_NOTE if verdicts else "_Ratios without intervals: race with a metrics store for verdicts (make metrics-store)._")
         + "\n"
     )
     (out / "compare.md").write_text(text)
     return out / "compare.md", text
+
+
+def _cell_comparisons(race_list, cells, key, values):
+    """Against the first race: the ratio of medians with its 95% interval and a verdict when both races carry their
+    samples (report/uncertainty.py), else the bare ratio. A failed cell on either side has no verdict."""
+    if any(r.samples is None for r in race_list):
+        return _ratios(values)
+    sides = [None if tables.failed(c.get(key)) else tables.cell_samples(r, key) for r, c in zip(race_list, cells)]
+    return [uncertainty.compare(sides[0], other).text() for other in sides[1:]]
 
 
 def _ratios(values):
@@ -181,16 +217,24 @@ def main(argv=None):
     parser.add_argument("--race", action="append", help="race id (a unique prefix works); repeat for --compare")
     parser.add_argument("--compare", action="store_true")
     parser.add_argument("--rally-home", default=None, help="default: $RALLY_HOME or your home")
+    parser.add_argument(
+        "--configuration-name", default=None, help="Rally's configuration rally-NAME.ini (as esrally --configuration-name), for its store"
+    )
     parser.add_argument("--out", default="reports")
     args = parser.parse_args(argv)
+    store = Store.from_config(args.rally_home, args.configuration_name)
+
+    def find(race_id):
+        return races.from_store(store, race_id, args.rally_home) if store else races.find(race_id, args.rally_home)
+
     if args.compare:
         if not args.race or len(args.race) < 2:
             parser.error('--compare needs at least two races: make compare RACES="id1 id2"')
-        path, text = compare_report([races.find(r, args.rally_home) for r in args.race], args.out)
+        path, text = compare_report([find(r) for r in args.race], args.out)
         print(text)
         print(f"written: {path}")
         return 0
-    race = races.find(args.race[0] if args.race else None, args.rally_home)
+    race = find(args.race[0] if args.race else None)
     path, summary = single_report(race, args.out)
     print(f"race {race.race_id} ({race.challenge})")
     for line in summary:

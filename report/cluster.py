@@ -11,15 +11,22 @@ from runners import corpus
 
 
 class Cluster:
-    def __init__(self, target_hosts):
-        self.url = "http://" + target_hosts.split(",")[0]
+    def __init__(self, target_hosts, scheme="http"):
+        self.url = f"{scheme}://" + target_hosts.split(",")[0]
+        self.headers = {}
 
     def post(self, path, body, timeout=600):
         """POST a JSON body (a dict, or bytes already serialized; NDJSON for _msearch) and return the decoded answer."""
+        return self.send("POST", path, body, timeout)
+
+    def send(self, method, path, body, timeout=600):
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
         ndjson = path.endswith("_msearch")
         request = urllib.request.Request(
-            self.url + path, data=data, method="POST", headers={"content-type": "application/x-ndjson" if ndjson else "application/json"}
+            self.url + path,
+            data=data,
+            method=method,
+            headers={**self.headers, "content-type": "application/x-ndjson" if ndjson else "application/json"},
         )
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return json.loads(response.read())

@@ -26,6 +26,8 @@ class Race:
     sources: dict = field(default_factory=dict)  # source-cost: _source mode -> its storage record
     source_ingest: dict = field(default_factory=dict)  # source-cost: _source mode -> its ingest record
     memory: list = field(default_factory=list)  # aggregation-memory: each cell's request breaker floor record
+    samples: dict | None = None  # task -> each measured sample's service time (ms), None when a sample failed; store only
+    source: str = "race.json"  # where Rally's figures came from
 
     @property
     def challenge(self):
@@ -48,9 +50,11 @@ class Race:
         return {op["task"]: op for op in self.data.get("results", {}).get("op_metrics", [])}
 
 
-def load(race_dir):
+def load(race_dir, data=None):
+    """A race from its folder in a Rally home: race.json (or `data`, the same document from a metrics store) and the
+    track's own records beside it."""
     race_dir = Path(race_dir)
-    data = json.loads((race_dir / "race.json").read_text())
+    data = data or json.loads((race_dir / "race.json").read_text())
     race = Race(data["race-id"], race_dir, data)
     for name, attr in ((records.INGEST, "ingest"), (records.PROFILE, "profile")):
         record = race_dir / records.RECORD_DIR / name
@@ -68,6 +72,17 @@ def load(race_dir):
     memory = race_dir / records.RECORD_DIR / records.MEMORY
     if memory.is_file():
         race.memory = [json.loads(line) for line in memory.read_text().splitlines() if line.strip()]
+    return race
+
+
+def from_store(store, race_id=None, rally_home=None):
+    """The race with that id (a unique prefix is enough), or the newest race of this track, from Rally's metrics store:
+    Rally's figures and every sample's service time from the store; the track's own records (ingest cost, layouts,
+    ...) still from the race's folder under the Rally home, when this host ran it."""
+    data = store.race(race_id, track=None if race_id else records.TRACK_NAME)
+    race = load(races_root(rally_home) / data["race-id"], data)
+    race.samples = store.service_times(data["race-id"])
+    race.source = f"Rally's metrics store at {store.address}"
     return race
 
 

@@ -4,6 +4,7 @@ no data for it, or a sentence saying why it cannot be built, so that the report 
 A cell (task) with an error rate above 0 answered wrongly or not at all: it is marked FAILED in every table and chart
 and is never a baseline, a speedup or the fastest cell."""
 
+from report.uncertainty import median_interval
 from runners import layouts as layout_rules
 from runners.queries import TRANSPORTS, VARIANTS
 from runners.tasks import VERIFY_DOC_COUNT, bulk_task_name, coverage_task_name, layout_task_name
@@ -144,12 +145,20 @@ def ingest_problem(race):
     return "; ".join(problems) or None
 
 
+def cell_samples(race, key):
+    """The cell's measured service times (a race read from a metrics store), or None (no store, or a failed cell)."""
+    return (race.samples or {}).get(coverage_task_name(*key))
+
+
 def coverage_table(race):
+    """Median and p90 per cell; with each sample's service time (a race from a metrics store), the median's 95%
+    interval and the sample count (report/uncertainty.py)."""
     cells = coverage_cells(race)
     if not cells:
         return None
     transports = [t for t in TRANSPORTS if any((v, t) in cells for v in VARIANTS)]
-    header = ["variant"] + [f"{t} {s} (ms)" for t in transports for s in ("median", "p90")] + ["errors"]
+    stats = ("median", "p90", "95% interval") if race.samples is not None else ("median", "p90")
+    header = ["variant"] + [f"{t} {s} (ms)" for t in transports for s in stats] + ["errors"]
     body = []
     for v in VARIANTS:
         if not any((v, t) in cells for t in transports):
@@ -159,9 +168,12 @@ def coverage_table(race):
         for t in transports:
             op = cells.get((v, t))
             if failed(op):
-                row += [failed_label(op), "-"]
+                row += [failed_label(op)] + ["-"] * (len(stats) - 1)
             else:
                 row += [service_ms(op, "median"), service_ms(op, "p90")]
+                if race.samples is not None:
+                    samples = cell_samples(race, (v, t))
+                    row.append(median_interval(samples).text() if samples else "-")
             errors = max(errors, op.get("error_rate", 0) if op else 0)
         body.append(row + [_pct(errors)])
     return header, body

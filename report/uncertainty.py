@@ -1,0 +1,111 @@
+"""How sure a cell's figure is, and whether two cells differ beyond their noise.
+
+A cell's figure is the median of its service times. Its interval is the distribution-free order-statistic interval
+of the median (scipy.stats.quantile_test): the two order statistics between which the true median lies with at least
+the stated confidence, for any distribution of service times. Not a bootstrap: with the 5 to 20 samples a cell has
+here, a bootstrap interval covers less than it says and moves with its random draws, where the order-statistic
+interval keeps its coverage and is the same on every run of the report. Its price: it needs a few samples
+(MIN_SAMPLES for the comparison's 97.5%), and with fewer it says so instead of giving a number.
+
+Two cells (B against A, from two independent races) are compared through the ratio of their medians. Each median's
+interval is taken at 97.5%; both hold at once with probability 0.975^2 > 0.95, and then the true ratio lies in
+[low B / high A, high B / low A]. That interval is the ratio's 95% interval, and the verdict reads it:
+- "slower" (B takes longer) when the whole interval lies above 1 and the ratio exceeds 1 + margin,
+- "faster" when the whole interval lies below 1 and the ratio is below 1 / (1 + margin),
+- "no difference beyond noise" otherwise,
+- no verdict when either cell failed or has too few samples.
+With the same distribution on both sides, the verdict names a difference at most 5% of the time (the interval's
+coverage). The construction is conservative: on synthetic cells with a 10% spread (tests/test_uncertainty.py) it
+named a difference between identical distributions in at most 0.1% of 2,000 pairs, and its price is power: 20
+samples a side find a 30% difference (a 20% one 79% of the time), 100 samples a 10% one. The margin covers what the samples of one race cannot show: the spread from race to race (JVM
+warm-up, page cache, shard placement), a median 2.2% per cell between two runs on one node (issue 20's measurement).
+"""
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+CONFIDENCE = 0.95
+# each side's confidence, so that both hold at once with at least CONFIDENCE (independent races)
+SIDE_CONFIDENCE = math.sqrt(CONFIDENCE)
+# the fewest samples for which an order-statistic interval reaches SIDE_CONFIDENCE: 2 x 0.5^n <= 1 - SIDE_CONFIDENCE
+MIN_SAMPLES = math.ceil(math.log2(2 / (1 - SIDE_CONFIDENCE)))
+MARGIN = 0.05  # the smallest relative difference a verdict names (run-to-run spread, see above)
+
+FASTER, SLOWER, SAME = "faster", "slower", "no difference beyond noise"
+
+
+@dataclass(frozen=True)
+class MedianInterval:
+    """The median of n samples and its interval at `confidence` (None and None with too few samples)."""
+
+    n: int
+    median: float
+    low: float | None
+    high: float | None
+    confidence: float
+
+    def text(self, digits=1):
+        if self.low is None:
+            return f"n={self.n} (interval from {MIN_SAMPLES} samples)"
+        return f"[{self.low:.{digits}f}, {self.high:.{digits}f}] n={self.n}"
+
+
+@functools.lru_cache(maxsize=None)
+def _ranks(n, confidence):
+    """The 0-based ranks of the order statistics that bound the median of n samples at `confidence` (None with too
+    few samples). They depend on n alone: quantile_test's interval over 0..n-1 is those ranks."""
+    interval = stats.quantile_test(np.arange(n, dtype=float), q=(n - 1) / 2, p=0.5).confidence_interval(confidence_level=confidence)
+    if math.isnan(interval.low) or math.isnan(interval.high):
+        return None
+    return int(interval.low), int(interval.high)
+
+
+def median_interval(samples, confidence=CONFIDENCE):
+    """The order-statistic interval of the samples' median; raises ValueError on no samples or a non-finite one."""
+    values = np.sort(np.asarray(samples, dtype=float))
+    if values.size == 0 or not np.all(np.isfinite(values)):
+        raise ValueError(f"an interval needs finite samples, got {list(samples)[:5]}")
+    median = float(np.median(values))
+    ranks = _ranks(values.size, confidence)
+    if ranks is None:
+        return MedianInterval(values.size, median, None, None, confidence)
+    return MedianInterval(values.size, median, float(values[ranks[0]]), float(values[ranks[1]]), confidence)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """B against A: the ratio of medians (B / A), its 95% interval, and the verdict (None: no verdict, see why)."""
+
+    ratio: float | None
+    low: float | None
+    high: float | None
+    verdict: str | None
+    why: str = ""
+
+    def text(self):
+        if self.verdict is None:
+            return f"no verdict: {self.why}"
+        return f"{self.ratio:.3f} [{self.low:.3f}, {self.high:.3f}] {self.verdict}"
+
+
+def compare(a, b, margin=MARGIN):
+    """Cell B's samples against cell A's (service times; None for a failed cell)."""
+    if a is None or b is None:
+        return Comparison(None, None, None, None, "a failed cell has no verdict")
+    if len(a) < MIN_SAMPLES or len(b) < MIN_SAMPLES:
+        return Comparison(None, None, None, None, f"{min(len(a), len(b))} samples, a verdict needs {MIN_SAMPLES} on each side")
+    ia, ib = median_interval(a, SIDE_CONFIDENCE), median_interval(b, SIDE_CONFIDENCE)
+    if ia.low <= 0:
+        return Comparison(None, None, None, None, "a service time of 0 or less")
+    ratio, low, high = ib.median / ia.median, ib.low / ia.high, ib.high / ia.low
+    if low > 1 and ratio > 1 + margin:
+        verdict = SLOWER
+    elif high < 1 and ratio < 1 / (1 + margin):
+        verdict = FASTER
+    else:
+        verdict = SAME
+    return Comparison(ratio, low, high, verdict)

@@ -1,0 +1,92 @@
+"""The interval and verdict rules (report/uncertainty.py) on synthetic samples whose truth is known: intervals cover
+the true median as often as they claim, identical distributions are not called different more often than the stated
+rate, real shifts are found, and a rule that ignores noise fails these same tests."""
+
+import numpy as np
+import pytest
+
+from report import uncertainty
+from report.uncertainty import FASTER, MIN_SAMPLES, SAME, SLOWER, compare, median_interval
+
+TRIALS = 2000
+# service times: skewed like the coverage cells' (a lognormal with a 10% spread; its median is exp(MU))
+MU, SIGMA = np.log(20.0), 0.10
+
+
+def draws(rng, n, shift=1.0, size=TRIALS):
+    return rng.lognormal(MU, SIGMA, (size, n)) * shift
+
+
+@pytest.mark.parametrize("n", [MIN_SAMPLES, 10, 20, 50])
+def test_the_median_interval_covers_the_true_median_as_often_as_it_says(n):
+    rng = np.random.default_rng(n)
+    intervals = [median_interval(s) for s in draws(rng, n)]
+    covered = np.mean([i.low <= np.exp(MU) <= i.high for i in intervals])
+    # the order-statistic interval's coverage is at least 95% for any distribution; 3 standard errors below
+    assert covered >= 0.95 - 3 * np.sqrt(0.95 * 0.05 / TRIALS), covered
+
+
+def test_an_interval_that_claims_too_much_is_caught_by_the_coverage_test():
+    """The coverage test can fail: the middle 20% of the samples, called a 95% interval, covers far less."""
+    rng = np.random.default_rng(7)
+    samples = draws(rng, 20)
+    covered = np.mean([np.percentile(s, 40) <= np.exp(MU) <= np.percentile(s, 60) for s in samples])
+    assert covered < 0.95 - 3 * np.sqrt(0.95 * 0.05 / TRIALS)
+
+
+def test_too_few_samples_give_no_interval_and_no_verdict():
+    few = [20.0, 21.0, 19.5]
+    interval = median_interval(few)
+    assert (interval.n, interval.median, interval.low, interval.high) == (3, 20.0, None, None)
+    assert f"from {MIN_SAMPLES} samples" in interval.text()
+    result = compare(few, [20.0] * 30)
+    assert result.verdict is None and f"needs {MIN_SAMPLES}" in result.why
+
+
+def test_a_failed_cell_has_no_verdict():
+    assert compare(None, [20.0] * 20).verdict is None and compare([20.0] * 20, None).verdict is None
+    assert "failed" in compare(None, [20.0] * 20).text()
+
+
+@pytest.mark.parametrize("n", [MIN_SAMPLES, 20, 100])
+def test_identical_distributions_are_rarely_called_different(n):
+    rng = np.random.default_rng(100 + n)
+    a, b = draws(rng, n), draws(rng, n)
+    for margin in (0.0, uncertainty.MARGIN):
+        verdicts = [compare(x, y, margin).verdict for x, y in zip(a, b)]
+        false_positive = np.mean([v != SAME for v in verdicts])
+        assert false_positive <= 0.05, (n, margin, false_positive)
+
+
+def test_a_rule_that_ignores_noise_fails_the_false_positive_test():
+    """The false-positive test can fail: 'B is faster when its median is lower' calls identical cells different."""
+    rng = np.random.default_rng(3)
+    a, b = draws(rng, 20), draws(rng, 20)
+    naive = np.mean([np.median(y) != np.median(x) for x, y in zip(a, b)])
+    assert naive > 0.05
+
+
+@pytest.mark.parametrize("n, shift, verdict", [(20, 1.3, SLOWER), (20, 1 / 1.3, FASTER), (100, 1.1, SLOWER), (100, 1 / 1.1, FASTER)])
+def test_a_real_difference_is_found(n, shift, verdict):
+    """The price of the conservative rule, on cells with a 10% spread: 20 samples find 30% (not always 20%: 79%),
+    100 samples find 10%."""
+    rng = np.random.default_rng(11)
+    a, b = draws(rng, n), draws(rng, n, shift)
+    results = [compare(x, y) for x, y in zip(a, b)]
+    assert np.mean([r.verdict == verdict for r in results]) >= 0.95
+    assert np.mean([r.low <= shift <= r.high for r in results]) >= 0.95  # the ratio interval holds the true ratio
+
+
+def test_a_difference_inside_the_margin_is_not_named():
+    """Two percent apart with 1,000 samples each: beyond the samples' noise, but within the race-to-race margin."""
+    rng = np.random.default_rng(5)
+    a, b = draws(rng, 1000, size=1)[0], draws(rng, 1000, 1.02, size=1)[0]
+    assert compare(a, b, margin=0.0).verdict == SLOWER
+    assert compare(a, b).verdict == SAME
+
+
+def test_wrong_samples_are_refused():
+    with pytest.raises(ValueError):
+        median_interval([])
+    with pytest.raises(ValueError):
+        median_interval([1.0, float("nan"), 2.0])
