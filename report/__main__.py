@@ -40,7 +40,7 @@ def coverage_note(race):
         )
     return (
         f"95% interval: the order-statistic interval of the median (distribution-free), n measured samples; from "
-        f"{uncertainty.MIN_SAMPLES - 1} samples or fewer there is none (report/uncertainty.py).\n"
+        f"{uncertainty.min_samples(uncertainty.CONFIDENCE) - 1} samples or fewer there is none (report/uncertainty.py).\n"
     )
 
 

@@ -31,8 +31,14 @@ from scipy import stats
 CONFIDENCE = 0.95
 # each side's confidence, so that both hold at once with at least CONFIDENCE (independent races)
 SIDE_CONFIDENCE = math.sqrt(CONFIDENCE)
-# the fewest samples for which an order-statistic interval reaches SIDE_CONFIDENCE: 2 x 0.5^n <= 1 - SIDE_CONFIDENCE
-MIN_SAMPLES = math.ceil(math.log2(2 / (1 - SIDE_CONFIDENCE)))
+
+
+def min_samples(confidence):
+    """The fewest samples whose order-statistic interval of the median reaches `confidence`: 2 x 0.5^n <= 1 - confidence."""
+    return math.ceil(math.log2(2 / (1 - confidence)))
+
+
+MIN_SAMPLES = min_samples(SIDE_CONFIDENCE)  # a verdict's, on each side
 MARGIN = 0.05  # the smallest relative difference a verdict names (run-to-run spread, see above)
 
 FASTER, SLOWER, SAME = "faster", "slower", "no difference beyond noise"
@@ -50,7 +56,7 @@ class MedianInterval:
 
     def text(self, digits=1):
         if self.low is None:
-            return f"n={self.n} (interval from {MIN_SAMPLES} samples)"
+            return f"n={self.n} (interval from {min_samples(self.confidence)} samples)"
         return f"[{self.low:.{digits}f}, {self.high:.{digits}f}] n={self.n}"
 
 

@@ -47,7 +47,7 @@ def test_a_race_in_the_metrics_store_reports_what_its_files_report(rally_home, s
     files_header, files_body = tables.coverage_table(from_files)
     kept = [i for i, name in enumerate(header) if "interval" not in name]
     assert [header[i] for i in kept] == files_header and [[row[i] for i in kept] for row in body] == files_body
-    assert len(header) - len(kept) == len(TRANSPORTS) and all("n=1 (interval from 7 samples)" in row for row in body)
+    assert len(header) - len(kept) == len(TRANSPORTS) and all("n=1 (interval from 6 samples)" in row for row in body)
 
     # each coverage sample carries the track's validation counts as Rally's request meta-data
     query = {
