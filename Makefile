@@ -66,6 +66,7 @@ corpus: venv
 
 # the main job: venv, local node, corpus, then the default race (the whole seed study) in your Rally home
 race: venv es-start corpus
+	$(if $(filter yes,$(METRICS_STORE)),$(VPY) -m report.store --check)
 	$(WAIT_FOR_RALLY)
 	$(ESRALLY) race --track-path=tracks/cluster-metrics --challenge=$(CHALLENGE) --pipeline=benchmark-only \
 	  --offline --target-hosts=$(TARGET_HOSTS) $(if $(TRACK_PARAMS),--track-params="$(TRACK_PARAMS)") $(RALLY_CONFIG) $(RACE_ARGS)

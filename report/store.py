@@ -114,6 +114,10 @@ class Store:
                 f"metrics-store, or correct the [reporting] section of the Rally configuration that names it"
             ) from e
 
+    def race_count(self):
+        """How many races the store holds (any answer proves it is reachable)."""
+        return self._search("rally-races-*", {"size": 0, "query": {"match_all": {}}})["hits"]["total"]["value"]
+
     def race(self, race_id=None, track=None):
         """The race document with that id (a unique prefix is enough), or the newest race of `track`."""
         if race_id:
@@ -155,14 +159,24 @@ class Store:
 
 
 def main(argv=None):
-    """make metrics-store: the Rally configuration for a local store, and the store made ready for Rally's metrics."""
+    """make metrics-store: the Rally configuration for a local store, and the store made ready for Rally's metrics;
+    with --check (make race METRICS_STORE=yes), that the configuration exists and its store answers."""
     import argparse
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--port", type=int)
+    parser.add_argument("--check", action="store_true", help="only check the configuration and its store")
     parser.add_argument("--rally-home", default=None, help="default: $RALLY_HOME or your home")
     args = parser.parse_args(argv)
+    if args.check:
+        store = Store.from_config(args.rally_home, CONFIG_NAME)  # no file: names make metrics-store
+        if store is None:
+            raise ReportError(f"{config_path(args.rally_home, CONFIG_NAME)} keeps results in memory: run make metrics-store")
+        store.race_count()  # unreachable: names make metrics-store
+        return
+    if args.port is None:
+        parser.error("--port is needed")
     Store(args.host, args.port).prepare_local_node()
     path = write_config(args.rally_home, args.host, args.port)
     print(f"Rally's metrics store: http://{args.host}:{args.port}; Rally configuration: {path}")

@@ -22,6 +22,7 @@ def metrics_store(rally_home):
     started = launcher("start", "--heap", "512m", port=STORE_PORT)
     assert started.returncode == 0, started.stdout + started.stderr
     store.main(["--port", str(STORE_PORT), "--rally-home", str(rally_home)])  # as make metrics-store does
+    store.main(["--check", "--rally-home", str(rally_home)])  # as make race METRICS_STORE=yes does first
     yield store.Store.from_config(rally_home, store.CONFIG_NAME)
     store.config_path(rally_home, store.CONFIG_NAME).unlink()
     stopped = launcher("stop", port=STORE_PORT)

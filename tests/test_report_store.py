@@ -34,3 +34,16 @@ def test_an_unreachable_store_is_named_with_its_fix(tmp_path):
     config.unlink()
     with pytest.raises(ReportError, match="make metrics-store writes it"):
         store.Store.from_config(tmp_path, store.CONFIG_NAME)
+
+
+def test_racing_into_a_store_that_is_not_set_up_is_refused_with_the_fix(tmp_path):
+    """make race METRICS_STORE=yes checks first: else Rally would make a default (in-memory) configuration of that
+    name and race without a word."""
+    with pytest.raises(ReportError, match="make metrics-store writes it"):
+        store.main(["--check", "--rally-home", str(tmp_path)])
+    store.write_config(tmp_path, "127.0.0.1", 9)
+    with pytest.raises(ReportError, match=r"cannot read Rally's metrics store at http://127.0.0.1:9 .*make metrics-store"):
+        store.main(["--check", "--rally-home", str(tmp_path)])
+    store.config_path(tmp_path, store.CONFIG_NAME).write_text("[reporting]\ndatastore.type = in-memory\n")
+    with pytest.raises(ReportError, match="keeps results in memory: run make metrics-store"):
+        store.main(["--check", "--rally-home", str(tmp_path)])
