@@ -4,7 +4,7 @@ document (rally-races-*, what race.json holds on the load driver's disk) and eve
 
 `make metrics-store` writes a Rally configuration of its own (CONFIG_NAME, beside the user's rally.ini, which it
 never touches) that points at a local node; `esrally --configuration-name=CONFIG_NAME` races into it, as Rally's own
-integration tests do with theirs. A team's store is the same two lines in their own rally.ini.
+integration tests do with theirs. A team's store is the same [reporting] section in their own rally.ini.
 """
 
 import base64
@@ -32,14 +32,13 @@ def write_config(rally_home, host, port):
     from esrally import config as rally_config
 
     template = Path(rally_config.__file__).parent / "resources" / "rally.ini"
+    values = {"datastore.type": "elasticsearch", "datastore.host": host, "datastore.port": str(port), "datastore.secure": "False"}
     lines = []
     for line in template.read_text().splitlines():
         key = line.split("=")[0].strip()
-        values = {"datastore.type": "elasticsearch", "datastore.host": host, "datastore.port": str(port), "datastore.secure": "False"}
-        # one copy of each index: the store is a single node
         lines.append(f"{key} = {values[key]}" if key in values else line)
         if key == "datastore.password":
-            lines.append("datastore.number_of_replicas = 0")
+            lines.append("datastore.number_of_replicas = 0")  # one copy of each index: the store is a single node
     path = config_path(rally_home, CONFIG_NAME)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
@@ -98,16 +97,14 @@ class Store:
 
     def prepare_local_node(self):
         """Makes a local node (local-es/) able to hold Rally's metrics: see local_metrics_template."""
-        try:
-            self.cluster.send("PUT", "/_index_template/rally-metrics", local_metrics_template())
-        except urllib.error.URLError as e:
-            raise ReportError(
-                f"cannot reach the metrics store at {self.address} ({getattr(e, 'reason', e)}): start it with make metrics-store"
-            ) from e
+        self._request("PUT", "/_index_template/rally-metrics", local_metrics_template())
 
     def _search(self, index, body):
+        return self._request("POST", f"/{index}/_search", body)
+
+    def _request(self, method, path, body):
         try:
-            return self.cluster.post(f"/{index}/_search", body)
+            return self.cluster.send(method, path, body)
         except urllib.error.URLError as e:
             raise ReportError(
                 f"cannot read Rally's metrics store at {self.address} ({getattr(e, 'reason', e)}): start it with make "
@@ -120,10 +117,7 @@ class Store:
 
     def race(self, race_id=None, track=None):
         """The race document with that id (a unique prefix is enough), or the newest race of `track`."""
-        if race_id:
-            query = {"prefix": {"race-id": race_id}}
-        else:
-            query = {"term": {"track": track}} if track else {"match_all": {}}
+        query = {"prefix": {"race-id": race_id}} if race_id else {"term": {"track": track}}
         found = self._search("rally-races-*", {"query": query, "size": 2, "sort": [{"race-timestamp": "desc"}]})["hits"]["hits"]
         if not found or (race_id and len(found) > 1):
             raise ReportError(
