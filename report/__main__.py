@@ -48,6 +48,7 @@ def coverage_note(race):
 SECTIONS = [
     ("Ingest per epoch", tables.ingest_table, "ingest", INGEST_NOTE),
     ("30-node coverage: service time per coverage", tables.coverage_table, "coverage", lambda race: coverage_note(race)),
+    ("Validation: every coverage checked against the ground truth", tables.validation_table, "validation counts", None),
     (
         "Subtractive cost attribution (median per coverage)",
         tables.attribution_table,
@@ -225,7 +226,7 @@ def main(argv=None):
     store = Store.from_config(args.rally_home, args.configuration_name)
 
     def find(race_id):
-        return races.from_store(store, race_id, args.rally_home) if store else races.find(race_id, args.rally_home)
+        return races.from_store(store, race_id) if store else races.find(race_id, args.rally_home)
 
     if args.compare:
         if not args.race or len(args.race) < 2:

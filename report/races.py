@@ -1,12 +1,15 @@
 """Finding and loading races of this track in a Rally home."""
 
 import json
+import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from report import ReportError
 from runners import parameters, records
 from runners.corpus import races_root
+from runners.ingest import recount_bulk_tooks
 from runners.load import read_steps
 from runners.queries import SOURCE_MODES
 
@@ -26,6 +29,7 @@ class Race:
     sources: dict = field(default_factory=dict)  # source-cost: _source mode -> its storage record
     source_ingest: dict = field(default_factory=dict)  # source-cost: _source mode -> its ingest record
     memory: list = field(default_factory=list)  # aggregation-memory: each cell's request breaker floor record
+    validation: list = field(default_factory=list)  # each coverage's validation counts (runners/coverage.py)
     samples: dict | None = None  # task -> each measured sample's service time (ms), None when a sample failed; store only
     source: str = "race.json"  # where Rally's figures came from
 
@@ -69,18 +73,26 @@ def load(race_dir, data=None):
             data = records.read(str(race_dir / records.RECORD_DIR), name)
             if data is not None:
                 attr[mode] = data
-    memory = race_dir / records.RECORD_DIR / records.MEMORY
-    if memory.is_file():
-        race.memory = [json.loads(line) for line in memory.read_text().splitlines() if line.strip()]
+    race.memory = _json_lines(race_dir / records.RECORD_DIR / records.MEMORY)
+    race.validation = _json_lines(race_dir / records.RECORD_DIR / records.VALIDATION)
     return race
 
 
-def from_store(store, race_id=None, rally_home=None):
-    """The race with that id (a unique prefix is enough), or the newest race of this track, from Rally's metrics store:
-    Rally's figures and every sample's service time from the store; the track's own records (ingest cost, layouts,
-    ...) still from the race's folder under the Rally home, when this host ran it."""
+def _json_lines(path):
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
+
+
+def from_store(store, race_id=None):
+    """The race with that id (a unique prefix is enough), or the newest race of this track, from Rally's metrics store
+    alone: Rally's figures, every sample's service time, and the track's own records (ingest cost, layouts, ...)
+    rebuilt from the record operations its samples carry, with the bulk tooks of every load-driver host."""
     data = store.race(race_id, track=None if race_id else records.TRACK_NAME)
-    race = load(races_root(rally_home) / data["race-id"], data)
+    with tempfile.TemporaryDirectory(prefix="cluster-metrics-race-") as race_dir:
+        record_dir = os.path.join(race_dir, records.RECORD_DIR)
+        records.replay(record_dir, store.record_operations(data["race-id"]))
+        recount_bulk_tooks(record_dir)
+        race = load(race_dir, data)
+    race.path = None  # no folder: everything came from the store
     race.samples = store.service_times(data["race-id"])
     race.source = f"Rally's metrics store at {store.address}"
     return race

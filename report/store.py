@@ -15,6 +15,7 @@ from pathlib import Path
 
 from report import ReportError
 from report.cluster import Cluster
+from runners import records
 from runners.corpus import rally_home as default_rally_home
 
 CONFIG_NAME = "cluster-metrics-store"
@@ -126,6 +127,23 @@ class Store:
             )
         return found[0]["_source"]
 
+    def record_operations(self, race_id):
+        """The track's record operations (runners/records.py META_KEY) that the race's samples carry, warm-up ones too,
+        in sample order."""
+        query = {"bool": {"filter": [{"term": {"race-id": race_id}}, {"term": {"name": SERVICE_TIME}}]}}
+        key = f"meta.{records.META_KEY}"
+        body = {"query": query, "size": PAGE, "_source": [key], "sort": [{"@timestamp": "asc"}, {"relative-time": "asc"}, {"_doc": "asc"}]}
+        return [text for doc in self._all_hits(body) if (text := (doc.get("meta") or {}).get(records.META_KEY))]
+
+    def _all_hits(self, body):
+        """Every hit's _source of a sorted search of rally-metrics-*, page by page."""
+        while True:
+            hits = self._search("rally-metrics-*", body)["hits"]["hits"]
+            yield from (hit["_source"] for hit in hits)
+            if len(hits) < PAGE:
+                return
+            body = {**body, "search_after": hits[-1]["sort"]}
+
     def service_times(self, race_id):
         """{task: [service time in ms of each measured sample]}, in sample order; a task with a failed sample maps to
         None (a failed cell has no interval)."""
@@ -139,16 +157,10 @@ class Store:
             "sort": [{"relative-time": "asc"}, {"_doc": "asc"}],
         }
         samples, failed = {}, set()
-        while True:
-            hits = self._search("rally-metrics-*", body)["hits"]["hits"]
-            for hit in hits:
-                doc = hit["_source"]
-                samples.setdefault(doc["task"], []).append(doc["value"])
-                if (doc.get("meta") or {}).get("success") is False:
-                    failed.add(doc["task"])
-            if len(hits) < PAGE:
-                break
-            body["search_after"] = hits[-1]["sort"]
+        for doc in self._all_hits(body):
+            samples.setdefault(doc["task"], []).append(doc["value"])
+            if (doc.get("meta") or {}).get("success") is False:
+                failed.add(doc["task"])
         return {task: (None if task in failed else values) for task, values in samples.items()}
 
 

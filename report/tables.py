@@ -179,6 +179,23 @@ def coverage_table(race):
     return header, body
 
 
+def validation_table(race):
+    """Per coverage task: the coverages checked against the ground truth (warm-up ones too), their checks, the failed
+    ones, and the worst relative percentile error seen."""
+    per_task = {}
+    for row in race.validation:
+        per_task.setdefault(row["task"], []).append(row)
+    if not per_task:
+        return None
+    header = ["task", "coverages", "checks", "failed checks", "worst percentile error"]
+    body = []
+    for task, rows in sorted(per_task.items()):
+        errors = [r["percentile-rel-error-max"] for r in rows if r.get("percentile-rel-error-max") is not None]
+        worst = f"{max(errors):.3%}" if errors else "-"
+        body.append([task, len(rows), sum(r["checks"] or 0 for r in rows), sum(r["failed-checks"] or 0 for r in rows), worst])
+    return header, body
+
+
 def attribution_table(race):
     """Subtractive attribution per transport from median service time per coverage, as the seed did with took."""
     cells = coverage_cells(race)

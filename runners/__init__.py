@@ -9,9 +9,10 @@ def register(registry):
     from runners.operations import OPERATIONS
     from runners.processor import ClusterMetricsProcessor
 
-    # a custom processor replaces Rally's default preparator (decompression, file checks) unless it is registered too
-    registry.register_track_processor(loader.DefaultTrackPreparator())
+    # a custom processor replaces Rally's default preparator (decompression, file checks) unless it is registered too;
+    # ours first, so that each load-driver host's corpus check names the fix before Rally's preparator looks
     registry.register_track_processor(ClusterMetricsProcessor())
+    registry.register_track_processor(loader.DefaultTrackPreparator())
     for name, operation in OPERATIONS.items():
         if operation.param_source:
             registry.register_param_source(name, operation.param_source)

@@ -6,7 +6,7 @@ import time
 
 import elasticsearch
 
-from runners import load, parameters, queries, results
+from runners import load, parameters, queries, records, results
 from runners.context import CONTEXT_KEY, RaceContext
 from runners.validation import (
     CoverageErrors,
@@ -60,8 +60,7 @@ class CoverageParamSource:
         if "assertions" in params:
             self._fixed["assertions"] = params["assertions"]
         self._record_after = params.get("record-after", 0) if params.get("record-rate") else None
-        if self._record_after is not None:
-            self._fixed[CONTEXT_KEY] = params[CONTEXT_KEY]
+        self._fixed[CONTEXT_KEY] = params[CONTEXT_KEY]  # the record folder: validation counts, calibration
         truth = context.truth()
         self._per_epoch = {
             epoch: {"expected": {n: self._expectation(truth[str(epoch)][n]) for n in self.nodes}, "requests": self._requests(epoch)}
@@ -181,10 +180,12 @@ class Coverage:
             **errors.as_meta(),
             **pct_errors.as_meta(),
         }
+        meta.update(load.step_meta(params.get("name")))
+        meta.update(_record_validation(params, meta))
         if errors:
             return results.failed(f"{params['cell']}: {errors.description()}", "cluster-metrics-validation", "coverages", meta)
         if params.get("record-rate"):
-            load.record_duration(params, seconds)
+            meta.update(load.record_duration(params, seconds))
         return {"weight": 1, "unit": "coverages", "success": True, **meta}
 
     def check(self, decoded, params, errors, pct_errors):
@@ -227,6 +228,13 @@ class FetchCoverage(Coverage):
 
     def __repr__(self):
         return "fetch-coverage"
+
+
+def _record_validation(params, meta):
+    """Appends the coverage's validation counts to the race's record (what race.json keeps of a sample is only its
+    success); returns the record's sample meta."""
+    counts = {"task": params.get("name"), **{k: meta.get(k) for k in ("checks", "failed-checks", "percentile-rel-error-max")}}
+    return records.append_line(RaceContext.of(params).record_dir, records.VALIDATION, json.dumps(counts, sort_keys=True))
 
 
 def _where(params, i):

@@ -67,11 +67,34 @@ class EpochBulk:
     async def __call__(self, es, params):
         result = await self._bulk(es.options(max_retries=0, retry_on_status=(), retry_on_timeout=False), params)
         if params.get("record-dir") and result.get("took") is not None:
-            records.append_line(params["record-dir"], _took_file(params["record"], params["epoch"]), str(result["took"]))
+            result.update(records.append_line(params["record-dir"], _took_file(params["record"], params["epoch"]), str(result["took"])))
         return result
 
     def __repr__(self):
         return "epoch-bulk"
+
+
+def bulk_tooks(record_dir, record, epoch):
+    """Every bulk `took` of one epoch that the record folder holds, from all client processes."""
+    tooks = []
+    for path in glob.glob(os.path.join(record_dir, _took_dir(record), f"epoch-{epoch}-*.txt")):
+        with open(path) as f:
+            tooks += [int(line) for line in f if line.strip()]
+    return tooks
+
+
+def recount_bulk_tooks(record_dir):
+    """Each ingest record's per-epoch took sum and count, again from the took files: a folder rebuilt from a metrics
+    store holds every load-driver host's tooks, where the epoch task counted only its own host's."""
+    took_root = os.path.join(record_dir, records.TOOK_DIR)
+    for stem in sorted(os.listdir(took_root)) if os.path.isdir(took_root) else []:
+        name = stem + ".json"
+        record = records.read(record_dir, name)
+        if record:
+            for row in record["epochs"]:
+                tooks = bulk_tooks(record_dir, name, row["epoch"])
+                row.update({"bulk-requests": len(tooks), "bulk-took-ms": sum(tooks)})
+            records.write(record_dir, name, record)
 
 
 def stats_snapshot(stats):
@@ -112,8 +135,13 @@ class IngestCostStart:
 
     async def __call__(self, es, params):
         context = RaceContext.of(params)
-        records.write(context.record_dir, params.get("record", records.INGEST), {"epochs": [], "snapshot": await _snapshot(es, context)})
-        return {"weight": 1, "unit": "ops", "success": True}
+        record = {"epochs": [], "snapshot": await _snapshot(es, context)}
+        return {
+            "weight": 1,
+            "unit": "ops",
+            "success": True,
+            **records.write(context.record_dir, params.get("record", records.INGEST), record),
+        }
 
     def __repr__(self):
         return "ingest-cost-start"
@@ -137,16 +165,11 @@ class IngestCostEpoch:
             return results.failed(
                 f"epoch {epoch}: no starting /_stats snapshot (the schedule must run ingest-cost-start before the first bulk)"
             )
-        tooks = []
-        for path in glob.glob(os.path.join(context.record_dir, _took_dir(name), f"epoch-{epoch}-*.txt")):
-            with open(path) as f:
-                tooks += [int(line) for line in f if line.strip()]
-        row = epoch_cost(epoch, record["snapshot"], snapshot, tooks)
+        row = epoch_cost(epoch, record["snapshot"], snapshot, bulk_tooks(context.record_dir, name, epoch))
         record["epochs"] = [r for r in record["epochs"] if r["epoch"] != epoch] + [row]
         record["snapshot"] = snapshot
-        records.write(context.record_dir, name, record)
         LOG.info("cluster-metrics ingest epoch %s: %s", epoch, row)
-        return {"weight": 1, "unit": "ops", "success": True, **row}
+        return {"weight": 1, "unit": "ops", "success": True, **row, **records.write(context.record_dir, name, record)}
 
     def __repr__(self):
         return "ingest-cost-epoch"

@@ -100,9 +100,9 @@ class LayoutStats:
         copies = shard_copies(stats, await _data_nodes(es))
         record = records.read(context.record_dir, record_name(layout), {"layout": layout})
         record[phase] = copies
-        records.write(context.record_dir, record_name(layout), record)
         key = "index_total" if phase == "ingested" else "query_total"
-        return {"weight": 1, "unit": "ops", "success": True, "shares": node_shares(copies, key)}
+        meta = records.write(context.record_dir, record_name(layout), record)
+        return {"weight": 1, "unit": "ops", "success": True, "shares": node_shares(copies, key), **meta}
 
     def __repr__(self):
         return "layout-stats"

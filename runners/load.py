@@ -20,6 +20,7 @@ from runners.context import RaceContext
 
 SCHEDULER = "cluster-metrics-relative-rate"
 _INSTANCES = itertools.count()  # each client's scheduler draws its own arrival sequence
+_UNSENT_STEPS = {}  # step task -> its record's sample meta, until the step's first sample in this process carries it
 
 
 def calibration_record(task_name):
@@ -27,8 +28,14 @@ def calibration_record(task_name):
 
 
 def record_duration(params, seconds):
-    """Called by the coverage runner for a calibration task: one line per measured coverage."""
-    records.append_line(RaceContext.of(params).record_dir, calibration_record(params["name"]), f"{seconds:.6f}")
+    """Called by the coverage runner for a calibration task: one line per measured coverage; returns its sample meta."""
+    return records.append_line(RaceContext.of(params).record_dir, calibration_record(params["name"]), f"{seconds:.6f}")
+
+
+def step_meta(task_name):
+    """The sample meta of a step's record, for the step's first sample in this process (the scheduler, which made it,
+    returns no meta of its own); else nothing."""
+    return _UNSENT_STEPS.pop(task_name, {})
 
 
 def calibrated_rate(record_dir, task_name):
@@ -65,7 +72,7 @@ class RelativeRateScheduler:
             "target_per_s": self.rate,
             "clients": task.clients,
         }
-        records.append_line(context.record_dir, records.LOAD_STEPS, json.dumps(step, sort_keys=True))
+        _UNSENT_STEPS[task.name] = records.append_line(context.record_dir, records.LOAD_STEPS, json.dumps(step, sort_keys=True))
 
     def before_request(self, now):
         pass

@@ -111,9 +111,9 @@ class BreakerFloor:
             "young-gcs-per-coverage": (gc_after["count"] - gc_before["count"]) / attempts,
             "gc-ms-per-coverage": (gc_after["ms"] - gc_before["ms"]) / attempts,
         }
-        records.append_line(params["record-dir"], records.MEMORY, json.dumps(row, sort_keys=True))
+        meta = records.append_line(params["record-dir"], records.MEMORY, json.dumps(row, sort_keys=True))
         LOG.info("cluster-metrics request breaker floor: %s", row)
-        return {"weight": 1, "unit": "ops", "success": True, **row}
+        return {"weight": 1, "unit": "ops", "success": True, **row, **meta}
 
     async def _attempts(self, es, params):
         """None when `attempts` coverages in a row pass, else the first failure's description."""

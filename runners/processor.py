@@ -11,6 +11,8 @@ Any problem raises a SystemSetupError whose message names the input and the fix.
 
 import logging
 import os
+import socket
+from pathlib import Path
 
 from esrally import exceptions, paths
 from esrally.track import loader
@@ -49,7 +51,8 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
             manifest = corpus.require_manifest(root)
             context = self._context(track, manifest, root, test_mode, checksums, race_id)
         except corpus.CorpusError as e:
-            raise exceptions.SystemSetupError(str(e)) from None
+            # Rally loads the track again on each load-driver host, with that host's rally.ini: say which host
+            raise exceptions.SystemSetupError(f"{e} (host {socket.gethostname()})") from None
         for index in track.indices:
             if index.name == context.index:
                 index.body.setdefault("mappings", {})["_meta"] = {corpus.FINGERPRINT_KEY: context.fingerprint}
@@ -76,9 +79,15 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
                     task.operation.params["record-after"] = task.warmup_iterations or 0
 
     def on_prepare_track(self, track, data_root_dir):
-        """Before the benchmark starts, on each load-driver host: the toxics an earlier race left on the proxies of a
-        network challenge are cleared, so that Rally's own telemetry requests at the start do not crawl through them
-        (the challenge's clear-toxics-before task then clears them again, as a task in the results)."""
+        """Before the benchmark starts, on each load-driver host (Rally's track preparator there, with that host's
+        rally.ini): the corpus and ground truth the runners will read are checked on this host (check_load_driver_host);
+        then the toxics an earlier race left on the proxies of a network challenge are cleared, so that Rally's own
+        telemetry requests at the start do not crawl through them (the challenge's clear-toxics-before task then
+        clears them again, as a task in the results)."""
+        try:
+            check_load_driver_host(track, data_root_dir)
+        except corpus.CorpusError as e:
+            raise exceptions.SystemSetupError(f"Load-driver host {socket.gethostname()}: {e}") from None
         for task in _tasks(track.selected_challenge_or_default):
             if OPERATIONS.get(task.operation.type) and OPERATIONS[task.operation.type].runner is ClearToxics:
                 yield clear_toxics, {"params": dict(task.operation.params)}
@@ -116,6 +125,32 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
             epoch_docs=epoch_docs,
             record_dir=os.path.join(paths.race_root(self.cfg, race_id), records.RECORD_DIR),
             fingerprint=corpus.fingerprint(manifest, section),
+        )
+
+
+def check_load_driver_host(track, data_root_dir):
+    """The corpus files and the ground truth at the paths the race's runners read (the coordinator's Rally data
+    directory: Rally hands its paths to every load-driver host) are on this host and match the manifest (sizes, and
+    the ground truth's sha256), and this host's own data directory (rally.ini, where Rally's preparator looks) is that
+    same path. Raises a CorpusError that names the fix."""
+    params = next((t.operation.params for t in _tasks(track.selected_challenge_or_default) if CONTEXT_KEY in t.operation.params), None)
+    if params is None:
+        return
+    context = RaceContext.of(params)
+    root = Path(context.ground_truth).parent.parent  # corpus.ground_truth_path(root)
+    fix = f"every load-driver host needs the corpus at the coordinator's path {root}: {corpus.FIX}, or copy that folder"
+    manifest = corpus.require_manifest(root)
+    test_mode = context.section == corpus.SECTIONS[True]
+    for epoch in context.epochs:
+        entry = corpus.file_entry(manifest, epoch, test_mode)
+        problem = f"epoch {epoch}: not in {corpus.manifest_path(root)}" if entry is None else corpus.check_file(root, entry, False)
+        if problem:
+            raise corpus.CorpusError(f"corpus file {problem}; {fix}")
+    corpus.load_ground_truth(root, manifest)
+    if Path(data_root_dir).resolve() != root.resolve():
+        raise corpus.CorpusError(
+            f"this host's Rally data directory is {data_root_dir}, the race's corpus is at {root} (the coordinator's); "
+            f"{fix}, and set local.dataset.cache = {root} in the [benchmarks] section of this host's rally.ini"
         )
 
 

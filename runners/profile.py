@@ -45,7 +45,7 @@ class ProfileBreakdown:
         expected = NodeExpectation(context.truth()[str(epoch)][node], variant, percents, hdr_digits)
         check_node_response(response, node, epoch, expected, errors, pct_errors)
         shares = breakdown(response.get("profile", {}))
-        records.write(
+        meta = records.write(
             context.record_dir,
             records.PROFILE,
             {"variant": variant, "epoch": epoch, "node": node, "took_ms": response.get("took"), "parts": shares},
@@ -56,6 +56,7 @@ class ProfileBreakdown:
             "success": not errors,
             "took": response.get("took"),
             **{f"share {name}": part["share"] for name, part in shares.items()},
+            **meta,
         }
         if errors:
             result["error-type"] = "cluster-metrics-validation"

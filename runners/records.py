@@ -2,6 +2,10 @@
 
 Rally keeps only task-level aggregates in race.json when no Elasticsearch metrics store is configured, and drops
 sample meta-data. Runners therefore write their measurements here as small JSON files; `make report` reads them.
+
+Each write also returns the operation as sample meta-data (META_KEY), which runners add to what they return: Rally
+keeps it on the sample in an Elasticsearch metrics store, and `replay` rebuilds the folder from there, so a report
+from the store needs no load driver's disk (with several load-driver hosts, each holds only its own clients' files).
 """
 
 import json
@@ -15,6 +19,7 @@ TOOK_DIR = "bulk-took"  # each bulk response's took, one file per epoch and clie
 RATE_DIR = "coverage-rate"  # each calibration coverage's seconds, one file per calibration task (coverage-load)
 LOAD_STEPS = "load-steps.jsonl"  # coverage-load: each step's calibrated and target rate
 MEMORY = "aggregation-memory.jsonl"  # aggregation-memory: each cell's request breaker floor and GC activity
+VALIDATION = "validation.jsonl"  # each coverage's validation counts and worst percentile error, warm-up ones too
 
 
 def source_record(mode):
@@ -25,6 +30,9 @@ def source_record(mode):
 def source_ingest_record(mode):
     """source-cost: the per-epoch ingest cost in one _source mode (track.json spells the same name)."""
     return f"ingest-source-{mode}.json"
+
+
+META_KEY = "cluster-metrics-record"  # sample meta: one record operation, as JSON text (Rally maps strings as keyword)
 
 
 def is_our_track(track_name):
@@ -46,6 +54,7 @@ def write(record_dir, name, data):
     with open(tmp, "w") as f:
         json.dump(data, f, indent=2, sort_keys=True)
     os.replace(tmp, path)
+    return _meta({"write": name, "data": data})
 
 
 def append_line(record_dir, name, line):
@@ -54,3 +63,21 @@ def append_line(record_dir, name, line):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "a") as f:
         f.write(line + "\n")
+    return _meta({"append": name, "line": line})
+
+
+def _meta(operation):
+    return {META_KEY: json.dumps(operation, sort_keys=True)}
+
+
+def replay(record_dir, operations):
+    """Rebuilds a race's record folder from the META_KEY texts of its samples, given in sample order."""
+    for text in operations:
+        operation = json.loads(text)
+        name = operation.get("write") or operation.get("append")
+        if not name or os.path.isabs(name) or ".." in name.split(os.sep):
+            raise ValueError(f"a record operation outside the race's record folder: {text[:200]}")
+        if "write" in operation:
+            write(record_dir, operation["write"], operation["data"])
+        else:
+            append_line(record_dir, operation["append"], operation["line"])

@@ -56,7 +56,7 @@ class SourceStorage:
             "total_bytes": usage["store_size_in_bytes"],
             "fields": {name: _field_bytes(f) for name, f in usage.get("fields", {}).items()},
         }
-        records.write(context.record_dir, records.source_record(mode), row)
+        meta = records.write(context.record_dir, records.source_record(mode), row)
         LOG.info("cluster-metrics storage in _source mode %s: %s", mode, {k: row[k] for k in row if k != "disk-usage"})
         return {
             "weight": 1,
@@ -64,6 +64,7 @@ class SourceStorage:
             "success": True,
             "source-mode": mode,
             "store-bytes": row.get("merged", row["ingested"])["store_bytes"],
+            **meta,
         }
 
     def __repr__(self):

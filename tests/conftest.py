@@ -22,6 +22,8 @@ TEST_PORT = int(os.environ.get("TEST_ES_PORT", "9250"))
 PYTHON = sys.executable
 ESRALLY = str(Path(sys.executable).with_name("esrally"))
 LAUNCHER = str(REPO / "local-es" / "esnode.py")
+# tests/private_network/ runs only inside a private network namespace (tests/test_load_drivers.py starts it there)
+collect_ignore = [] if os.environ.get("CLUSTER_METRICS_PRIVATE_NETWORK") else ["private_network"]
 SMALL_CORPUS = ["--epochs", "5", "--rows-per-epoch", "3000", "--nodes", "30", "--tasks", "200"]
 
 

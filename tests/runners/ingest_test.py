@@ -2,6 +2,8 @@
 the doc count and the corpus fingerprint are compared exactly, and a mismatch names the fix."""
 
 import asyncio
+import json
+import os
 from types import SimpleNamespace
 
 import pytest
@@ -9,7 +11,7 @@ import pytest
 from runners import corpus, records
 from runners.context import CONTEXT_KEY
 from runners.index_checks import VerifyCorpus, VerifyDocCount
-from runners.ingest import EpochBulk, IngestCostEpoch, IngestCostStart, epoch_cost
+from runners.ingest import EpochBulk, IngestCostEpoch, IngestCostStart, epoch_cost, recount_bulk_tooks
 from stub_client import StubClient
 
 
@@ -25,6 +27,13 @@ def stats(index_ms, docs, refresh_ms=0, merge_ms=0, merged=0, flush_ms=0, replic
             },
         }
     }
+
+
+class BulkClient(StubClient):
+    async def bulk(self, params=None, **kwargs):
+        raw = (await self.perform_request("POST", "/_bulk", params=params, body=kwargs.get("body"))).body
+        raw.meta = SimpleNamespace(status=200)  # Rally's raw response: the bytes, with the HTTP meta attached
+        return raw
 
 
 def run(runner, client, params):
@@ -155,12 +164,6 @@ def test_a_bulk_is_sent_without_client_retries_and_files_its_took(context, tmp_p
     """The client's default retries (429, 502-504, connection errors) would resend a bulk Elasticsearch may have
     applied already: duplicated documents; the bulk runner turns them off."""
 
-    class BulkClient(StubClient):
-        async def bulk(self, params=None, **kwargs):
-            raw = (await self.perform_request("POST", "/_bulk", params=params, body=kwargs.get("body"))).body
-            raw.meta = SimpleNamespace(status=200)  # Rally's raw response: the bytes, with the HTTP meta attached
-            return raw
-
     client = BulkClient([(200, {"took": 7, "errors": False, "items": [{"index": {"status": 201}}] * 2})])
     params = {
         "body": b'{"index":{}}\n{"epoch":1}\n{"index":{}}\n{"epoch":1}\n',
@@ -228,3 +231,35 @@ def test_source_cost_accepts_its_own_force_merged_index(context):
     client = StubClient([NO_NOTES, (200, body), (200, answer), (200, counts(context))])
     shape = {**STANDARD, "source-mode": "synthetic", "altered-by": "source-cost"}
     assert run(VerifyCorpus(), {"default": client}, {CONTEXT_KEY: context.as_param(), "shape": shape})["success"]
+
+
+def test_a_folder_rebuilt_from_sample_meta_counts_every_load_driver_hosts_tooks(context, tmp_path):
+    """Two load-driver hosts: each bulk's took lands in its own host's folder, and the epoch task (on the first host)
+    counts only that host's. The samples' meta in a metrics store holds both; the rebuilt folder counts all."""
+    first, second, rebuilt = (str(tmp_path / name) for name in ("first-host", "second-host", "rebuilt"))
+    samples = []  # each sample's meta, in order, as the metrics store keeps it
+
+    def bulk(record_dir, took, pid):
+        client = BulkClient([(200, {"took": took, "errors": False, "items": [{"index": {"status": 201}}]})])
+        params = {"body": b'{"index":{}}\n{"epoch":1}\n', "action-metadata-present": True, "bulk-size": 1, "unit": "docs"}
+        samples.append(run(EpochBulk(), client, {**params, "index": "i", "epoch": 1, "record-dir": record_dir, "record": "ingest.json"}))
+        os.rename(*[os.path.join(record_dir, records.TOOK_DIR, "ingest", f"epoch-1-{p}.txt") for p in (os.getpid(), pid)])
+
+    params = {CONTEXT_KEY: context.as_param() | {"record_dir": first}}
+    samples.append(run(IngestCostStart(), StubClient([(200, stats(10, 0))]), params))
+    bulk(first, 30, 1)
+    bulk(second, 12, 2)
+    samples.append(run(IngestCostEpoch(), StubClient([(200, stats(60, 2))]), {**params, "epoch": 1}))
+    assert samples[-1]["bulk-took-ms"] == 30  # the first host's files only
+
+    records.replay(rebuilt, [meta[records.META_KEY] for meta in samples if records.META_KEY in meta])
+    recount_bulk_tooks(rebuilt)
+    (row,) = records.read(rebuilt, records.INGEST)["epochs"]
+    assert row["bulk-took-ms"] == 42 and row["bulk-requests"] == 2 and row["index-ms"] == 50 and row["docs"] == 2
+
+
+@pytest.mark.parametrize("name", ["../outside.json", "/tmp/outside.json"])
+def test_a_record_operation_outside_the_folder_is_refused(tmp_path, name):
+    with pytest.raises(ValueError, match="outside the race's record folder"):
+        records.replay(str(tmp_path / "rebuilt"), [json.dumps({"write": name, "data": {}})])
+    assert not (tmp_path / "outside.json").exists()

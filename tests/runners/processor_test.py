@@ -5,6 +5,7 @@ tests/test_rally_track.py."""
 import json
 import re
 import shutil
+import socket
 
 import jinja2
 import pytest
@@ -342,3 +343,28 @@ def test_a_network_challenge_clears_its_proxies_before_the_benchmark_starts(corp
             assert steps == []
         else:
             assert [(f, p["params"]["proxies"]) for f, p in steps] == [(clear_toxics, proxies)]
+
+
+def prepare(track, data_root_dir):
+    """What Rally's track preparator runs on a load-driver host: our processor's on_prepare_track, to the end."""
+    return list(ClusterMetricsProcessor().on_prepare_track(track, str(data_root_dir)))
+
+
+def test_each_load_driver_host_checks_the_corpus_it_will_read(tmp_path):
+    """The coordinator hands its corpus paths to every load-driver host; a host without that corpus, or whose own
+    data directory (where Rally's preparator looks) is elsewhere, stops the race naming itself and the fix."""
+    cmgen.generate(SMALL, tmp_path)
+    track = load(tmp_path, challenge="query-decomposition")
+    assert prepare(track, tmp_path) == []  # the host holds it, at the same path
+
+    with pytest.raises(exceptions.SystemSetupError, match=rf"Load-driver host {socket.gethostname()}: this host's Rally data directory"):
+        prepare(track, tmp_path / "elsewhere")
+    victim = tmp_path / "cluster-metrics-epoch-2" / "cluster-metrics-epoch-2.json"
+    victim.write_bytes(victim.read_bytes()[:-10])
+    with pytest.raises(
+        exceptions.SystemSetupError, match=r"Load-driver host .*epoch-2.json: \d+ bytes, the manifest says .*copy that folder"
+    ):
+        prepare(track, tmp_path)
+    shutil.rmtree(tmp_path / corpus.META_DIR)
+    with pytest.raises(exceptions.SystemSetupError, match=r"Load-driver host .*No cluster-metrics corpus: .* does not exist; generate it"):
+        prepare(track, tmp_path)
