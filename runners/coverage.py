@@ -180,12 +180,12 @@ class Coverage:
             **errors.as_meta(),
             **pct_errors.as_meta(),
         }
-        meta.update(load.step_meta(params.get("name")))
-        meta.update(_record_validation(params, meta))
+        records.add(meta, load.step_meta(params.get("name")))
+        records.add(meta, _record_validation(params, meta))
         if errors:
             return results.failed(f"{params['cell']}: {errors.description()}", "cluster-metrics-validation", "coverages", meta)
         if params.get("record-rate"):
-            meta.update(load.record_duration(params, seconds))
+            records.add(meta, load.record_duration(params, seconds))
         return {"weight": 1, "unit": "coverages", "success": True, **meta}
 
     def check(self, decoded, params, errors, pct_errors):

@@ -32,7 +32,7 @@ def source_ingest_record(mode):
     return f"ingest-source-{mode}.json"
 
 
-META_KEY = "cluster-metrics-record"  # sample meta: one record operation, as JSON text (Rally maps strings as keyword)
+META_KEY = "cluster-metrics-record"  # sample meta: the sample's record operations, a JSON list as text (Rally maps strings as keyword)
 
 
 def is_our_track(track_name):
@@ -67,16 +67,27 @@ def append_line(record_dir, name, line):
 
 
 def _meta(operation):
-    return {META_KEY: json.dumps(operation, sort_keys=True)}
+    return {META_KEY: json.dumps([operation], sort_keys=True)}
 
 
-def replay(record_dir, operations):
+def add(meta, record_meta):
+    """A sample's meta with the operations of record_meta (what write or append_line returned, or {}) added to those
+    it carries already: a coverage may append its validation counts, a calibration duration and a step's record."""
+    if record_meta:
+        meta[META_KEY] = json.dumps(json.loads(meta.get(META_KEY, "[]")) + json.loads(record_meta[META_KEY]), sort_keys=True)
+    return meta
+
+
+def _operations(carried):
+    return carried if isinstance(carried, list) else [carried]  # races stored by commit 9a68ac7 carry one, not a list
+
+
+def replay(record_dir, texts):
     """Rebuilds a race's record folder from the META_KEY texts of its samples, given in sample order."""
-    for text in operations:
-        operation = json.loads(text)
+    for operation in (operation for text in texts for operation in _operations(json.loads(text))):
         name = operation.get("write") or operation.get("append")
         if not name or os.path.isabs(name) or ".." in name.split(os.sep):
-            raise ValueError(f"a record operation outside the race's record folder: {text[:200]}")
+            raise ValueError(f"a record operation outside the race's record folder: {json.dumps(operation)[:200]}")
         if "write" in operation:
             write(record_dir, operation["write"], operation["data"])
         else:

@@ -261,5 +261,5 @@ def test_a_folder_rebuilt_from_sample_meta_counts_every_load_driver_hosts_tooks(
 @pytest.mark.parametrize("name", ["../outside.json", "/tmp/outside.json"])
 def test_a_record_operation_outside_the_folder_is_refused(tmp_path, name):
     with pytest.raises(ValueError, match="outside the race's record folder"):
-        records.replay(str(tmp_path / "rebuilt"), [json.dumps({"write": name, "data": {}})])
+        records.replay(str(tmp_path / "rebuilt"), [json.dumps([{"write": name, "data": {}}])])
     assert not (tmp_path / "outside.json").exists()

@@ -1,12 +1,13 @@
 """The load schedule: a calibration task records its coverages, each step runs at a fraction of that rate."""
 
 import asyncio
+import json
 from types import SimpleNamespace
 
 import pytest
 from coverage_test import answers, source
 
-from runners import load
+from runners import load, records
 from runners.context import CONTEXT_KEY
 from runners.coverage import Coverage, validate_coverage
 from stub_client import StubClient
@@ -73,3 +74,29 @@ def test_a_step_without_its_calibration_is_refused(context, tmp_path):
 def test_bad_fractions_are_named_at_load(context, fraction):
     with pytest.raises(ValueError, match="rate-fraction must be a positive number"):
         validate_coverage({"variant": "D_td", "transport": "msearch", "rate-of": "x", "rate-fraction": fraction}, 1, context)
+
+
+def test_calibration_and_step_records_travel_as_sample_meta(context, tmp_path):
+    """With a metrics store the report rebuilds the record folder from the samples' meta: the calibration's durations
+    come with its coverages, the step's record (made by the scheduler, which returns nothing) with the step's first
+    coverage in each process, and the rebuilt folder gives the same rate and step."""
+    context = context.__class__(**{**context.__dict__, "record_dir": str(tmp_path / "host")})
+    calibration = source(context, "msearch", name="coverage-D_td-msearch-load-calibration", **{"record-rate": True})
+    samples = []
+    for _ in range(3):
+        p = calibration.params()
+        samples.append(asyncio.run(Coverage()(StubClient(answers(context, "msearch", p["epoch"])), p)))
+    load.RelativeRateScheduler(step_task(context, 0.5))
+    step = source(context, "msearch", name="coverage-D_td-msearch-load-50pct")
+    for _ in range(2):
+        p = step.params()
+        samples.append(asyncio.run(Coverage()(StubClient(answers(context, "msearch", p["epoch"])), p)))
+    carried = [op["append"] for s in samples for op in json.loads(s.get(records.META_KEY, "[]"))]
+    assert carried.count(records.LOAD_STEPS) == 1  # once, not with every coverage
+    assert carried.count(records.VALIDATION) == 5 and carried.count(load.calibration_record(calibration.params()["name"])) == 3
+
+    rebuilt = str(tmp_path / "rebuilt")
+    records.replay(rebuilt, [s[records.META_KEY] for s in samples if records.META_KEY in s])
+    name = "coverage-D_td-msearch-load-calibration"
+    assert load.calibrated_rate(rebuilt, name) == load.calibrated_rate(context.record_dir, name) > 0
+    assert load.read_steps(rebuilt) == load.read_steps(context.record_dir) != {}
