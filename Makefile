@@ -41,7 +41,7 @@ TOXIPROXY := $(PYTHON) local-es/toxiproxy_launcher.py
 # one Rally at a time: the previous race's processes take a moment to exit (waits, never kills)
 WAIT_FOR_RALLY := for i in $$(seq 120); do pgrep -f '[e]srally race' >/dev/null || pgrep -x esrally >/dev/null || break; sleep 1; done
 
-.PHONY: lint format venv es-start es-stop es-status es-wipe corpus race layout-sweep test test-fast report accuracy validation-proof compare metrics-store metrics-store-stop \
+.PHONY: lint format venv es-start es-stop es-status es-wipe corpus race repeat layout-sweep test test-fast report accuracy validation-proof compare metrics-store metrics-store-stop \
 	toxiproxy proxy-start proxy-stop proxy-status remote-start remote-stop rtt-sweep network-faults ccs-roundtrips \
 	source-cost aggregation-memory
 
@@ -70,6 +70,17 @@ race: venv es-start corpus
 	$(WAIT_FOR_RALLY)
 	$(ESRALLY) race --track-path=tracks/cluster-metrics --challenge=$(CHALLENGE) --pipeline=benchmark-only \
 	  --offline --target-hosts=$(TARGET_HOSTS) $(if $(TRACK_PARAMS),--track-params="$(TRACK_PARAMS)") $(RALLY_CONFIG) $(RACE_ARGS)
+
+# the challenge RUNS times, one race after the other, then one report of the set: each cell's race medians, their
+# run-to-run spread and the pooled interval (reports/repeat-<ids>/); compare sets with make compare RACES="a,b,c d,e,f"
+RUNS ?= 3
+repeat: venv
+	@ids=""; log=$$(mktemp); for run in $$(seq $(RUNS)); do \
+	  $(MAKE) --no-print-directory race > $$log 2>&1; status=$$?; cat $$log; \
+	  id=$$(grep -o 'Race id is \[[0-9a-f-]*\]' $$log | tail -1 | tr -d '[]' | cut -d' ' -f4); \
+	  [ $$status -eq 0 ] && [ -n "$$id" ] || { rm -f $$log; echo "repeat: race $$run of $(RUNS) failed"; exit 1; }; \
+	  ids="$$ids,$$id"; \
+	done; rm -f $$log; echo "races: $${ids#,}"; $(VPY) -m report --race $${ids#,} $(RALLY_CONFIG)
 
 # a second local node as Rally's metrics store, and a Rally configuration of its own (rally-$(STORE_CONFIG).ini
 # beside your rally.ini, which stays as it is) that races into it: then make race/report/compare METRICS_STORE=yes

@@ -2,6 +2,8 @@
 
     python -m report [--race ID] [--rally-home DIR] [--configuration-name NAME] [--out reports]
     python -m report --race ID1 --race ID2 --compare
+    python -m report --race A1,A2,A3                              (a set of repeated races: make repeat)
+    python -m report --race A1,A2,A3 --race B1,B2,B3 --compare    (sets, race by race)
 
 Races come from Rally's metrics store when the Rally configuration (rally.ini, or rally-NAME.ini) names an
 Elasticsearch one, with every sample's service time (intervals, verdicts); otherwise from race.json files.
@@ -10,7 +12,7 @@ Elasticsearch one, with every sample's service time (intervals, verdicts); other
 import argparse
 from pathlib import Path
 
-from report import ReportError, charts, costs, load, network, races, tables, uncertainty
+from report import ReportError, charts, costs, load, network, races, repeats, tables, uncertainty
 from report.store import Store
 
 LAYOUT_NOTE = (
@@ -228,14 +230,23 @@ def main(argv=None):
     def find(race_id):
         return races.from_store(store, race_id) if store else races.find(race_id, args.rally_home)
 
+    sets = [[find(race_id) for race_id in arg.split(",") if race_id] for arg in args.race or []]
     if args.compare:
-        if not args.race or len(args.race) < 2:
-            parser.error('--compare needs at least two races: make compare RACES="id1 id2"')
-        path, text = compare_report([find(r) for r in args.race], args.out)
+        if len(sets) < 2:
+            parser.error('--compare needs at least two races or sets: make compare RACES="id1 id2" (or "a1,a2,a3 b1,b2,b3")')
+        if all(len(s) == 1 for s in sets):
+            path, text = compare_report([s[0] for s in sets], args.out)
+        else:
+            path, text = repeats.sets_report(sets, args.out)
         print(text)
         print(f"written: {path}")
         return 0
-    race = find(args.race[0] if args.race else None)
+    if sets and len(sets[0]) > 1:
+        path, text = repeats.repeat_report(sets[0], args.out)
+        print(text)
+        print(f"report: {path}")
+        return 0
+    race = sets[0][0] if sets else find(None)
     path, summary = single_report(race, args.out)
     print(f"race {race.race_id} ({race.challenge})")
     for line in summary:

@@ -19,6 +19,10 @@ coverage). The construction is conservative: on synthetic cells with a 10% sprea
 named a difference between identical distributions in at most 0.1% of 2,000 pairs, and its price is power: 20
 samples a side find a 30% difference (a 20% one 79% of the time), 100 samples a 10% one. The margin covers what the samples of one race cannot show: the spread from race to race (JVM
 warm-up, page cache, shard placement), a median 2.2% per cell between two runs on one node (issue 20's measurement).
+
+Repeated races (compare_race_sets): with two or more races a side, the race is the unit, and the verdict follows the
+same rule on Welch's t-interval of the log-medians; that interval holds its 95% when the races' log-medians are
+roughly normal, which tests/test_uncertainty.py checks on synthetic sets with race-to-race noise.
 """
 
 import functools
@@ -115,3 +119,40 @@ def compare(a, b, margin=MARGIN):
     else:
         verdict = SAME
     return Comparison(ratio, low, high, verdict)
+
+
+MIN_RACES = 2  # a side of a comparison of race sets
+
+
+def compare_race_sets(a, b, margin=MARGIN):
+    """Set B of repeated races against set A, one cell: the unit is the race, so the spread from race to race (which
+    the samples of one race cannot show) is in the interval. Each race gives its median; the ratio's 95% interval is
+    Welch's t-interval of the difference of the mean log-medians, exponentiated (a ratio of geometric means). The
+    verdict reads it as compare() does. `a` and `b` are each race's median, None for a race whose cell failed."""
+    if any(m is None for m in (*a, *b)):
+        return Comparison(None, None, None, None, "a failed cell has no verdict")
+    if len(a) < MIN_RACES or len(b) < MIN_RACES:
+        return Comparison(None, None, None, None, f"{min(len(a), len(b))} race(s), a verdict on sets needs {MIN_RACES} a side")
+    if min(*a, *b) <= 0:
+        return Comparison(None, None, None, None, "a median of 0 or less")
+    log_a, log_b = np.log(a), np.log(b)
+    diff = float(np.mean(log_b) - np.mean(log_a))
+    if np.ptp(log_a) == 0 and np.ptp(log_b) == 0:
+        low = high = diff  # no spread at all on either side: the interval is the point
+    else:
+        interval = stats.ttest_ind(log_b, log_a, equal_var=False).confidence_interval(CONFIDENCE)
+        low, high = float(interval.low), float(interval.high)
+    ratio, low, high = math.exp(diff), math.exp(low), math.exp(high)
+    if low > 1 and ratio > 1 + margin:
+        verdict = SLOWER
+    elif high < 1 and ratio < 1 / (1 + margin):
+        verdict = FASTER
+    else:
+        verdict = SAME
+    return Comparison(ratio, low, high, verdict)
+
+
+def run_to_run_spread(medians):
+    """(max - min) / the median of the races' medians: how far repeated races of one cell land apart."""
+    values = [m for m in medians if m is not None]
+    return (max(values) - min(values)) / float(np.median(values)) if len(values) > 1 else None

@@ -228,3 +228,55 @@ def test_a_failed_layout_cell_is_marked(tmp_path):
     (dst / "race.json").write_text(json.dumps(data))
     query = {row[0]: row for row in tables.layout_query_table(races.find("cafecafe", rally_home=tmp_path))[1]}
     assert query["2S1R"][4] == "FAILED" and query["2S1R"][5] is None
+
+
+def _scaled(factor):
+    """Every coverage's service times times `factor`: a repeat of the race on a slower or faster run."""
+
+    def change(data):
+        for op in data["results"]["op_metrics"]:
+            if op["task"].startswith("coverage-"):
+                op["service_time"] = {k: v * factor if isinstance(v, (int, float)) else v for k, v in op["service_time"].items()}
+
+    return change
+
+
+def test_a_set_of_repeated_races_reports_each_cells_spread(tmp_path, capsys):
+    ids = [f"0000000{i}-0000-0000-0000-000000000000" for i in range(3)]
+    for race_id, factor in zip(ids, (1.0, 1.1, 0.9)):
+        _copy_race(FULL, tmp_path, race_id, _scaled(factor))
+    assert report_main(["--race", ",".join(i[:8] for i in ids), "--rally-home", str(tmp_path), "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    base = races.find(FULL, rally_home=HOME).op_metrics()["coverage-D_td-msearch"]["service_time"]["mean"]
+    row = next(l for l in out.splitlines() if l.startswith("| coverage-D_td-msearch |"))
+    assert f"{base:.1f} / {base * 1.1:.1f} / {base * 0.9:.1f}" in row and "| 20.0% |" in row
+    assert row.rstrip().endswith("| - |")  # race.json keeps no samples: no pooled interval without a metrics store
+
+
+def test_sets_are_compared_race_by_race(tmp_path, capsys):
+    """Three races a side: a set 30% slower is called slower in every cell, a set inside its own spread is not."""
+    sets = {"a": (1.0, 1.02, 0.98), "b": (1.3, 1.32, 1.28), "c": (1.01, 0.99, 1.0)}
+    for name, factors in sets.items():
+        for i, factor in enumerate(factors):
+            _copy_race(FULL, tmp_path, f"{name * 7}{i}-0000-0000-0000-000000000000", _scaled(factor))
+    arg = {name: ",".join(f"{name * 7}{i}" for i in range(3)) for name in sets}
+    assert (
+        report_main(
+            [
+                "--race",
+                arg["a"],
+                "--race",
+                arg["b"],
+                "--race",
+                arg["c"],
+                "--compare",
+                "--rally-home",
+                str(tmp_path),
+                "--out",
+                str(tmp_path / "out"),
+            ]
+        )
+        == 0
+    )
+    rows = [l for l in capsys.readouterr().out.splitlines() if l.startswith("| coverage-")]
+    assert len(rows) == 18 and all(r.count(" slower |") == 1 and "no difference beyond noise" in r for r in rows)

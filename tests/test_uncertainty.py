@@ -90,3 +90,48 @@ def test_wrong_samples_are_refused():
         median_interval([])
     with pytest.raises(ValueError):
         median_interval([1.0, float("nan"), 2.0])
+
+
+# ---------------------------------------------------------------- repeated races: the race is the unit
+
+RACE_SIGMA = 0.03  # race-to-race spread of a cell's median (issue 20 measured a median 2.2% between two runs)
+
+
+def race_sets(rng, races, shift=1.0, samples=10, size=TRIALS // 2):
+    """Each race's median of `samples` service times, where each race also draws its own offset (JVM, page cache)."""
+    offsets = rng.lognormal(0.0, RACE_SIGMA, (size, races, 1))
+    return np.median(rng.lognormal(MU, SIGMA, (size, races, samples)) * offsets * shift, axis=2)
+
+
+@pytest.mark.parametrize("races", [2, 3, 5])
+def test_identical_race_sets_are_rarely_called_different(races):
+    rng = np.random.default_rng(100 + races)
+    verdicts = [uncertainty.compare_race_sets(a, b).verdict for a, b in zip(race_sets(rng, races), race_sets(rng, races))]
+    assert np.mean([v != SAME for v in verdicts]) <= 0.05
+
+
+def test_pooling_the_samples_of_repeated_races_calls_noise_a_difference():
+    """Why sets are compared race by race: identical cells, three races of 50 samples a side, each race with its own
+    5% offset. Pooled, the 150 samples a side are called different far more often than 5% (the offsets are invisible
+    inside a race); race by race, not."""
+    rng = np.random.default_rng(17)
+    sides = rng.lognormal(MU, SIGMA, (2, 400, 3, 50)) * rng.lognormal(0.0, 0.05, (2, 400, 3, 1))
+    pooled = np.mean([compare(a.ravel(), b.ravel()).verdict != SAME for a, b in zip(*sides)])
+    by_race = np.mean([uncertainty.compare_race_sets(np.median(a, 1), np.median(b, 1)).verdict != SAME for a, b in zip(*sides)])
+    assert pooled > 0.1 and by_race <= 0.05, (pooled, by_race)
+
+
+# power on synthetic sets (3% race-to-race spread, 10 samples a race): 3 races find a 20% difference 86% of the time,
+# 5 races a 10% one 78%
+@pytest.mark.parametrize("races,shift,verdict,power", [(3, 1.2, SLOWER, 0.8), (3, 1 / 1.2, FASTER, 0.8), (5, 1.1, SLOWER, 0.7)])
+def test_a_real_difference_between_race_sets_is_found(races, shift, verdict, power):
+    rng = np.random.default_rng(int(races * 100 * shift))
+    verdicts = [uncertainty.compare_race_sets(a, b).verdict for a, b in zip(race_sets(rng, races), race_sets(rng, races, shift))]
+    assert np.mean([v == verdict for v in verdicts]) >= power
+
+
+def test_race_sets_with_a_failed_race_or_one_race_have_no_verdict():
+    assert uncertainty.compare_race_sets([20.0, None], [20.0, 21.0]).verdict is None
+    single = uncertainty.compare_race_sets([20.0], [30.0, 31.0])
+    assert single.verdict is None and "needs 2 a side" in single.why
+    assert uncertainty.run_to_run_spread([20.0, 21.0, 19.0]) == pytest.approx(0.1) and uncertainty.run_to_run_spread([20.0]) is None
