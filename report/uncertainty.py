@@ -102,6 +102,15 @@ class Comparison:
         return f"{self.ratio:.3f} [{self.low:.3f}, {self.high:.3f}] {self.verdict}"
 
 
+def _verdict(ratio, low, high, margin):
+    """The rule: a difference only when the whole 95% interval of the ratio lies beyond 1 and the ratio beyond margin."""
+    if low > 1 and ratio > 1 + margin:
+        return Comparison(ratio, low, high, SLOWER)
+    if high < 1 and ratio < 1 / (1 + margin):
+        return Comparison(ratio, low, high, FASTER)
+    return Comparison(ratio, low, high, SAME)
+
+
 def compare(a, b, margin=MARGIN):
     """Cell B's samples against cell A's (service times; None for a failed cell)."""
     if a is None or b is None:
@@ -112,13 +121,7 @@ def compare(a, b, margin=MARGIN):
     if ia.low <= 0:
         return Comparison(None, None, None, None, "a service time of 0 or less")
     ratio, low, high = ib.median / ia.median, ib.low / ia.high, ib.high / ia.low
-    if low > 1 and ratio > 1 + margin:
-        verdict = SLOWER
-    elif high < 1 and ratio < 1 / (1 + margin):
-        verdict = FASTER
-    else:
-        verdict = SAME
-    return Comparison(ratio, low, high, verdict)
+    return _verdict(ratio, low, high, margin)
 
 
 MIN_RACES = 2  # a side of a comparison of race sets
@@ -143,13 +146,7 @@ def compare_race_sets(a, b, margin=MARGIN):
         interval = stats.ttest_ind(log_b, log_a, equal_var=False).confidence_interval(CONFIDENCE)
         low, high = float(interval.low), float(interval.high)
     ratio, low, high = math.exp(diff), math.exp(low), math.exp(high)
-    if low > 1 and ratio > 1 + margin:
-        verdict = SLOWER
-    elif high < 1 and ratio < 1 / (1 + margin):
-        verdict = FASTER
-    else:
-        verdict = SAME
-    return Comparison(ratio, low, high, verdict)
+    return _verdict(ratio, low, high, margin)
 
 
 def run_to_run_spread(medians):
