@@ -22,11 +22,14 @@ PRIVATE_NETWORK = "CLUSTER_METRICS_PRIVATE_NETWORK"  # set inside the namespace:
 
 
 def test_races_through_a_load_driver_daemon_in_a_private_network(rally_home, small_corpus):
-    probe = subprocess.run(["unshare", "--net", "--", "ip", "link", "set", "lo", "up"], capture_output=True, text=True)
+    path = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])  # ip (iproute2) lives in sbin
+    probe = subprocess.run(
+        ["unshare", "--net", "--", "ip", "link", "set", "lo", "up"], capture_output=True, text=True, env={**os.environ, "PATH": path}
+    )
     if probe.returncode != 0:
         pytest.skip(f"no private network namespace here (unshare --net needs root, and iproute2): {probe.stderr.strip()}")
     # thespian finds an actor system's address by routing towards 8.8.8.8, and the namespace has no route: name it
-    env = dict(os.environ, RALLY_HOME=str(rally_home), THESPIAN_BASE_IPADDR="127.0.0.1", **{PRIVATE_NETWORK: "1"})
+    env = dict(os.environ, PATH=path, RALLY_HOME=str(rally_home), THESPIAN_BASE_IPADDR="127.0.0.1", **{PRIVATE_NETWORK: "1"})
     inside = subprocess.run(
         ["unshare", "--net", "--", PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:warnings", str(INSIDE)],
         cwd=REPO,

@@ -224,8 +224,18 @@ def use_track_repository(rally_home, name, source):
     return clone
 
 
+PASSING_ASSERTIONS = {
+    "coverage_assertions": [
+        {"property": "failed-checks", "condition": "==", "value": 0},
+        {"property": "hits", "condition": "==", "value": 1000},
+    ]
+}
+
+
 def test_track_loads_from_a_git_track_repository(rally_home, small_corpus):
-    """As a team shares it: rally.ini names the repository, Rally's tracks folder holds its clone (offline: as is)."""
+    """As a team shares it: rally.ini names the repository, Rally's tracks folder holds its clone (offline: as is).
+    The race also carries Rally assertions that hold (test_rally_assertions_apply_to_coverages has the failing ones):
+    one race for both keeps the suite's time."""
     ensure_test_mode_ingest(rally_home)
     clone = use_track_repository(rally_home, "team", REPO)
     # the clone holds what is committed; overlay the working tree so that uncommitted work is what gets tested
@@ -233,7 +243,13 @@ def test_track_loads_from_a_git_track_repository(rally_home, small_corpus):
         shutil.rmtree(clone / folder)
         shutil.copytree(REPO / folder, clone / folder, ignore=shutil.ignore_patterns("__pycache__"))
     race = run_race(
-        rally_home, "production-comparison", "--track-repository=team", "--track-revision=main", track=["--track=tracks/cluster-metrics"]
+        rally_home,
+        "production-comparison",
+        "--track-repository=team",
+        "--track-revision=main",
+        "--enable-assertions",
+        f"--track-params={json.dumps(PASSING_ASSERTIONS)}",
+        track=["--track=tracks/cluster-metrics"],
     )
     assert_clean(race, ["coverage-D_td-serial", "coverage-D_hdr-terms"])
     assert race.race["track"] == "tracks/cluster-metrics"  # a repository names its tracks by path
@@ -427,15 +443,7 @@ def test_rally_assertions_apply_to_coverages(rally_home, small_corpus):
     failing = json.dumps({"coverage_assertions": [{"property": "hits", "condition": "==", "value": 0}]})
     race = run_race(rally_home, "production-comparison", "--enable-assertions", f"--track-params={failing}")
     assert race.returncode != 0 and "Expected [hits] in [coverage-D_td-serial] to be == [0] but was [1000]" in race.output
-    passing = json.dumps(
-        {
-            "coverage_assertions": [
-                {"property": "failed-checks", "condition": "==", "value": 0},
-                {"property": "hits", "condition": "==", "value": 1000},
-            ]
-        }
-    )
-    assert_clean(run_race(rally_home, "production-comparison", "--enable-assertions", f"--track-params={passing}"))
+    # the assertions that hold are raced by test_track_loads_from_a_git_track_repository (PASSING_ASSERTIONS)
 
 
 def test_lost_documents_fail_the_count_check(rally_home, small_corpus):
