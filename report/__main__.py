@@ -168,7 +168,7 @@ def compare_report(race_list, out_root):
     rows = []
     cells = [tables.coverage_cells(r) for r in race_list]
     ingest = [tables.ingest_rows(r) for r in race_list]
-    keys = sorted({k for c in cells for k in c}, key=lambda k: (list(tables.VARIANTS).index(k[0]), tables.TRANSPORTS.index(k[1])))
+    keys = tables.in_study_order({k for c in cells for k in c})
     for v, t in keys:
         values = [tables.valid_median(c, (v, t)) if not tables.failed(c.get((v, t))) else "FAILED" for c in cells]
         rows.append([f"{tables.coverage_task_name(v, t)} median (ms)"] + values + _cell_comparisons(race_list, cells, (v, t), values))

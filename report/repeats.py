@@ -26,16 +26,11 @@ SETS_NOTE = (
 
 def race_medians(race_set, key):
     """Each race's median service time (ms) of the cell; None for a race where it failed or did not run."""
-    medians = []
-    for race in race_set:
-        op = tables.coverage_cells(race).get(key)
-        medians.append(None if op is None or tables.failed(op) else tables.service_ms(op, "median"))
-    return medians
+    return [tables.valid_median(tables.coverage_cells(race), key) for race in race_set]
 
 
-def _cells(race_set):
-    keys = {k for race in race_set for k in tables.coverage_cells(race)}
-    return sorted(keys, key=lambda k: (list(tables.VARIANTS).index(k[0]), tables.TRANSPORTS.index(k[1])))
+def _cells(*race_sets):
+    return tables.in_study_order({k for race_set in race_sets for race in race_set for k in tables.coverage_cells(race)})
 
 
 def _text(value):
@@ -66,12 +61,10 @@ def _geometric_mean(medians):
 
 def sets_table(sets):
     """Per cell: each set's geometric-mean median and spread, and each later set against the first."""
-    first = sets[0]
     header = ["cell"] + [f"set {i + 1} ({len(s)} races) median (ms), spread" for i, s in enumerate(sets)]
     header += [f"set {i + 2} / set 1" for i in range(len(sets) - 1)]
-    keys = sorted(set().union(*(_cells(s) for s in sets)), key=lambda k: (list(tables.VARIANTS).index(k[0]), tables.TRANSPORTS.index(k[1])))
     body = []
-    for key in keys:
+    for key in _cells(*sets):
         medians = [race_medians(s, key) for s in sets]
         row = [tables.coverage_task_name(*key)]
         for m in medians:

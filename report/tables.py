@@ -34,6 +34,11 @@ def coverage_cells(race):
     return {(v, t): ops[coverage_task_name(v, t)] for v in VARIANTS for t in TRANSPORTS if coverage_task_name(v, t) in ops}
 
 
+def in_study_order(keys):
+    """Cells (variant, transport) in the study's order: variants, then transports, as runners/queries.py lists them."""
+    return sorted(keys, key=lambda k: (list(VARIANTS).index(k[0]), TRANSPORTS.index(k[1])))
+
+
 def valid_median(cells, key):
     """The cell's median service time, or None when the cell is missing or failed."""
     op = cells.get(key)
