@@ -46,11 +46,29 @@ def coverage_note(race):
     )
 
 
+CLIENT_COST_NOTE = (
+    "fixed cost: the median of client-cost-<transport>, the transport's requests (as many, as large, through the same "
+    "client) for an epoch no corpus has, every answer checked empty: the load driver's work per request, the "
+    "connection and Elasticsearch's request handling, without search work. It bounds what the load driver adds from "
+    "above. share: that cost over the cell's median; where it is large the cell measures the client more than the "
+    "search.\n"
+)
+INGEST_TIME_NOTE = (
+    "From Rally's mean service and processing time per bulk x the bulk requests: Elasticsearch is the bulk tooks; "
+    "connection + HTTP is service time - took; the load driver's runner is processing time - service time (the client "
+    "building the request, Rally reading the response); between requests is wall - processing time (Rally's bulk "
+    "parameter source reading the corpus and assembling the next body). wall: Rally's task duration, which ends where "
+    "the last request starts, plus one mean processing time. Shown for one bulk client only: several overlap.\n"
+)
+
+
 # (title, table builder, what a race without it lacks, the note under the table: text or race -> text)
 SECTIONS = [
     ("Ingest per epoch", tables.ingest_table, "ingest", INGEST_NOTE),
+    ("Ingest: where an epoch's wall time goes", tables.ingest_time_table, "ingest time breakdown", INGEST_TIME_NOTE),
     ("30-node coverage: service time per coverage", tables.coverage_table, "coverage", lambda race: coverage_note(race)),
     ("Validation: every coverage checked against the ground truth", tables.validation_table, "validation counts", None),
+    ("Client cost: what each transport costs with nothing to search", tables.client_cost_table, "client cost", CLIENT_COST_NOTE),
     (
         "Subtractive cost attribution (median per coverage)",
         tables.attribution_table,

@@ -7,7 +7,7 @@ and is never a baseline, a speedup or the fastest cell."""
 from report.uncertainty import median_interval
 from runners import layouts as layout_rules
 from runners.queries import TRANSPORTS, VARIANTS
-from runners.tasks import VERIFY_DOC_COUNT, bulk_task_name, coverage_task_name, layout_task_name
+from runners.tasks import VERIFY_DOC_COUNT, bulk_task_name, client_cost_task_name, coverage_task_name, layout_task_name
 
 BASELINE = ("D_td", "serial")
 
@@ -139,6 +139,45 @@ def ingest_table(race):
     return header, body
 
 
+def ingest_time_table(race):
+    """Per epoch, where the bulk task's wall time went, from Rally's per-request times (mean x requests) and the bulk
+    tooks: Elasticsearch (took), the connection and Elasticsearch's HTTP layer (service time - took), the load driver
+    inside each request's runner (processing time - service time: the client building the request, Rally parsing the
+    response) and between requests (wall - processing time: Rally's bulk parameter source reading the corpus and
+    assembling the next body). The wall time is Rally's task duration, which ends where the last request starts, plus
+    that request (a mean processing time). With several bulk clients the requests overlap and the parts do not add
+    up: None."""
+    ops = race.op_metrics()
+    epochs = race.ingest.get("epochs", []) if race.ingest else []
+    header = [
+        "epoch",
+        "wall (s)",
+        "Elasticsearch: took (s)",
+        "connection + HTTP (s)",
+        "load driver: runner (s)",
+        "load driver: between requests (s)",
+        "load driver share",
+    ]
+    body, totals = [], [0.0] * 5
+    for e in sorted(epochs, key=lambda r: r["epoch"]):
+        bulk = ops.get(bulk_task_name(e["epoch"]), {})
+        times = [bulk.get(kind, {}).get("mean") for kind in ("service_time", "processing_time")]
+        if bulk.get("duration") is None or None in times or not e["bulk-requests"]:
+            return None
+        # Rally's task duration ends where the last request starts (the last sample's relative time): plus that request
+        service, processing = (t * e["bulk-requests"] / 1000 for t in times)
+        wall = bulk["duration"] / 1000 + times[1] / 1000
+        if processing > wall * 1.01:
+            return None
+        parts = [wall, e["bulk-took-ms"] / 1000, service - e["bulk-took-ms"] / 1000, processing - service, wall - processing]
+        totals = [t + p for t, p in zip(totals, parts)]
+        body.append([e["epoch"], *parts, _pct((parts[3] + parts[4]) / wall)])
+    if not body:
+        return None
+    body.append(["total", *totals, _pct((totals[3] + totals[4]) / totals[0])])
+    return header, body
+
+
 def ingest_problem(race):
     """Why the race's ingest failed (a bulk with failed samples, or documents lost or duplicated), or None."""
     ops = race.op_metrics()
@@ -181,6 +220,35 @@ def coverage_table(race):
                     row.append(median_interval(samples).text() if samples else "-")
             errors = max(errors, op.get("error_rate", 0) if op else 0)
         body.append(row + [_pct(errors)])
+    return header, body
+
+
+def client_cost_table(race):
+    """Per transport: its fixed cost (client-cost-<transport>: a coverage's requests that find nothing, so that what
+    remains is the load driver, the connection and Elasticsearch's request handling) and that cost as a share of each
+    cell's median. A failed calibration or cell has no share."""
+    ops = race.op_metrics()
+    costs = {t: ops[client_cost_task_name(t)] for t in TRANSPORTS if client_cost_task_name(t) in ops}
+    if not costs:
+        return None
+    cells = coverage_cells(race)
+    variants = [v for v in VARIANTS if any((v, t) in cells for t in costs)]
+    with_interval = race.samples is not None
+    header = ["transport", "fixed cost median (ms)"] + (["95% interval"] if with_interval else []) + [f"share of {v}" for v in variants]
+    body = []
+    for t, op in costs.items():
+        if failed(op):
+            body.append([t, failed_label(op)] + ["-"] * (len(header) - 2))
+            continue
+        cost = service_ms(op, "median")
+        row = [t, cost]
+        if with_interval:
+            samples = (race.samples or {}).get(client_cost_task_name(t))
+            row.append(median_interval(samples).text() if samples else "-")
+        for v in variants:
+            cell = cells.get((v, t))
+            row.append("-" if cell is None else "FAILED" if failed(cell) else _pct(cost / valid_median(cells, (v, t))))
+        body.append(row)
     return header, body
 
 

@@ -6,7 +6,7 @@ import time
 
 import elasticsearch
 
-from runners import load, parameters, queries, records, results
+from runners import interleave, load, parameters, queries, records, results
 from runners.context import CONTEXT_KEY, RaceContext
 from runners.validation import (
     CoverageErrors,
@@ -21,6 +21,7 @@ from runners.validation import (
 
 JSON = {"content-type": "application/json", "accept": "application/json"}
 NDJSON = {"content-type": "application/x-ndjson", "accept": "application/json"}
+EMPTY_EPOCH = 0  # the generator numbers epochs from 1: a search for epoch 0 finds nothing (client-cost)
 NO_CACHE = {"request_cache": "false"}  # _search takes it in the URL; _msearch in each header line (queries.py)
 
 
@@ -39,7 +40,8 @@ class CoverageParamSource:
     remote (a remote cluster's alias: the coverage goes through cross-cluster search to <remote>:<index>) and
     ccs-minimize-roundtrips (true or false, with remote); record-rate (true in a load calibration task: each
     successful coverage's duration is recorded for the steps' schedule, runners/load.py) after record-after coverages
-    (set by the track processor to the task's warmup-iterations)."""
+    (set by the track processor to the task's warmup-iterations); interleave (the cell takes turns with the other
+    cells of that group, in the order the track processor sets: runners/interleave.py)."""
 
     def __init__(self, track, params, **kwargs):
         context = RaceContext.of(params)
@@ -61,13 +63,22 @@ class CoverageParamSource:
             self._fixed["assertions"] = params["assertions"]
         self._record_after = params.get("record-after", 0) if params.get("record-rate") else None
         self._fixed[CONTEXT_KEY] = params[CONTEXT_KEY]  # the record folder: validation counts, calibration
-        truth = context.truth()
+        self._turns = None
+        if params.get(interleave.ORDER_KEY):
+            self._turns = interleave.positions(params[interleave.ORDER_KEY], params.get("name"))
+            self._fixed["turn-file"] = interleave.turn_file(context.record_dir, params[interleave.GROUP_KEY])
+        truth = self._truth(context)
         self._per_epoch = {
             epoch: {"expected": {n: self._expectation(truth[str(epoch)][n]) for n in self.nodes}, "requests": self._requests(epoch)}
             for epoch in self.epochs
         }
         self._next = 0
         self.infinite = True
+
+    @staticmethod
+    def _truth(context):
+        """{epoch (str): {node: its ground truth}} of the epochs the coverages ask for."""
+        return context.truth()
 
     def _query(self, params):
         """What the requests ask for, kept for building them; returns what the runner needs of it (the cell)."""
@@ -104,7 +115,30 @@ class CoverageParamSource:
         epoch = self.epochs[self._next % len(self.epochs)]
         self._next += 1
         measured = self._record_after is not None and self._next > self._record_after
-        return {**self._fixed, "epoch": epoch, **self._per_epoch[epoch], **({"record-rate": True} if measured else {})}
+        result = {**self._fixed, "epoch": epoch, **self._per_epoch[epoch], **({"record-rate": True} if measured else {})}
+        if self._turns is not None:
+            if self._next > len(self._turns):
+                raise IndexError(f"{self._fixed['name']}: coverage {self._next} has no turn ({len(self._turns)} in the order)")
+            result[interleave.TURN_KEY] = self._turns[self._next - 1]
+        return result
+
+
+class ClientCostParamSource(CoverageParamSource):
+    """The coverage's requests with nothing to find: variant A (the filter alone) for EMPTY_EPOCH, an epoch no corpus
+    has, over every node. The same number of requests, of the same size, through the same client as a cell, so that
+    what remains is what each request costs the load driver, the connection and Elasticsearch's request handling.
+
+    Operation parameters: transport; nodes, request-timeout as for the coverage."""
+
+    def __init__(self, track, params, **kwargs):
+        super().__init__(track, {**params, "variant": "A", "epochs": [EMPTY_EPOCH]}, **kwargs)
+
+    @staticmethod
+    def _truth(context):
+        return {str(EMPTY_EPOCH): {n: {"count": 0} for n in context.nodes}}
+
+    def _query(self, params):
+        return {**super()._query(params), "cell": f"client-cost/{self.transport}"}
 
 
 class FetchCoverageParamSource(CoverageParamSource):
@@ -144,9 +178,27 @@ class Coverage:
     - a network failure: no answer within request-timeout seconds, a refused or reset connection, a response cut
       short. Never retried; the description names the request and what the client saw. Mapped here rather than
       left to Rally, which ends the race on a connection error unless --on-error is continue-on-network: a fault on
-      one link is a failed sample like any other, and --on-error=abort still ends the race on the first one."""
+      one link is a failed sample like any other, and --on-error=abort still ends the race on the first one.
+    - in an interleaved group, a turn that never came (the coverage holding it never finished).
+
+    In an interleaved group the coverage waits for its turn before its first request and passes it on after its
+    answer is checked: neither is in the timed window, which opens at the first request."""
 
     async def __call__(self, es, params):
+        turn = params.get(interleave.TURN_KEY)
+        if turn is None:
+            return await self._coverage(es, params)
+        # the longest a live coverage of the group can hold the turn: a serial one, a request per node
+        stall_seconds = params["request-timeout"] * (len(params["nodes"]) + 1)
+        stalled = await interleave.wait_for_turn(params["turn-file"], turn, stall_seconds)
+        if stalled:
+            return results.failed(f"{params['cell']}: {stalled}", "cluster-metrics-schedule", "coverages")
+        try:
+            return await self._coverage(es, params)
+        finally:
+            interleave.pass_turn(params["turn-file"], turn)
+
+    async def _coverage(self, es, params):
         client = es.options(request_timeout=params["request-timeout"], max_retries=0, retry_on_status=(), retry_on_timeout=False)
         requests = params["requests"]
         bodies = []
@@ -209,6 +261,21 @@ class Coverage:
 
     def __repr__(self):
         return "coverage"
+
+
+class ClientCost(Coverage):
+    """One coverage's worth of requests that find nothing (ClientCostParamSource): the fixed cost of a transport.
+
+    Measures the coverage's window. Returns what the coverage returns; every answer must be empty and complete:
+    0 hits per node, no terms bucket, no sub-response error, shard failure or timed_out. Errors as for the coverage."""
+
+    def check(self, decoded, params, errors, pct_errors):
+        if params["transport"] == "terms":  # no bucket to find, and any bucket is one too many
+            return (check_terms_response(decoded[0], [], params["epoch"], {}, errors, pct_errors), decoded[0].get("took", 0))
+        return super().check(decoded, params, errors, pct_errors)
+
+    def __repr__(self):
+        return "client-cost"
 
 
 class FetchCoverage(Coverage):
@@ -285,6 +352,12 @@ def validate_coverage(params, clients, context):
         load.validate_step(params)
     if "ccs-minimize-roundtrips" in params:
         parameters.check_operation_value("ccs-minimize-roundtrips", [params["ccs-minimize-roundtrips"]], "ccs_minimize_roundtrips")
+
+
+def validate_client_cost(params, clients, context):
+    """Load-time check of a client-cost operation; raises ValueError naming the problem."""
+    queries.validate_transport(params.get("transport"))
+    _validate_common(params, context)
 
 
 def validate_fetch_coverage(params, clients, context):

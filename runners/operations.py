@@ -9,10 +9,13 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from runners.coverage import (
+    ClientCost,
+    ClientCostParamSource,
     Coverage,
     CoverageParamSource,
     FetchCoverage,
     FetchCoverageParamSource,
+    validate_client_cost,
     validate_coverage,
     validate_fetch_coverage,
 )
@@ -50,6 +53,7 @@ OPERATIONS = {
     "verify-doc-count": Operation(VerifyDocCount),
     "verify-corpus": Operation(VerifyCorpus),
     "coverage": Operation(Coverage, CoverageParamSource, validate_coverage),
+    "client-cost": Operation(ClientCost, ClientCostParamSource, validate_client_cost),
     "fetch-coverage": Operation(FetchCoverage, FetchCoverageParamSource, validate_fetch_coverage),
     "source-storage": Operation(SourceStorage, validate=validate_storage_stats),
     "check-quiet-cluster": Operation(CheckQuietCluster),

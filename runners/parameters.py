@@ -167,6 +167,9 @@ PARAMETERS = {
     "profile_epoch": (1, _integer(1)),
     "verify_corpus_checksums": (True, _boolean),
     "coverage_assertions": ([], _assertions),
+    # the study's cells each in a block of its own, or taking turns in shuffled passes (runners/interleave.py)
+    "schedule": ("blocked", _one_of("blocked", "interleaved")),
+    "schedule_seed": (1, _integer(0)),
     "layouts": (list(LAYOUTS), _layouts),
     "layout_bulk_size": (5000, _integer(1)),
     "layout_bulk_clients": (4, _integer(1)),

@@ -17,7 +17,7 @@ from pathlib import Path
 from esrally import exceptions, paths
 from esrally.track import loader
 
-from runners import corpus, parameters, queries, records
+from runners import corpus, interleave, parameters, queries, records
 from runners.context import CONTEXT_KEY, RaceContext
 from runners.network import ClearToxics, clear_toxics
 from runners.operations import OPERATIONS
@@ -60,6 +60,8 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
         selected = track.selected_challenge_or_default
         try:
             _check_challenge(selected, context, user_params)
+            hosts = self.cfg.opts("driver", "load_driver_hosts", mandatory=False, default_value=None)
+            interleave.assign(list(_tasks(selected)), parameters.value(user_params, "schedule_seed"), hosts)
         except ValueError as e:
             raise exceptions.SystemSetupError(f"Challenge [{selected.name}]: {e}.") from None
         for challenge in track.challenges:
@@ -187,6 +189,13 @@ def _check_challenge(challenge, context, user_params):
     needed = challenge.meta_data.get("min_epochs", 1) if challenge.meta_data else 1
     if len(context.epochs) < needed:
         raise ValueError(f"needs at least {needed} epochs, this race has {len(context.epochs)} (track parameter epochs)")
+    paced = {name: parameters.value(user_params, name) for name in ("coverage_clients", "target_throughput")}
+    interleaved = any(interleave.GROUP_KEY in t.operation.params for t in _tasks(challenge))
+    if interleaved and paced != {"coverage_clients": 1, "target_throughput": None}:
+        raise ValueError(
+            f"schedule interleaved runs one coverage at a time, at its own pace: it takes no coverage_clients or "
+            f"target_throughput ({paced}); drop them, or race with schedule:blocked"
+        )
     limit = parameters.value(user_params, "memory_parallel_hdr_digits_max")
     for task in _tasks(challenge):
         params = task.operation.params

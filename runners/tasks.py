@@ -9,6 +9,11 @@ def coverage_task_name(variant, transport):
     return f"coverage-{variant}-{transport}"
 
 
+def client_cost_task_name(transport):
+    """A transport's fixed cost: its coverage's requests with nothing to find."""
+    return f"client-cost-{transport}"
+
+
 def bulk_task_name(epoch):
     """The bulk load of one epoch: its duration in race.json is the epoch's wall time."""
     return f"bulk-epoch-{epoch}"

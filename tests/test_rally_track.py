@@ -26,7 +26,7 @@ from conftest import (
 )
 from report import network as network_report
 from report import races
-from runners import corpus, records
+from runners import corpus, interleave, records
 from runners.index_checks import shape_differences
 from runners.memory import BREAKER_SETTING
 from runners.operations import OPERATIONS
@@ -125,6 +125,7 @@ CI_PARAMS = {
     },
     "source-cost": {"source_variants": ["D_td"]},
     "full": {"epochs": 3, "variants": ["D_hdr"]},
+    "production-comparison": {"schedule": "interleaved"},
     "ingest-tuned": {"tuned_bulk_size": 250, "tuned_clients": 2},
 }
 
@@ -163,6 +164,10 @@ def test_every_challenge_in_test_mode(rally_home, small_corpus, challenge, reque
             and (r["below-bytes"] == 0 or r["floor-bytes"] <= r["below-bytes"] * (1 + PARAMETERS["memory_resolution"][0]))
             for r in rows
         )
+    if challenge == "production-comparison":  # interleaved: the cells' coverages ran in the order of the turns
+        cells = sorted(t["operation"]["name"] for t in tasks if interleave.GROUP_KEY in t["operation"])
+        ran = [json.loads(line)["task"] for line in (folder / records.VALIDATION).read_text().splitlines()]
+        assert len(cells) == 4 and [name for name in ran if name in cells] == interleave.order(cells, 2, PARAMETERS["schedule_seed"][0])
     if challenge == "source-cost":  # each mode measured in that mode; the index ends in the last one, stored
         for mode in PARAMETERS["source_modes"][0]:
             storage = json.loads((folder / records.source_record(mode)).read_text())

@@ -13,6 +13,7 @@ import pytest
 from conftest import REPO, TEST_PORT, run_race
 from report import ReportError, races, tables
 from report.__main__ import main as report_main
+from runners.tasks import client_cost_task_name
 
 HOME = Path(__file__).parent / "fixtures" / "races"
 FULL, PROFILE, PRODUCTION = "b8b9bc99", "23248411", "87d33580"
@@ -280,3 +281,59 @@ def test_sets_are_compared_race_by_race(tmp_path, capsys):
     )
     rows = [l for l in capsys.readouterr().out.splitlines() if l.startswith("| coverage-")]
     assert len(rows) == 18 and all(r.count(" slower |") == 1 and "no difference beyond noise" in r for r in rows)
+
+
+def _with_client_cost(costs_ms, failed_transport=None):
+    """A fixture race with client-cost tasks of the given medians (what a race of today's track holds)."""
+
+    def change(data):
+        for transport, ms in costs_ms.items():
+            data["results"]["op_metrics"].append(
+                {
+                    "task": client_cost_task_name(transport),
+                    "operation": client_cost_task_name(transport),
+                    "service_time": {"50_0": ms, "90_0": ms, "100_0": ms, "mean": ms, "unit": "ms"},
+                    "error_rate": 0.2 if transport == failed_transport else 0.0,
+                }
+            )
+
+    return change
+
+
+def test_client_cost_is_shown_as_a_share_of_each_cell(tmp_path):
+    _copy_race(
+        FULL, tmp_path, "c1c1c1c1-0000-0000-0000-000000000000", _with_client_cost({"serial": 4.0, "msearch": 1.5, "terms": 1.0}, "terms")
+    )
+    race = races.find("c1c1c1c1", rally_home=tmp_path)
+    header, body = tables.client_cost_table(race)
+    rows = {row[0]: dict(zip(header, row)) for row in body}
+    cells = tables.coverage_cells(race)
+    assert rows["serial"]["fixed cost median (ms)"] == 4.0
+    assert rows["serial"]["share of A"] == f"{4.0 / tables.valid_median(cells, ('A', 'serial')):.1%}"
+    assert rows["msearch"]["share of D_td"] == f"{1.5 / tables.valid_median(cells, ('D_td', 'msearch')):.1%}"
+    assert rows["terms"]["fixed cost median (ms)"].startswith("FAILED") and rows["terms"]["share of A"] == "-"
+    assert tables.client_cost_table(races.find(FULL, rally_home=HOME)) is None  # a race without the calibration
+
+
+def test_ingest_time_is_split_between_elasticsearch_the_connection_and_the_load_driver(tmp_path):
+    race = races.find(FULL, rally_home=HOME)
+    header, body = tables.ingest_time_table(race)
+    ops, first = race.op_metrics(), dict(zip(header, body[0]))
+    bulk, epoch = ops["bulk-epoch-1"], race.ingest["epochs"][0]
+    n = epoch["bulk-requests"]
+    assert first["wall (s)"] == pytest.approx((bulk["duration"] + bulk["processing_time"]["mean"]) / 1000)  # to the last request's end
+    assert first["Elasticsearch: took (s)"] == epoch["bulk-took-ms"] / 1000
+    assert first["load driver: runner (s)"] == pytest.approx((bulk["processing_time"]["mean"] - bulk["service_time"]["mean"]) * n / 1000)
+    assert first["load driver: between requests (s)"] == pytest.approx(first["wall (s)"] - bulk["processing_time"]["mean"] * n / 1000)
+
+    def overlapping(data):  # several bulk clients: the requests' times add up to more than the wall time
+        for op in data["results"]["op_metrics"]:
+            if op["task"].startswith("bulk-epoch-"):
+                op["processing_time"]["mean"] = op["duration"] * 2
+
+    copy = _copy_race(FULL, tmp_path, "c2c2c2c2-0000-0000-0000-000000000000", overlapping)
+    record = json.loads((copy / "cluster-metrics" / "ingest.json").read_text())
+    for row in record["epochs"]:
+        row["bulk-requests"] = 3  # two clients' requests, each as long as the task
+    (copy / "cluster-metrics" / "ingest.json").write_text(json.dumps(record))
+    assert tables.ingest_time_table(races.find("c2c2c2c2", rally_home=tmp_path)) is None

@@ -14,7 +14,7 @@ from esrally.track import loader
 
 import cmgen
 from conftest import REPO, rendered_tasks
-from runners import corpus, parameters
+from runners import corpus, interleave, parameters
 from runners.context import CONTEXT_KEY, RaceContext
 from runners.network import clear_toxics
 from runners.operations import OPERATIONS
@@ -46,9 +46,11 @@ def corpus_root(tmp_path_factory):
     return root
 
 
-def load(root, track_params=None, test_mode=False, race_id="r-1", challenge=None, before=None):
+def load(root, track_params=None, test_mode=False, race_id="r-1", challenge=None, before=None, hosts=None):
     """The track as a race gets it: read by Rally, then `before` (one of Rally's own processors), then ours."""
     cfg = config.Config()
+    if hosts:
+        cfg.add(config.Scope.application, "driver", "load_driver_hosts", hosts)
     for section, key, value in [
         ("node", "rally.root", paths.rally_root()),
         ("node", "root.dir", str(root / "rally")),
@@ -136,6 +138,8 @@ def test_epochs_bound_ingest_and_queries(corpus_root):
         ({"memory_resolution": 1e-6}, "track parameter memory_resolution must be a number from 0.001 to 1 (exclusive)"),
         ({"memory_attempts": "3"}, "track parameter memory_attempts must be an integer from 1 to 100, got '3'"),
         ({"source_force_merge": "no"}, "track parameter source_force_merge must be true or false"),
+        ({"schedule": "shuffled"}, "track parameter schedule must be one of 'blocked', 'interleaved', got 'shuffled'"),
+        ({"schedule_seed": -1}, "track parameter schedule_seed must be an integer of at least 0, got -1"),
     ],
 )
 def test_bad_parameters_are_named_before_the_cluster_is_touched(corpus_root, track_params, message):
@@ -306,6 +310,12 @@ def test_bad_network_parameters_are_named_at_load(corpus_root, params, message):
         ("coverage-load", {"hdr_digits": 5, "load_transports": ["terms"]}, "runs HDR with 5 digits over terms"),
         ("aggregation-memory", {"hdr_digits": 5}, "above memory_parallel_hdr_digits_max (4)"),
         ("live", {"epochs": 1}, "Challenge [live]: needs at least 2 epochs, this race has 1 (track parameter epochs)"),
+        (
+            "query-decomposition",
+            {"schedule": "interleaved", "coverage_clients": 2},
+            "schedule interleaved runs one coverage at a time, at its own pace: it takes no coverage_clients",
+        ),
+        ("production-comparison", {"schedule": "interleaved", "target_throughput": 2}, "it takes no coverage_clients or target_throughput"),
     ],
 )
 def test_challenge_wide_rules_are_named_at_load(corpus_root, challenge, track_params, message):
@@ -368,3 +378,28 @@ def test_each_load_driver_host_checks_the_corpus_it_will_read(tmp_path):
     shutil.rmtree(tmp_path / corpus.META_DIR)
     with pytest.raises(exceptions.SystemSetupError, match=r"Load-driver host .*No cluster-metrics corpus: .* does not exist; generate it"):
         prepare(track, tmp_path)
+
+
+@pytest.mark.parametrize("test_mode,passes", [(False, 20), (True, 2)])
+def test_interleaved_cells_get_one_order_of_the_passes_that_run(corpus_root, test_mode, passes):
+    """Every cell of query-decomposition, under its usual name, with the order of the passes the race will run
+    (warm-up + measured coverages, after --test-mode's reduction); the blocked schedule has no order."""
+    cfg = config.Config()
+    cfg.add(config.Scope.application, "track", "test.mode.enabled", test_mode)
+    rally_test_mode = loader.TestModeTrackProcessor(cfg)
+    track = load(
+        corpus_root, {"schedule": "interleaved", "schedule_seed": 3}, test_mode, challenge="query-decomposition", before=rally_test_mode
+    )
+    (element,) = [t for t in next(c for c in track.challenges if c.name == "query-decomposition").schedule if hasattr(t, "tasks")]
+    names = sorted(t.name for t in element.tasks)
+    assert names == sorted(coverage_task_name(v, t) for v in VARIANTS for t in TRANSPORTS)
+    orders = {json.dumps(t.operation.params[interleave.ORDER_KEY]) for t in element.tasks}
+    assert orders == {json.dumps(interleave.order(names, passes, 3))}
+    blocked = load(corpus_root, {}, challenge="query-decomposition")
+    assert not any(interleave.ORDER_KEY in t.operation.params for t in ours(blocked, "query-decomposition"))
+
+
+def test_interleaved_cells_refuse_several_load_driver_hosts(corpus_root):
+    with pytest.raises(exceptions.SystemSetupError, match=re.escape("runs its cells on one load-driver host, this race has 2")):
+        load(corpus_root, {"schedule": "interleaved"}, challenge="production-comparison", hosts=["10.0.0.1", "10.0.0.2"])
+    load(corpus_root, {"schedule": "interleaved"}, challenge="production-comparison", hosts=["127.0.0.1"])

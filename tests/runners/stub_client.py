@@ -38,6 +38,7 @@ class StubClient:
     def __init__(self, answers):
         self.answers = list(answers)
         self.sent, self.options_seen, self.bodies, self.raw, self.marks = [], [], [], False, []
+        self.on_send = None  # called at each request sent (a test's global order of requests)
 
     def on_request_start(self):
         self.marks.append("start")
@@ -61,6 +62,8 @@ class StubClient:
 
     async def perform_request(self, method, path, params=None, body=None, headers=None):
         self.sent.append({"method": method, "path": path, "params": params, "body": body, "headers": headers})
+        if self.on_send:
+            self.on_send()
         if isinstance(self.answers[0], Exception):  # a network failure: no HTTP answer at all
             raise self.answers.pop(0)
         status, answer = self.answers.pop(0)
