@@ -24,6 +24,7 @@ from runners.tasks import (
     breaker_floor_task_name,
     bulk_task_name,
     ccs_task_name,
+    client_cost_task_name,
     coverage_task_name,
     fault_task_name,
     fetch_task_name,
@@ -392,7 +393,9 @@ def test_interleaved_cells_get_one_order_of_the_passes_that_run(corpus_root, tes
     )
     (element,) = [t for t in next(c for c in track.challenges if c.name == "query-decomposition").schedule if hasattr(t, "tasks")]
     names = sorted(t.name for t in element.tasks)
-    assert names == sorted(coverage_task_name(v, t) for v in VARIANTS for t in TRANSPORTS)
+    assert names == sorted(
+        [coverage_task_name(v, t) for v in VARIANTS for t in TRANSPORTS] + [client_cost_task_name(t) for t in TRANSPORTS]
+    )
     orders = {json.dumps(t.operation.params[interleave.ORDER_KEY]) for t in element.tasks}
     assert orders == {json.dumps(interleave.order(names, passes, 3))}
     blocked = load(corpus_root, {}, challenge="query-decomposition")
