@@ -93,7 +93,7 @@ async def wait_for_turn(path, turn, stall_seconds):
         elif time.monotonic() - since > stall_seconds:
             why = (
                 f"interleaved schedule: turn {current + 1} of {path} did not pass on within {stall_seconds:.0f} s "
-                f"(request-timeout x requests): the coverage holding it never finished"
+                f"(request-timeout x (nodes + 1)): the coverage holding it never finished"
             )
             with open(path + STALLED, "w") as f:
                 f.write(why)
