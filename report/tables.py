@@ -243,7 +243,7 @@ def client_cost_table(race):
         cost = service_ms(op, "median")
         row = [t, cost]
         if with_interval:
-            samples = (race.samples or {}).get(client_cost_task_name(t))
+            samples = race.samples.get(client_cost_task_name(t))
             row.append(median_interval(samples).text() if samples else "-")
         for v in variants:
             cell = cells.get((v, t))
