@@ -43,7 +43,7 @@ WAIT_FOR_RALLY := for i in $$(seq 120); do pgrep -f '[e]srally race' >/dev/null 
 
 .PHONY: lint format venv es-start es-stop es-status es-wipe corpus race repeat layout-sweep test test-fast report accuracy validation-proof compare metrics-store metrics-store-stop \
 	toxiproxy proxy-start proxy-stop proxy-status remote-start remote-stop rtt-sweep network-faults ccs-roundtrips \
-	source-cost aggregation-memory
+	source-cost aggregation-memory width-corpora coverage-width
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt
@@ -63,6 +63,16 @@ es-wipe:
 
 corpus: venv
 	$(VPY) corpora-gen/generate --epochs $(EPOCHS) --rows-per-epoch $(ROWS) --nodes $(CORPUS_NODES) --tasks $(TASKS) --seed $(SEED)
+
+# the coverage-width sweep's corpus sets (one per width, beside the main corpus; the track's defaults), then its race
+# (other widths: the same values here and in the race's track parameters, e.g. TRACK_PARAMS=widths.json)
+WIDTHS ?= 30,100,300,1000,3000
+WIDTH_ROWS ?= 1000000
+WIDTH_EPOCHS ?= 1
+width-corpora: venv
+	$(VPY) corpora-gen/generate --widths $(WIDTHS) --rows-per-epoch $(WIDTH_ROWS) --epochs $(WIDTH_EPOCHS)
+coverage-width: CHALLENGE = coverage-width
+coverage-width: width-corpora race
 
 # the main job: venv, local node, corpus, then the default race (the whole seed study) in your Rally home
 race: venv es-start corpus

@@ -17,7 +17,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: the corpus contract
 from runners import corpus  # noqa: E402
-from runners.corpus import FIELDS, GROUND_TRUTH_PERCENTS, TEST_MODE_DOCS, corpus_name, file_name  # noqa: E402
+from runners.corpus import FIELDS, GROUND_TRUTH_PERCENTS, corpus_name, file_name  # noqa: E402
 
 CHUNK_ROWS = 250_000
 NET_MAX_CENTS = 99_999_999  # net is clipped below 1,000,000.00 so it fits its fixed-width field
@@ -36,8 +36,8 @@ class Params:
             value = getattr(self, name)
             if not isinstance(value, int) or value <= 0:
                 raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
-        if self.nodes > 999:
-            raise ValueError(f"--nodes must be at most 999 (names are N001..N999), got {self.nodes}")
+        if self.nodes > corpus.MAX_NODES:
+            raise ValueError(f"--nodes must be at most {corpus.MAX_NODES:,} (names are N00001..N{corpus.MAX_NODES}), got {self.nodes}")
         if self.tasks > 9999:
             raise ValueError(f"--tasks must be at most 9999 (names are T0001..T9999), got {self.tasks}")
         if self.rows_per_epoch < self.nodes:
@@ -245,17 +245,18 @@ def _atomic_write(path, data):
     os.replace(tmp, path)
 
 
-def _generate_epoch(params, out, epoch):
+def _generate_epoch(params, out, epoch, corpus_set):
     """One epoch's files (full and -1k) and ground truth; epochs are independent, so they can run in parallel."""
     columns = epoch_columns(params, epoch)
-    folder = Path(out) / corpus_name(epoch)
+    folder = Path(out) / corpus_name(epoch, corpus_set)
     folder.mkdir(parents=True, exist_ok=True)
     files, truth = [], {}
+    test_rows = corpus.test_mode_rows(params.nodes)
     for test_mode in (False, True):
-        if test_mode and params.rows_per_epoch <= TEST_MODE_DOCS:
+        if test_mode and params.rows_per_epoch <= test_rows:
             continue
-        rows = TEST_MODE_DOCS if test_mode else params.rows_per_epoch
-        path = folder / file_name(epoch, test_mode)
+        rows = test_rows if test_mode else params.rows_per_epoch
+        path = folder / file_name(epoch, test_mode, corpus_set)
         digest, size = hashlib.sha256(), 0
         tmp = path.with_suffix(".json.tmp")
         with open(tmp, "wb", buffering=16 << 20) as f:
@@ -267,7 +268,7 @@ def _generate_epoch(params, out, epoch):
         os.replace(tmp, path)
         files.append(
             {
-                "corpus": corpus_name(epoch),
+                "corpus": corpus_name(epoch, corpus_set),
                 "epoch": epoch,
                 "file": path.name,
                 "test_mode": test_mode,
@@ -280,15 +281,15 @@ def _generate_epoch(params, out, epoch):
     return epoch, files, truth
 
 
-def generate(params, out, progress=None, jobs=1):
-    """Writes every corpus file, the ground truth and, last, the manifest. Returns the manifest.
+def generate(params, out, progress=None, jobs=1, corpus_set=corpus.INDEX):
+    """Writes every corpus file of the set, its ground truth and, last, its manifest. Returns the manifest.
     jobs > 1 generates epochs in that many processes; the bytes do not depend on it."""
     params.validate()
     out = Path(out)
     results = {}
     if jobs > 1 and params.epochs > 1:
         with ProcessPoolExecutor(max_workers=min(jobs, params.epochs)) as pool:
-            futures = [pool.submit(_generate_epoch, params, out, e) for e in range(1, params.epochs + 1)]
+            futures = [pool.submit(_generate_epoch, params, out, e, corpus_set) for e in range(1, params.epochs + 1)]
             for future in as_completed(futures):
                 epoch, files, truth = future.result()
                 results[epoch] = (files, truth)
@@ -296,28 +297,28 @@ def generate(params, out, progress=None, jobs=1):
                     progress(len(results) * params.rows_per_epoch, params.epochs * params.rows_per_epoch)
     else:
         for e in range(1, params.epochs + 1):
-            results[e] = _generate_epoch(params, out, e)[1:]
+            results[e] = _generate_epoch(params, out, e, corpus_set)[1:]
             if progress:
                 progress(e * params.rows_per_epoch, params.epochs * params.rows_per_epoch)
     files = [f for e in sorted(results) for f in results[e][0]]
     truth = {
         section: {str(e): results[e][1][section] for e in sorted(results) if section in results[e][1]} for section in ("full", "test_mode")
     }
-    corpus.manifest_path(out).parent.mkdir(parents=True, exist_ok=True)
+    corpus.manifest_path(out, corpus_set).parent.mkdir(parents=True, exist_ok=True)
     # compact: the rank grids are ~450k numbers at full scale
     truth_bytes = json.dumps(
         {"generator": asdict(params), "percents": list(GROUND_TRUTH_PERCENTS), "epochs": truth}, sort_keys=True, separators=(",", ":")
     ).encode()
-    _atomic_write(corpus.ground_truth_path(out), truth_bytes)
+    _atomic_write(corpus.ground_truth_path(out, corpus_set), truth_bytes)
     manifest = {
         "generator": generator_record(params),
         "made_with": made_with(),
-        "index": corpus.INDEX,
+        "index": corpus_set,
         "nodes": node_names(params.nodes),
         "files": files,
         "ground_truth": {"file": corpus.GROUND_TRUTH, "sha256": hashlib.sha256(truth_bytes).hexdigest()},
     }
-    _atomic_write(corpus.manifest_path(out), json.dumps(manifest, sort_keys=True, indent=2).encode())
+    _atomic_write(corpus.manifest_path(out, corpus_set), json.dumps(manifest, sort_keys=True, indent=2).encode())
     return manifest
 
 

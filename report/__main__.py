@@ -12,7 +12,7 @@ Elasticsearch one, with every sample's service time (intervals, verdicts); other
 import argparse
 from pathlib import Path
 
-from report import ReportError, charts, costs, load, network, races, repeats, tables, uncertainty
+from report import ReportError, charts, costs, load, network, races, repeats, tables, uncertainty, widths
 from report.store import Store
 
 LAYOUT_NOTE = (
@@ -90,6 +90,9 @@ SECTIONS = [
     ("Under load: the redline per cell", load.redline_table, "redline", None),
     ("Live: ingest and coverages, each alone and beside the other", load.live_table, "live", load.LIVE_NOTE),
     ("What _source costs: storage, ingest, coverage and fetch per _source mode", costs.source_table, "_source cost", costs.SOURCE_NOTE),
+    ("Coverage width: median per coverage (ms) against the monitored nodes", widths.width_table, "coverage width", widths.search_pool_note),
+    ("Coverage width: where terms overtakes _msearch", widths.crossover_table, "width crossover", widths.CROSSOVER_NOTE),
+    ("Coverage width: ingest per width", widths.width_ingest_table, "width ingest", None),
     (
         "Aggregation memory: request breaker floor and GC activity per cell, beside its time",
         costs.memory_table,
@@ -149,6 +152,7 @@ def single_report(race, out_root):
         ("ccs.png", charts.ccs_lines, "Cross-cluster coverage time against round-trip time"),
         ("load.png", charts.load_lines, "Coverage latency against offered rate"),
         ("memory.png", charts.memory_tradeoff, "Coverage time against memory per cell"),
+        ("width.png", charts.width_lines, "Coverage time against width"),
     ):
         if draw(race, out / name):
             parts.append(f"![{caption}]({name})\n")

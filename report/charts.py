@@ -5,7 +5,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from report import costs, load, network, tables  # noqa: E402
+from report import costs, load, network, tables, uncertainty, widths  # noqa: E402
 
 
 def _axes(ax, xlabel, ylabel, title=None, yscale="log", legend=8):
@@ -170,3 +170,41 @@ def memory_tradeoff(race, path):
     ]
     axes[1].legend(handles=handles, fontsize=7, loc="best")
     return _save(fig, path, f"Time against memory per cell — race {race.race_id[:8]} (failed cells left out)")
+
+
+def width_lines(race, path):
+    """coverage-width: median service time against the width (log-log), one panel per variant, one line per
+    transport; each point's 95% interval as an error bar when the race has its samples; failed points left out."""
+    cells = widths.width_cells(race)
+    if not cells:
+        return None
+    variants = widths.variants_of(cells)
+    columns = min(3, len(variants))
+    rows = -(-len(variants) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(5 * columns, 4 * rows), squeeze=False)
+    for ax, v in zip(axes.flat, variants):
+        for t in widths.transports_of(cells):
+            points = []
+            for w in widths.widths_of(cells):
+                op = cells.get((w, v, t))
+                if op is None or tables.failed(op):
+                    continue
+                median = tables.service_ms(op, "median")
+                samples = widths._samples(race, (w, v, t))
+                interval = uncertainty.median_interval(samples) if samples else None
+                low, high = (interval.low, interval.high) if interval and interval.low is not None else (median, median)
+                points.append((w, median, median - low, high - median))
+            if points:
+                ax.errorbar(
+                    [p[0] for p in points],
+                    [p[1] for p in points],
+                    yerr=[[p[2] for p in points], [p[3] for p in points]],
+                    fmt="o-",
+                    capsize=3,
+                    label=widths._label(t),
+                )
+        ax.set_xscale("log")
+        _axes(ax, "monitored nodes (width)", "median per coverage (ms)", v, legend=7)
+    for ax in list(axes.flat)[len(variants) :]:
+        ax.set_visible(False)
+    return _save(fig, path, f"Coverage time against width — race {race.race_id[:8]}")

@@ -6,7 +6,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from report import ReportError
+from report import ReportError, widths
 from runners import parameters, records
 from runners.corpus import races_root
 from runners.ingest import recount_bulk_tooks
@@ -30,6 +30,8 @@ class Race:
     source_ingest: dict = field(default_factory=dict)  # source-cost: _source mode -> its ingest record
     memory: list = field(default_factory=list)  # aggregation-memory: each cell's request breaker floor record
     validation: list = field(default_factory=list)  # each coverage's validation counts (runners/coverage.py)
+    width_ingest: dict = field(default_factory=dict)  # coverage-width: width -> its ingest record
+    search_pool: dict | None = None  # coverage-width: the search pool and _msearch's default concurrency
     samples: dict | None = None  # task -> each measured sample's service time (ms), None when a sample failed; store only
     source: str = "race.json"  # where Rally's figures came from
 
@@ -75,6 +77,7 @@ def load(race_dir, data=None):
                 attr[mode] = data
     race.memory = _json_lines(race_dir / records.RECORD_DIR / records.MEMORY)
     race.validation = _json_lines(race_dir / records.RECORD_DIR / records.VALIDATION)
+    widths.load_records(race, race_dir / records.RECORD_DIR)
     return race
 
 

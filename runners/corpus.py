@@ -1,11 +1,14 @@
 """The corpus contract, in one place: names, paths and file formats shared by the generator (corpora-gen), the track
 processor, the runners and the report.
 
-A generated corpus lives in Rally's data directory (`$RALLY_HOME/.rally/benchmarks/data`):
-  cluster-metrics-epoch-N/cluster-metrics-epoch-N.json      one epoch's rows (and its -1k sibling for --test-mode)
-  cluster-metrics/manifest.json                             what made the files, and each file's count, bytes, sha256
-  cluster-metrics/ground-truth.json                         exact answers per section ("full", "test_mode"), epoch, node
-Entries are looked up by their fields (epoch, test_mode), never by parsing file names.
+A generated corpus lives in Rally's data directory (`$RALLY_HOME/.rally/benchmarks/data`) as a corpus set: the main
+set `cluster-metrics` (make corpus), and beside it the sets of the coverage-width sweep, one per width and rows per
+epoch, each named by them (width_set: `cluster-metrics-width-300-rows-1000000`). The files of set S:
+  S-epoch-N/S-epoch-N.json      one epoch's rows (and its -1k sibling for --test-mode)
+  S/manifest.json               what made the files, and each file's count, bytes, sha256; "index": S
+  S/ground-truth.json           exact answers per section ("full", "test_mode"), epoch, node
+A set's index has the set's name. Entries are looked up by their fields (epoch, test_mode), never by parsing file
+names.
 
 Ground truth entry of one (section, epoch, node):
   {"count": n, "sum": {field: exact sum of the float32 values},
@@ -27,7 +30,6 @@ import struct
 from pathlib import Path
 
 INDEX = "cluster-metrics"
-META_DIR = "cluster-metrics"  # manifest + ground truth, beside the per-epoch corpus folders
 MANIFEST = "manifest.json"
 GROUND_TRUTH = "ground-truth.json"
 FIELDS = ("cpu", "mem", "net")
@@ -37,6 +39,7 @@ GENERATOR_VERSION = 3  # 2: rank grid in the ground truth, numpy version in the 
 FETCH_TRUTH_ROWS = 1000  # rows per node and epoch kept for the fetch check: the largest fetch_size a race may ask
 GROUND_TRUTH_PERCENTS = (0, 1, 5, 10, 25, 50, 75, 90, 95, 99, 100)  # exact interpolated values kept for these
 RANK_GRID_INTERVALS = 1000
+MAX_NODES = 99_999  # node names are N001..N999, N0001..N9999, N00001..N99999: as wide as the node count needs
 FINGERPRINT_KEY = "cluster-metrics-corpus"  # the index mapping's _meta key naming the corpus it was created for
 FIX = "generate it with: make corpus (or corpora-gen/generate --out <Rally data dir>)"
 
@@ -45,12 +48,29 @@ class CorpusError(Exception):
     """A corpus that is missing, edited or does not match; the message names the fix."""
 
 
-def corpus_name(epoch):
-    return f"{INDEX}-epoch-{epoch}"
+def width_set(nodes, rows_per_epoch):
+    """The corpus set of the coverage-width sweep at `nodes` monitored nodes and that many rows per epoch."""
+    return f"{INDEX}-width-{nodes}-rows-{rows_per_epoch}"
 
 
-def file_name(epoch, test_mode=False):
-    return f"{corpus_name(epoch)}{'-1k' if test_mode else ''}.json"
+def width_fix(nodes, rows_per_epoch, epochs, out=None):
+    """How to generate one width set (the track names it when the set is missing)."""
+    where = f" --out {out}" if out else ""
+    return f"generate it with: corpora-gen/generate --widths {nodes} --rows-per-epoch {rows_per_epoch} --epochs {epochs}{where}"
+
+
+def test_mode_rows(nodes):
+    """Rows of a -1k test-mode file: Rally's 1000, or one row per node where the corpus is wider (the generator's
+    first `nodes` rows hold every node once), so that a test-mode coverage finds every node."""
+    return max(TEST_MODE_DOCS, nodes)
+
+
+def corpus_name(epoch, corpus_set=INDEX):
+    return f"{corpus_set}-epoch-{epoch}"
+
+
+def file_name(epoch, test_mode=False, corpus_set=INDEX):
+    return f"{corpus_name(epoch, corpus_set)}{'-1k' if test_mode else ''}.json"
 
 
 def rally_home():
@@ -66,12 +86,12 @@ def races_root(home=None):
     return Path(home or rally_home()) / ".rally" / "benchmarks" / "races"
 
 
-def manifest_path(root):
-    return Path(root) / META_DIR / MANIFEST
+def manifest_path(root, corpus_set=INDEX):
+    return Path(root) / corpus_set / MANIFEST
 
 
-def ground_truth_path(root):
-    return Path(root) / META_DIR / GROUND_TRUTH
+def ground_truth_path(root, corpus_set=INDEX):
+    return Path(root) / corpus_set / GROUND_TRUTH
 
 
 def file_path(root, entry):
@@ -86,23 +106,24 @@ def sha256_of(path):
     return digest.hexdigest()
 
 
-def load_manifest(root):
+def load_manifest(root, corpus_set=INDEX):
     """The manifest, or None when there is none."""
-    path = manifest_path(root)
+    path = manifest_path(root, corpus_set)
     if not path.is_file():
         return None
     return json.loads(path.read_text())
 
 
-def require_manifest(root):
-    manifest = load_manifest(root)
+def require_manifest(root, corpus_set=INDEX, fix=FIX):
+    """The set's manifest, made by this generator version; fix: how to generate the set (FIX for the main one)."""
+    manifest = load_manifest(root, corpus_set)
     if manifest is None:
-        raise CorpusError(f"No cluster-metrics corpus: {manifest_path(root)} does not exist; {FIX}.")
+        raise CorpusError(f"No {corpus_set} corpus: {manifest_path(root, corpus_set)} does not exist; {fix}.")
     if manifest.get("generator", {}).get("version") != GENERATOR_VERSION:
         raise CorpusError(
-            f"The corpus under {root} was made by generator version "
+            f"The corpus {corpus_set} under {root} was made by generator version "
             f"{manifest.get('generator', {}).get('version')}, this track reads version "
-            f"{GENERATOR_VERSION}; regenerate it: make corpus (add --force to corpora-gen/generate)."
+            f"{GENERATOR_VERSION}; regenerate it ({fix}, with --force)."
         )
     return manifest
 
@@ -140,15 +161,20 @@ def check_files(root, manifest, checksum=True):
     return [problem for entry in manifest["files"] if (problem := check_file(root, entry, checksum))]
 
 
-def load_ground_truth(root, manifest):
-    """The ground truth, after checking its sha256 against the manifest."""
-    path = ground_truth_path(root)
+def check_ground_truth(root, manifest, fix=FIX):
+    """The ground truth's path, after checking its sha256 against the manifest (read, not parsed: the runners that
+    need its answers parse it, once per process, runners/context.py)."""
+    path = ground_truth_path(root, manifest.get("index", INDEX))
     if not path.is_file():
-        raise CorpusError(f"The corpus's ground truth {path} does not exist; {FIX}.")
-    data = path.read_bytes()
-    if hashlib.sha256(data).hexdigest() != manifest["ground_truth"]["sha256"]:
-        raise CorpusError(f"The ground truth {path} does not match its sha256 in the manifest (edited); {FIX}.")
-    return json.loads(data)
+        raise CorpusError(f"The corpus's ground truth {path} does not exist; {fix}.")
+    if sha256_of(path) != manifest["ground_truth"]["sha256"]:
+        raise CorpusError(f"The ground truth {path} does not match its sha256 in the manifest (edited); {fix}.")
+    return path
+
+
+def load_ground_truth(root, manifest, fix=FIX):
+    """The ground truth, after checking its sha256 against the manifest."""
+    return json.loads(check_ground_truth(root, manifest, fix).read_bytes())
 
 
 def fingerprint(manifest, section):

@@ -38,7 +38,8 @@ class CoverageParamSource:
     percents, hdr-digits, tdigest-compression (default: Elasticsearch's, left out of the request), request-timeout
     (seconds), assertions (Rally's, checked with --enable-assertions);
     remote (a remote cluster's alias: the coverage goes through cross-cluster search to <remote>:<index>) and
-    ccs-minimize-roundtrips (true or false, with remote); record-rate (true in a load calibration task: each
+    ccs-minimize-roundtrips (true or false, with remote); max-concurrent-searches (msearch: _msearch's, else
+    Elasticsearch's default); record-rate (true in a load calibration task: each
     successful coverage's duration is recorded for the steps' schedule, runners/load.py) after record-after coverages
     (set by the track processor to the task's warmup-iterations); interleave (the cell takes turns with the other
     cells of that group, in the order the track processor sets: runners/interleave.py)."""
@@ -50,6 +51,9 @@ class CoverageParamSource:
         self._url = dict(NO_CACHE)
         if "ccs-minimize-roundtrips" in params:
             self._url["ccs_minimize_roundtrips"] = str(params["ccs-minimize-roundtrips"]).lower()
+        self._msearch_url = {}
+        if params.get("max-concurrent-searches"):
+            self._msearch_url["max_concurrent_searches"] = str(params["max-concurrent-searches"])
         self.epochs = list(params.get("epochs") or context.epochs)
         self.nodes = list(params.get("nodes") or context.nodes)
         self._fixed = {
@@ -67,13 +71,23 @@ class CoverageParamSource:
         if params.get(interleave.ORDER_KEY):
             self._turns = interleave.positions(params[interleave.ORDER_KEY], params.get("name"))
             self._fixed["turn-file"] = interleave.turn_file(context.record_dir, params[interleave.GROUP_KEY])
-        truth = self._truth(context)
-        self._per_epoch = {
-            epoch: {"expected": {n: self._expectation(truth[str(epoch)][n]) for n in self.nodes}, "requests": self._requests(epoch)}
-            for epoch in self.epochs
-        }
+        self._context = context
+        self._per_epoch = None
         self._next = 0
         self.infinite = True
+
+    def _epoch_params(self, epoch):
+        """One epoch's requests and expected answers, every epoch's built on first use: Rally also instantiates each
+        task's parameter source wherever it looks for the corpora a race uses (loader.used_corpora, in every process that
+        prepares the track), where parsing the ground truth and building the requests of a 3000-node coverage costs
+        seconds per task for nothing."""
+        if self._per_epoch is None:
+            truth = self._truth(self._context)
+            self._per_epoch = {
+                e: {"expected": {n: self._expectation(truth[str(e)][n]) for n in self.nodes}, "requests": self._requests(e)}
+                for e in self.epochs
+            }
+        return self._per_epoch[epoch]
 
     @staticmethod
     def _truth(context):
@@ -86,7 +100,8 @@ class CoverageParamSource:
         self.percents = list(params.get("percents", queries.DEFAULT_PERCENTS))
         self.hdr_digits = params.get("hdr-digits", queries.DEFAULT_HDR_DIGITS)
         self.compression = params.get("tdigest-compression")
-        return {"variant": self.variant, "cell": f"{self.variant}/{self.transport}"}
+        concurrency = f" max_concurrent_searches {params['max-concurrent-searches']}" if params.get("max-concurrent-searches") else ""
+        return {"variant": self.variant, "cell": f"{self.variant}/{self.transport}{concurrency}"}
 
     def _expectation(self, node_truth):
         return NodeExpectation(node_truth, self.variant, self.percents, self.hdr_digits, self.compression or queries.DEFAULT_COMPRESSION)
@@ -105,6 +120,7 @@ class CoverageParamSource:
             return [(search_path, self._url, queries.json_bytes(body), JSON) for body in searches]
         if self.transport == "msearch":
             msearch_url = {k: v for k, v in self._url.items() if k not in NO_CACHE}  # per header line instead
+            msearch_url.update(self._msearch_url)
             return [("/_msearch", msearch_url or None, queries.msearch_body(self.index, searches), NDJSON)]
         return [(search_path, self._url, queries.json_bytes(self._terms_search(epoch)), JSON)]
 
@@ -115,7 +131,7 @@ class CoverageParamSource:
         epoch = self.epochs[self._next % len(self.epochs)]
         self._next += 1
         measured = self._record_after is not None and self._next > self._record_after
-        result = {**self._fixed, "epoch": epoch, **self._per_epoch[epoch], **({"record-rate": True} if measured else {})}
+        result = {**self._fixed, "epoch": epoch, **self._epoch_params(epoch), **({"record-rate": True} if measured else {})}
         if self._turns is not None:
             if self._next > len(self._turns):
                 raise IndexError(f"{self._fixed['name']}: coverage {self._next} has no turn ({len(self._turns)} in the order)")
@@ -352,6 +368,10 @@ def validate_coverage(params, clients, context):
         load.validate_step(params)
     if "ccs-minimize-roundtrips" in params:
         parameters.check_operation_value("ccs-minimize-roundtrips", [params["ccs-minimize-roundtrips"]], "ccs_minimize_roundtrips")
+    if "max-concurrent-searches" in params:
+        parameters.check_operation_value("max-concurrent-searches", [params["max-concurrent-searches"]], "width_max_concurrent_searches")
+        if params["transport"] != "msearch":
+            raise ValueError(f"max-concurrent-searches is _msearch's, this coverage goes over {params['transport']}")
 
 
 def validate_client_cost(params, clients, context):

@@ -36,6 +36,7 @@ from runners.network import (
 )
 from runners.profile import ProfileBreakdown, validate_profile
 from runners.storage import SourceStorage, validate_storage_stats
+from runners.widths import SearchPool
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,8 @@ class Operation:
     param_source: Optional[type] = None
     # (operation params, clients, RaceContext) -> None; raises ValueError naming the problem
     validate: Optional[Callable] = None
+    # False: of the race context it reads only the record folder, so it needs no corpus of its own
+    reads_corpus: bool = True
 
 
 OPERATIONS = {
@@ -66,4 +69,5 @@ OPERATIONS = {
     "clear-toxics": Operation(ClearToxics, validate=validate_clear),
     "register-remote": Operation(RegisterRemote, validate=validate_remote),
     "remove-remote": Operation(RemoveRemote, validate=validate_remote),
+    "search-pool": Operation(SearchPool, reads_corpus=False),
 }

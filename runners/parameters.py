@@ -8,7 +8,7 @@ fields fall back to the default), so that this check, not a JSON error, is what 
 
 import numbers
 
-from runners.corpus import FETCH_TRUTH_ROWS
+from runners.corpus import FETCH_TRUTH_ROWS, MAX_NODES
 from runners.layouts import parse_layout
 from runners.queries import FETCH_KINDS, FETCH_TRANSPORTS, LAYOUTS, SOURCE_MODES, TRANSPORTS, VARIANTS
 from runners.toxiproxy import DEFAULT_API, FAULTS, PROXIES
@@ -225,7 +225,30 @@ PARAMETERS = {
     "memory_iterations": (5, _integer(1)),
     # the bisection lowers a cluster-wide limit: refused while other clients search, unless the user accepts it
     "memory_shared_cluster": (False, _boolean),
+    # the coverage-width sweep: a corpus set per width (corpora-gen/generate --widths), equal rows per epoch by default
+    # (the same documents to aggregate at every width, so what changes is the width's own cost); per-node grows the
+    # corpus with the width
+    "widths": ([30, 100, 300, 1000, 3000], _list_of(_integer(1, MAX_NODES), f"node counts (1 to {MAX_NODES})")),
+    "width_rows": ("per-epoch", _one_of("per-epoch", "per-node")),
+    "width_rows_per_epoch": (1_000_000, _integer(1)),
+    "width_rows_per_node": (1000, _integer(1)),
+    "width_epochs": (1, _integer(1)),
+    "width_variants": (list(VARIANTS), _names(tuple(VARIANTS))),
+    "width_transports": (list(TRANSPORTS), _names(TRANSPORTS)),
+    # _msearch's max_concurrent_searches per msearch cell; 0 leaves it to Elasticsearch (its default depends on the
+    # data nodes and the search pool: the report names it)
+    "width_max_concurrent_searches": ([0, 1], _list_of(_integer(0, 1024), "max_concurrent_searches (0: Elasticsearch's default)")),
+    # serial sends a request per node: above this width it is not run (the report extrapolates from the widest run)
+    "width_serial_max_nodes": (300, _integer(0)),
+    "width_iterations": (10, _integer(1)),
 }
+
+
+def width_rows_per_epoch(user_params, width):
+    """Rows per epoch of the width set at `width` nodes, as the track parameters ask (width_rows)."""
+    if value(user_params, "width_rows") == "per-node":
+        return width * value(user_params, "width_rows_per_node")
+    return value(user_params, "width_rows_per_epoch")
 
 
 def check(user_params):

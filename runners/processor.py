@@ -9,6 +9,8 @@ On every track load for a race it
 Any problem raises a SystemSetupError whose message names the input and the fix.
 """
 
+import copy
+import json
 import logging
 import os
 import socket
@@ -16,6 +18,7 @@ from pathlib import Path
 
 from esrally import exceptions, paths
 from esrally.track import loader
+from esrally.track import track as track_model
 
 from runners import corpus, interleave, parameters, queries, records
 from runners.context import CONTEXT_KEY, RaceContext
@@ -47,27 +50,34 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
             _describe(track, root, test_mode)  # esrally list/info: counts from the manifest, nothing checked
             return
         checksums = parameters.value(user_params, "verify_corpus_checksums")
+        selected = track.selected_challenge_or_default
+        verified = CorpusChecks(os.path.join(paths.race_root(self.cfg, race_id), records.RECORD_DIR), checksums)
         try:
-            manifest = corpus.require_manifest(root)
-            context = self._context(track, manifest, root, test_mode, checksums, race_id)
+            # the main corpus unless every corpus-bound task of the race names a width set (coverage-width)
+            main = None
+            if any(_reads_main_corpus(t) for t in _tasks(selected)):
+                main = self._context(track, corpus.require_manifest(root), root, test_mode, verified, race_id)
+            widths = _width_sets(track, selected, root, test_mode, verified, user_params, race_id, self.cfg)
         except corpus.CorpusError as e:
             # Rally loads the track again on each load-driver host, with that host's rally.ini: say which host
             raise exceptions.SystemSetupError(f"{e} (host {socket.gethostname()})") from None
         for index in track.indices:
-            if index.name == context.index:
-                index.body.setdefault("mappings", {})["_meta"] = {corpus.FINGERPRINT_KEY: context.fingerprint}
-        param = context.as_param()
-        selected = track.selected_challenge_or_default
+            if main and index.name == main.index:
+                index.body.setdefault("mappings", {})["_meta"] = {corpus.FINGERPRINT_KEY: main.fingerprint}
         try:
-            _check_challenge(selected, context, user_params)
+            _check_challenge(selected, main or next(iter(widths.values())), user_params)  # a challenge has corpus tasks
             hosts = self.cfg.opts("driver", "load_driver_hosts", mandatory=False, default_value=None)
             interleave.assign(list(_tasks(selected)), parameters.value(user_params, "schedule_seed"), hosts)
         except ValueError as e:
             raise exceptions.SystemSetupError(f"Challenge [{selected.name}]: {e}.") from None
         for challenge in track.challenges:
             for task in _tasks(challenge):
+                width = widths.get(task.operation.params.get(WIDTH_KEY)) if challenge is selected else None
+                if width:
+                    _bind_to_set(task, width)
+                context = width or main or next(iter(widths.values()), None)  # the record folder is the race's
                 operation = OPERATIONS.get(task.operation.type)
-                if operation is None:
+                if operation is None or context is None:
                     continue
                 # only the challenge that runs is checked: another's needs (a proxy, a remote) are not this race's
                 if operation.validate and challenge is selected:
@@ -75,7 +85,7 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
                         operation.validate(task.operation.params, task.clients, context)
                     except ValueError as e:
                         raise exceptions.SystemSetupError(f"Task [{task.name}]: {e}.") from None
-                task.operation.params[CONTEXT_KEY] = param
+                task.operation.params[CONTEXT_KEY] = context.as_param()
                 if task.operation.params.get("record-rate"):
                     # the warmup as it runs (after --test-mode's reduction): Rally does not tell a runner which samples are warmup
                     task.operation.params["record-after"] = task.warmup_iterations or 0
@@ -95,65 +105,183 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
                 yield clear_toxics, {"params": dict(task.operation.params)}
                 return
 
-    def _context(self, track, manifest, root, test_mode, checksums, race_id):
-        epoch_docs, sections = {}, set()
+    def _context(self, track, manifest, root, test_mode, verified, race_id):
+        """The main corpus's context: the epochs of track.json's corpora (track parameter epochs)."""
+        epochs = []
         for data_set in track.corpora:
             epoch = data_set.meta_data.get("epoch")
-            # without a -1k sibling (at most 1000 rows per epoch) test mode uses the epoch's own file
-            entry = (test_mode and corpus.file_entry(manifest, epoch, True)) or corpus.file_entry(manifest, epoch, False)
+            entry = _entry(manifest, epoch, test_mode)
             if entry is None:
                 raise corpus.CorpusError(
                     f"The generated corpus has no epoch {epoch} for corpus {data_set.name} (generated: "
                     f"{manifest['generator']['epochs']} epochs). Lower the track parameter epochs or {corpus.FIX} "
                     "with more epochs."
                 )
-            problem = corpus.check_file(root, entry, checksum=checksums)
-            if problem:
-                raise corpus.CorpusError(f"Corpus file {problem}; {corpus.FIX}.")
             _set_counts(data_set, entry)
-            epoch_docs[str(epoch)] = entry["documents"]
-            sections.add(corpus.SECTIONS[entry["test_mode"]])
-        (section,) = sections or {corpus.SECTIONS[False]}
-        corpus.load_ground_truth(root, manifest)  # checks its sha256 now, before the cluster is touched
-        if manifest.get("made_with", {}).get("numpy"):
-            LOG.info("cluster-metrics corpus made with numpy %s", manifest["made_with"]["numpy"])
-        return RaceContext(
-            index=manifest["index"],
-            nodes=tuple(manifest["nodes"]),
-            epochs=tuple(sorted(int(e) for e in epoch_docs)),
-            section=section,
-            ground_truth=str(corpus.ground_truth_path(root)),
-            ground_truth_sha256=manifest["ground_truth"]["sha256"],
-            epoch_docs=epoch_docs,
-            record_dir=os.path.join(paths.race_root(self.cfg, race_id), records.RECORD_DIR),
-            fingerprint=corpus.fingerprint(manifest, section),
-        )
+            epochs.append(epoch)
+        return set_context(manifest, root, epochs, test_mode, verified, paths.race_root(self.cfg, race_id))
+
+
+def _entry(manifest, epoch, test_mode):
+    # without a -1k sibling (at most test_mode_rows rows per epoch) test mode uses the epoch's own file
+    return (test_mode and corpus.file_entry(manifest, epoch, True)) or corpus.file_entry(manifest, epoch, False)
+
+
+def set_context(manifest, root, epochs, test_mode, verified, race_root, fix=corpus.FIX):
+    """The race context of one corpus set: its files of these epochs and its ground truth checked (CorpusChecks)."""
+    epoch_docs, sections = {}, set()
+    for epoch in epochs:
+        entry = _entry(manifest, epoch, test_mode)
+        if entry is None:
+            raise corpus.CorpusError(f"The corpus {manifest['index']} has no epoch {epoch} ({fix}).")
+        problem = verified.file(root, entry)
+        if problem:
+            raise corpus.CorpusError(f"Corpus file {problem}; {fix}.")
+        epoch_docs[str(epoch)] = entry["documents"]
+        sections.add(corpus.SECTIONS[entry["test_mode"]])
+    (section,) = sections or {corpus.SECTIONS[False]}
+    ground_truth = verified.ground_truth(root, manifest, fix)  # its sha256 now, before the cluster is touched
+    if manifest.get("made_with", {}).get("numpy"):
+        LOG.info("cluster-metrics corpus %s made with numpy %s", manifest["index"], manifest["made_with"]["numpy"])
+    return RaceContext(
+        index=manifest["index"],
+        nodes=tuple(manifest["nodes"]),
+        epochs=tuple(sorted(int(e) for e in epoch_docs)),
+        section=section,
+        ground_truth=str(ground_truth),
+        ground_truth_sha256=manifest["ground_truth"]["sha256"],
+        epoch_docs=epoch_docs,
+        record_dir=os.path.join(race_root, records.RECORD_DIR),
+        fingerprint=corpus.fingerprint(manifest, section),
+    )
+
+
+def _reads_main_corpus(task):
+    operation = OPERATIONS.get(task.operation.type)
+    return operation is not None and operation.reads_corpus and WIDTH_KEY not in task.operation.params
+
+
+WIDTH_KEY = "corpus-width"  # a task's operation parameter: it works on that width's corpus set (coverage-width)
+SET_BOUND = ("index", "corpora")  # what the track processor rebinds on such a task to its set's index and corpora
+
+
+def _width_sets(track, challenge, root, test_mode, verified, user_params, race_id, cfg):
+    """{width: RaceContext} of the widths the challenge's tasks name (WIDTH_KEY), each set's index and corpora added to
+    the track (their names come from the corpus contract, runners/corpus.py, not from track.json)."""
+    contexts = {}
+    epochs = range(1, parameters.value(user_params, "width_epochs") + 1)
+    template = next(index for index in track.indices if index.name == corpus.INDEX)
+    for width in sorted({t.operation.params[WIDTH_KEY] for t in _tasks(challenge) if WIDTH_KEY in t.operation.params}):
+        rows = parameters.width_rows_per_epoch(user_params, width)
+        fix = corpus.width_fix(width, rows, len(epochs))
+        manifest = corpus.require_manifest(root, corpus.width_set(width, rows), fix)
+        context = set_context(manifest, root, epochs, test_mode, verified, paths.race_root(cfg, race_id), fix)
+        body = copy.deepcopy(template.body) or {}
+        body.setdefault("mappings", {})["_meta"] = {corpus.FINGERPRINT_KEY: context.fingerprint}
+        track.indices.append(track_model.Index(name=context.index, body=body))
+        for epoch in epochs:
+            entry = _entry(manifest, epoch, test_mode)
+            documents = track_model.Documents(
+                source_format=track_model.Documents.SOURCE_FORMAT_BULK,
+                document_file=str(corpus.file_path(root, entry)),
+                number_of_documents=entry["documents"],
+                uncompressed_size_in_bytes=entry["bytes"],
+                target_index=context.index,
+            )
+            track.corpora.append(track_model.DocumentCorpus(entry["corpus"], [documents], {"epoch": epoch}))
+        contexts[width] = context
+    return contexts
+
+
+def _bind_to_set(task, context):
+    """A width task's index and corpora: its set's (track.json renders the main corpus's names there)."""
+    params = task.operation.params
+    if "index" in params or task.operation.type in ("delete-index", "create-index"):
+        params["index"] = context.index
+    if "corpora" in params:
+        params["corpora"] = corpus.corpus_name(params["epoch"], context.index)
+
+
+class CorpusChecks:
+    """The corpus checks of one race on this host, each done once: Rally loads the track in several processes per
+    race (the coordinator, the track preparation, every worker), and a sha256 of every file in each of them costs
+    seconds per GB. The first process to check a file or ground truth (sha256, unless checksum is false) notes it
+    in the race's record folder with the file's size and modification time; the others check those and trust the
+    note, so a file edited during the race is still caught."""
+
+    NOTE = "corpus-checks.jsonl"
+
+    def __init__(self, record_dir, checksum):
+        self.path = os.path.join(record_dir, self.NOTE)
+        self.checksum = checksum
+
+    def _noted(self, path):
+        stat = os.stat(path)
+        line = json.dumps({"path": str(path), "bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns}, sort_keys=True)
+        try:
+            with open(self.path) as f:
+                return line, any(existing.strip() == line for existing in f)
+        except FileNotFoundError:
+            return line, False
+
+    def _note(self, line):
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        with open(self.path, "a") as f:
+            f.write(line + "\n")
+
+    def file(self, root, entry):
+        """What is wrong with a corpus file (corpus.check_file), or None."""
+        path = corpus.file_path(root, entry)
+        if not self.checksum or not path.is_file():
+            return corpus.check_file(root, entry, checksum=self.checksum)
+        line, noted = self._noted(path)
+        problem = corpus.check_file(root, entry, checksum=not noted)
+        if problem is None and not noted:
+            self._note(line)
+        return problem
+
+    def ground_truth(self, root, manifest, fix):
+        """The ground truth's path, its sha256 checked (once per race and host)."""
+        path = corpus.ground_truth_path(root, manifest["index"])
+        if path.is_file():
+            line, noted = self._noted(path)
+            if noted:
+                return path
+        corpus.check_ground_truth(root, manifest, fix)
+        self._note(self._noted(path)[0])
+        return path
 
 
 def check_load_driver_host(track, data_root_dir):
     """The corpus files and the ground truth at the paths the race's runners read (the coordinator's Rally data
     directory: Rally hands its paths to every load-driver host) are on this host and match the manifest (sizes, and
     the ground truth's sha256), and this host's own data directory (rally.ini, where Rally's preparator looks) is that
-    same path. Raises a CorpusError that names the fix."""
-    params = next((t.operation.params for t in _tasks(track.selected_challenge_or_default) if CONTEXT_KEY in t.operation.params), None)
-    if params is None:
-        return
-    context = RaceContext.of(params)
-    root = Path(context.ground_truth).parent.parent  # corpus.ground_truth_path(root)
-    fix = f"every load-driver host needs the corpus at the coordinator's path {root}: {corpus.FIX}, or copy that folder"
-    manifest = corpus.require_manifest(root)
-    test_mode = context.section == corpus.SECTIONS[True]
-    for epoch in context.epochs:
-        entry = corpus.file_entry(manifest, epoch, test_mode)
-        problem = f"epoch {epoch}: not in {corpus.manifest_path(root)}" if entry is None else corpus.check_file(root, entry, False)
-        if problem:
-            raise corpus.CorpusError(f"corpus file {problem}; {fix}")
-    corpus.load_ground_truth(root, manifest)
-    if Path(data_root_dir).resolve() != root.resolve():
-        raise corpus.CorpusError(
-            f"this host's Rally data directory is {data_root_dir}, the race's corpus is at {root} (the coordinator's); "
-            f"{fix}, and set local.dataset.cache = {root} in the [benchmarks] section of this host's rally.ini"
-        )
+    same path; for every corpus set the race uses. Raises a CorpusError that names the fix."""
+    contexts = {}
+    for task in _tasks(track.selected_challenge_or_default):
+        if CONTEXT_KEY in task.operation.params:
+            context = RaceContext.of(task.operation.params)
+            contexts.setdefault(context.index, context)
+    for context in contexts.values():
+        root = Path(context.ground_truth).parent.parent  # corpus.ground_truth_path(root, set)
+        fix = f"every load-driver host needs the corpus at the coordinator's path {root}: {corpus.FIX}, or copy that folder"
+        manifest = corpus.require_manifest(root, context.index)
+        test_mode = context.section == corpus.SECTIONS[True]
+        for epoch in context.epochs:
+            entry = corpus.file_entry(manifest, epoch, test_mode)
+            problem = (
+                f"epoch {epoch}: not in {corpus.manifest_path(root, context.index)}"
+                if entry is None
+                else corpus.check_file(root, entry, False)
+            )
+            if problem:
+                raise corpus.CorpusError(f"corpus file {problem}; {fix}")
+        corpus.check_ground_truth(root, manifest)
+        if Path(data_root_dir).resolve() != root.resolve():
+            raise corpus.CorpusError(
+                f"this host's Rally data directory is {data_root_dir}, the race's corpus is at {root} (the coordinator's); "
+                f"{fix}, and set local.dataset.cache = {root} in the [benchmarks] section of this host's rally.ini"
+            )
 
 
 def _set_counts(data_set, entry):

@@ -32,6 +32,11 @@ def source_ingest_record(mode):
     return f"ingest-source-{mode}.json"
 
 
+def width_ingest_record(width):
+    """coverage-width: the per-epoch ingest cost of one width's corpus set (track.json spells the same name)."""
+    return f"ingest-width-{width}.json"
+
+
 META_KEY = "cluster-metrics-record"  # sample meta: the sample's record operations, a JSON list as text (Rally maps strings as keyword)
 
 

@@ -1,6 +1,8 @@
 """Task names the track, the runners and the report share. track.json spells the same patterns (a test renders the
 track and checks them against these); the same name in every challenge lets `esrally compare` line races up."""
 
+import re
+
 VERIFY_DOC_COUNT = "verify-doc-count"  # nothing lost: after every ingest, the index holds the corpus's count
 
 
@@ -88,6 +90,29 @@ def breaker_floor_task_name(cell):
     return f"breaker-floor-{cell}"
 
 
+def width_task_name(width, name):
+    """A task of one width of the coverage-width sweep: width_task_name(300, coverage_task_name("D_td", "terms"))."""
+    return f"width-{width}-{name}"
+
+
+def width_transport(transport, max_concurrent_searches=0):
+    """A transport of the width sweep: msearch with a max_concurrent_searches is its own, "msearch-msc-1" (0, or
+    none: Elasticsearch's default, plain "msearch")."""
+    return f"{transport}-msc-{max_concurrent_searches}" if max_concurrent_searches else transport
+
+
+_WIDTH_COVERAGE = re.compile(r"^width-(\d+)-coverage-(.+)-(serial|msearch|terms)(?:-msc-(\d+))?$")
+
+
+def parse_width_coverage(name):
+    """(width, variant, transport as width_transport names it) of a width sweep's coverage task, else None."""
+    match = _WIDTH_COVERAGE.match(name)
+    if not match:
+        return None
+    width, variant, transport, concurrency = match.groups()
+    return int(width), variant, width_transport(transport, int(concurrency or 0))
+
+
 # Every task carries one tag of what it does and, in a study's challenge, the study's tag (schedule.j2 sets them), so
 # that --include-tasks="tag:query" or --exclude-tasks="tag:setup" select by them (README.md, "Tags").
 KIND_TAGS = {
@@ -101,4 +126,5 @@ STUDY_TAGS = {
     "load": "coverage-load, live",
     "costs": "source-cost, aggregation-memory",
     "layout": "layout-sweep",
+    "width": "coverage-width",
 }

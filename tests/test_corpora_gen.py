@@ -105,7 +105,10 @@ def test_rerun_is_a_noop_and_damage_is_detected_and_repaired(tmp_path):
     [
         (["--rows-per-epoch", "0"], "--rows-per-epoch must be a positive integer"),
         (["--epochs", "-1"], "--epochs must be a positive integer"),
-        (["--nodes", "1000"], "--nodes must be at most 999"),
+        (["--nodes", "100000"], "--nodes must be at most 99,999"),
+        (["--widths", "30,x"], "--widths must be comma-separated node counts"),
+        (["--rows-per-node", "5"], "--rows-per-node goes with --widths"),
+        (["--widths", "30", "--nodes", "30"], "--widths gives the node count of each set: drop --nodes"),
         (["--seed", "abc"], "--seed must be a non-negative integer"),
     ],
 )
@@ -195,3 +198,26 @@ def test_another_numpy_version_is_reported(tmp_path):
     path.write_text(json.dumps(manifest))
     result = run(*SMALL, "--out", str(tmp_path), "--check")
     assert "made with numpy 1.26.0" in result.stderr and result.returncode == 0
+
+
+def test_width_sets_live_side_by_side_named_by_their_width_and_rows(tmp_path):
+    """The coverage-width sweep's sets: one per width, beside the main corpus, each with its own index name; a set
+    wider than Rally's 1,000 test-mode rows gets a test-mode file of one row per node, so test mode sees every node."""
+    assert run(*SMALL, "--out", str(tmp_path)).returncode == 0
+    result = run("--widths", "12,1200", "--rows-per-epoch", "3000", "--epochs", "1", "--tasks", "11", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    per_node = run("--widths", "12", "--rows-per-node", "100", "--epochs", "1", "--tasks", "11", "--out", str(tmp_path))
+    assert per_node.returncode == 0, per_node.stderr
+    for width, rows in ((12, 3000), (1200, 3000), (12, 1200)):
+        name = cmgen.corpus.width_set(width, rows)
+        manifest = cmgen.corpus.load_manifest(tmp_path, name)
+        assert manifest["index"] == name and len(manifest["nodes"]) == width
+        assert manifest["generator"]["rows_per_epoch"] == rows
+        assert cmgen.corpus.check_files(tmp_path, manifest) == []
+        test_file = cmgen.corpus.file_entry(manifest, 1, True)
+        assert test_file["documents"] == max(1000, width)
+        truth = cmgen.corpus.load_ground_truth(tmp_path, manifest)["epochs"]["test_mode"]["1"]
+        assert sorted(truth) == manifest["nodes"] and all(entry["count"] > 0 for entry in truth.values())
+    assert cmgen.corpus.load_manifest(tmp_path)["index"] == cmgen.corpus.INDEX  # the main corpus is untouched
+    again = run("--widths", "12,1200", "--rows-per-epoch", "3000", "--epochs", "1", "--tasks", "11", "--out", str(tmp_path))
+    assert again.stdout.count("up to date") == 2

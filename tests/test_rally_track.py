@@ -3,8 +3,10 @@ rejected before the cluster changes, and injected faults that must come out as f
 
 import configparser
 import json
+import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 from esrally.track import loader
@@ -26,12 +28,14 @@ from conftest import (
 )
 from report import network as network_report
 from report import races
+from report import widths as report_widths
 from runners import corpus, interleave, records
 from runners.index_checks import shape_differences
 from runners.memory import BREAKER_SETTING
 from runners.operations import OPERATIONS
 from runners.parameters import PARAMETERS
 from runners.tasks import breaker_floor_task_name, fault_task_name
+from runners.widths import SEARCH_POOL
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("es_node")]
 
@@ -132,7 +136,19 @@ CI_PARAMS = {
     "full": {"epochs": 3, "variants": ["D_hdr"]},
     "production-comparison": {"schedule": "interleaved"},
     "ingest-tuned": {"tuned_bulk_size": 250, "tuned_clients": 2},
+    # two widths: one below Rally's 1,000 test-mode rows, one above them (its test-mode file has a row per node), and
+    # above width_serial_max_nodes; the production variants, msearch at the default and at 1 concurrent search
+    "coverage-width": {"widths": [30, 1500], "width_rows_per_epoch": 3000, "width_variants": ["D_td", "D_hdr"]},
 }
+
+
+def generate_width_sets(rally_home, params):
+    """The sweep's corpus sets, beside the suite's corpus, as a user makes them (corpora-gen/generate --widths)."""
+    widths = ",".join(map(str, params["widths"]))
+    env = dict(os.environ, RALLY_HOME=str(rally_home))
+    command = [sys.executable, str(REPO / "corpora-gen" / "generate"), "--widths", widths, "--epochs", "1"]
+    result = subprocess.run([*command, "--rows-per-epoch", str(params["width_rows_per_epoch"])], capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
 
 
 @pytest.mark.parametrize("challenge", sorted(CHALLENGES))
@@ -141,6 +157,8 @@ def test_every_challenge_in_test_mode(rally_home, small_corpus, challenge, reque
     tasks = list(rendered_tasks(rendered_challenges(params)[challenge]))
     meta = CHALLENGES[challenge].get("meta", {})
     port, extra, hosts = TEST_PORT, [f"--track-params={json.dumps(params)}"] if params else [], None
+    if challenge == "coverage-width":
+        generate_width_sets(rally_home, params)
     if meta.get("data_nodes", 1) > 1:
         port = request.getfixturevalue("multi_node_cluster")
     elif not any(t["operation"]["operation-type"] == "epoch-bulk" for t in tasks):
@@ -200,7 +218,21 @@ def test_every_challenge_in_test_mode(rally_home, small_corpus, challenge, reque
         assert http("GET", "/cluster-metrics/_count", port=REMOTE_PORT)[1]["count"] == 5000
         header, body = network_report.ccs_table(races.load(race_dir(rally_home, race)))
         assert header[3:5] == ["0 ms", "20 ms"] and len(body) == 5  # 2 transports x 2 settings, the samples row
-    if port == MULTI_NODE_PORT:
+    if challenge == "coverage-width":  # each width ingested whole into its own index, queried, then deleted
+        for width in params["widths"]:
+            name = corpus.width_set(width, params["width_rows_per_epoch"])
+            ingest = json.loads((folder / records.width_ingest_record(width)).read_text())
+            assert [e["docs"] for e in ingest["epochs"]] == [corpus.test_mode_rows(width)]
+            assert http("GET", f"/{name}/_count")[0] == 404
+        pool = json.loads((folder / SEARCH_POOL).read_text())
+        assert pool["data-nodes"] == 1 and pool["default-max-concurrent-searches"] >= 1
+        cells = [n for n in ours if n.startswith("width-") and "-coverage-" in n]
+        assert len(cells) == 2 * 4 + 2 * 3  # serial only at 30 nodes (width_serial_max_nodes 300)
+        validated = {json.loads(line)["task"] for line in (folder / records.VALIDATION).read_text().splitlines()}
+        assert validated == set(cells)
+        header, body = report_widths.width_table(races.load(race_dir(rally_home, race)))
+        assert [row[:2] for row in body] == [["D_td", 30], ["D_td", 1500], ["D_hdr", 30], ["D_hdr", 1500]]
+    elif port == MULTI_NODE_PORT:
         placement = json.loads((race_dir(rally_home, race) / "cluster-metrics" / "layout-2S1R.json").read_text())
         nodes = [c["node"] for c in placement["ingested"]]
         assert len(set(nodes)) == 3 and len(nodes) == 4  # 2 primaries + 2 replicas over 3 nodes: one holds two

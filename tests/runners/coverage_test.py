@@ -144,6 +144,8 @@ def test_serial_bodies_are_the_seed_query(context):
         ({"variant": "A", "transport": "serial", "percents": [50, 101]}, "percents must be a non-empty list of numbers"),
         ({"variant": "A", "transport": "serial", "hdr-digits": 9}, "hdr-digits must be an integer from 0 to 5"),
         ({"variant": "A", "transport": "serial", "nodes": ["N009"]}, "node(s) N009 are not in the generated corpus"),
+        ({"variant": "A", "transport": "msearch", "max-concurrent-searches": -2}, "max-concurrent-searches must be a non-empty list"),
+        ({"variant": "A", "transport": "terms", "max-concurrent-searches": 2}, "max-concurrent-searches is _msearch's"),
     ],
 )
 def test_load_time_validation_names_the_problem(context, params, message):
@@ -307,3 +309,24 @@ def test_client_cost_refuses_an_answer_that_found_something(context, transport, 
     result = asyncio.run(ClientCost()(StubClient(empty_answers(context, transport, **answer)), params))
     assert result["success"] is False and message in result["error-description"]
     assert result["error-description"].startswith(f"client-cost/{transport}: ")
+
+
+def test_msearch_takes_max_concurrent_searches_in_its_url_and_names_it_in_failures(context):
+    """The width sweep's msearch dimension: the URL parameter, and a failure description that tells the cells apart."""
+    params = source(context, "msearch", **{"max-concurrent-searches": 1}).params()
+    assert params["requests"][0][1] == {"max_concurrent_searches": "1"}
+    assert params["cell"] == "D_td/msearch max_concurrent_searches 1"
+    assert source(context, "msearch").params()["requests"][0][1] is None  # left to Elasticsearch's default
+    client = StubClient(answers(context, "msearch")[:0] + [(503, {"error": {"type": "x", "reason": "y"}})])
+    result = asyncio.run(Coverage()(client, params))
+    assert not result["success"] and "D_td/msearch max_concurrent_searches 1" in result["error-description"]
+
+
+def test_the_parameter_source_reads_the_ground_truth_only_when_asked_for_a_coverage(context, tmp_path):
+    """Rally instantiates every task's parameter source where it looks for corpora, in each process that prepares the
+    track: building one must not parse the ground truth (seconds at 3000 nodes); the first coverage does."""
+    moved = context.__class__(**dict(context.as_param(), ground_truth=str(tmp_path / "absent.json")))
+    built = source(moved, "serial")  # no error: nothing read yet
+    with pytest.raises(FileNotFoundError):
+        built.params()
+    assert source(context, "serial").params()["expected"]

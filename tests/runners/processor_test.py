@@ -376,7 +376,7 @@ def test_each_load_driver_host_checks_the_corpus_it_will_read(tmp_path):
         exceptions.SystemSetupError, match=r"Load-driver host .*epoch-2.json: \d+ bytes, the manifest says .*copy that folder"
     ):
         prepare(track, tmp_path)
-    shutil.rmtree(tmp_path / corpus.META_DIR)
+    shutil.rmtree(tmp_path / corpus.INDEX)
     with pytest.raises(exceptions.SystemSetupError, match=r"Load-driver host .*No cluster-metrics corpus: .* does not exist; generate it"):
         prepare(track, tmp_path)
 
@@ -406,3 +406,92 @@ def test_interleaved_cells_refuse_several_load_driver_hosts(corpus_root):
     with pytest.raises(exceptions.SystemSetupError, match=re.escape("runs its cells on one load-driver host, this race has 2")):
         load(corpus_root, {"schedule": "interleaved"}, challenge="production-comparison", hosts=["10.0.0.1", "10.0.0.2"])
     load(corpus_root, {"schedule": "interleaved"}, challenge="production-comparison", hosts=["127.0.0.1"])
+
+
+WIDTH_PARAMS = {"widths": [12, 1200], "width_rows_per_epoch": 2400, "width_variants": ["D_td"]}
+
+
+@pytest.fixture(scope="module")
+def width_root(tmp_path_factory):
+    """Only the width sets (no main corpus): a coverage-width race needs nothing else."""
+    root = tmp_path_factory.mktemp("width-data")
+    for width in WIDTH_PARAMS["widths"]:
+        params = cmgen.Params(epochs=1, rows_per_epoch=2400, nodes=width, tasks=20, seed=11)
+        cmgen.generate(params, root, corpus_set=corpus.width_set(width, 2400))
+    return root
+
+
+def test_each_width_task_is_bound_to_its_width_set(width_root):
+    track = load(width_root, WIDTH_PARAMS, test_mode=True, challenge="coverage-width")
+    tasks = next(c for c in track.challenges if c.name == "coverage-width").schedule
+    for width in WIDTH_PARAMS["widths"]:
+        name = corpus.width_set(width, 2400)
+        mine = [t for t in tasks if t.operation.params.get("corpus-width") == width]
+        contexts = [RaceContext.of(t.operation.params) for t in mine if CONTEXT_KEY in t.operation.params]
+        (context,) = {(c.index, c.nodes, c.section, c.expected_docs) for c in contexts}
+        assert context == (name, tuple(cmgen.node_names(width)), "test_mode", max(1000, width))
+        # Rally's own operations and the bulk name the set's index and corpus, which track.json does not spell
+        by_type = {t.operation.type: t.operation.params for t in mine}
+        for operation in ("delete-index", "create-index", "cluster-health", "refresh"):
+            assert by_type[operation]["index"] == name, operation
+        assert by_type["epoch-bulk"]["corpora"] == corpus.corpus_name(1, name)
+        index = next(i for i in track.indices if i.name == name)
+        assert index.body["mappings"]["_meta"][corpus.FINGERPRINT_KEY]["ground_truth_sha256"] == (
+            corpus.load_manifest(width_root, name)["ground_truth"]["sha256"]
+        )
+        (data_set,) = [c for c in track.corpora if c.name == corpus.corpus_name(1, name)]
+        assert data_set.documents[0].target_index == name and data_set.documents[0].number_of_documents == max(1000, width)
+    names = [t.name for t in tasks]
+    assert "width-12-coverage-D_td-serial" in names and "width-1200-coverage-D_td-serial" not in names  # above 300
+    assert "width-1200-coverage-D_td-msearch-msc-1" in names and "width-1200-coverage-D_td-terms" in names
+    # the main index keeps its plain body: create-index filters by name, so it is never created by this race
+    assert "_meta" not in (next(i for i in track.indices if i.name == corpus.INDEX).body.get("mappings") or {})
+
+
+def test_a_missing_width_set_names_the_command_that_makes_it(width_root):
+    with pytest.raises(exceptions.SystemSetupError) as error:
+        load(width_root, dict(WIDTH_PARAMS, widths=[12, 300]), challenge="coverage-width")
+    assert "corpora-gen/generate --widths 300 --rows-per-epoch 2400 --epochs 1" in str(error.value)
+    with pytest.raises(exceptions.SystemSetupError) as error:
+        load(width_root, dict(WIDTH_PARAMS, width_rows="per-node", width_rows_per_node=200), challenge="coverage-width")
+    assert "corpora-gen/generate --widths 1200 --rows-per-epoch 240000 --epochs 1" in str(error.value)  # 1200 x 200 rows
+    with pytest.raises(exceptions.SystemSetupError) as error:
+        load(width_root, dict(WIDTH_PARAMS, width_epochs=2), challenge="coverage-width")
+    assert "has no epoch 2" in str(error.value) and "--epochs 2" in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "track_params,message",
+    [
+        ({"widths": [30, 0]}, "track parameter widths must be a non-empty list of node counts"),
+        ({"width_rows": "per-shard"}, "track parameter width_rows must be one of 'per-epoch', 'per-node'"),
+        ({"width_max_concurrent_searches": [0, -1]}, "width_max_concurrent_searches must be a non-empty list"),
+        ({"width_serial_max_nodes": "all"}, "width_serial_max_nodes must be an integer"),
+    ],
+)
+def test_bad_width_parameters_are_named(width_root, track_params, message):
+    with pytest.raises(exceptions.SystemSetupError, match=re.escape(message)):
+        load(width_root, dict(WIDTH_PARAMS, **track_params), challenge="coverage-width")
+
+
+def test_corpus_checksums_are_read_once_per_race_and_an_edit_is_still_caught(tmp_path, monkeypatch):
+    """Rally loads the track in several processes per race: the first one hashes each file, the others trust its note
+    as long as the file's size and modification time are those it noted."""
+    cmgen.generate(SMALL, tmp_path)
+    hashed = []
+    original = corpus.sha256_of
+    monkeypatch.setattr(corpus, "sha256_of", lambda path: hashed.append(path) or original(path))
+    load(tmp_path, race_id="r-once")
+    first = len(hashed)
+    assert first == 6  # the 5 epoch files and the ground truth
+    load(tmp_path, race_id="r-once")
+    load(tmp_path, race_id="r-once")
+    assert len(hashed) == first  # later loads of the same race trust the note
+    load(tmp_path, race_id="r-other")
+    assert len(hashed) == 2 * first  # another race checks again
+    victim = tmp_path / corpus.corpus_name(2) / corpus.file_name(2)
+    data = bytearray(victim.read_bytes())
+    data[5] = ord("9") if data[5] != ord("9") else ord("8")
+    victim.write_bytes(bytes(data))  # same size, new modification time
+    with pytest.raises(exceptions.SystemSetupError, match="sha256 differs from the manifest"):
+        load(tmp_path, race_id="r-once")

@@ -1,0 +1,207 @@
+"""The report's coverage-width section: each cell's time against the width, the width at which terms overtakes
+_msearch per variant, what bounds _msearch's concurrency on the node, and the ingest per width.
+
+A crossover is named only beyond the noise: at each width, terms against _msearch through report/uncertainty.py's
+verdict on the cells' samples (a race from Rally's metrics store); terms "overtakes" at the narrowest width from
+which it is faster at every wider width of the sweep. A failed cell has no verdict, so a crossover never rests on it.
+Without samples (race.json alone) the table shows the ratio of medians and names no crossover.
+"""
+
+from report import tables, uncertainty
+from runners import records
+from runners.queries import TRANSPORTS, VARIANTS
+from runners.tasks import bulk_task_name, parse_width_coverage, width_task_name
+from runners.widths import SEARCH_POOL
+
+
+def width_cells(race):
+    """{(width, variant, transport): op} of the sweep's coverage tasks, transport as tasks.width_transport names it."""
+    cells = {}
+    for name, op in race.op_metrics().items():
+        parsed = parse_width_coverage(name)
+        if parsed:
+            cells[parsed] = op
+    return cells
+
+
+def _transport_order(transport):
+    base, _, concurrency = transport.partition("-msc-")
+    return TRANSPORTS.index(base), int(concurrency or 0)
+
+
+def transports_of(cells):
+    return sorted({t for _, _, t in cells}, key=_transport_order)
+
+
+def widths_of(cells):
+    return sorted({w for w, _, _ in cells})
+
+
+def variants_of(cells):
+    return [v for v in VARIANTS if any(cv == v for _, cv, _ in cells)]
+
+
+def _samples(race, key):
+    width, variant, transport = key
+    return (race.samples or {}).get(width_task_name(width, f"coverage-{variant}-{transport}"))
+
+
+def width_table(race):
+    """Per variant and width: each transport's median [95% interval] n, or FAILED, or why it was not run."""
+    cells = width_cells(race)
+    if not cells:
+        return None
+    transports = transports_of(cells)
+    serial_max = race.param("width_serial_max_nodes")
+    header = ["variant", "width (nodes)"] + [f"{_label(t)} (ms)" for t in transports]
+    body = []
+    for v in variants_of(cells):
+        for w in widths_of(cells):
+            row = [v, w]
+            for t in transports:
+                op = cells.get((w, v, t))
+                if op is None:
+                    row.append(f"not run (width above width_serial_max_nodes {serial_max})" if t == "serial" and w > serial_max else "-")
+                elif tables.failed(op):
+                    row.append(tables.failed_label(op))
+                else:
+                    samples = _samples(race, (w, v, t))
+                    median = tables.service_ms(op, "median")
+                    row.append(f"{tables.fmt(median)} {uncertainty.median_interval(samples).text()}" if samples else tables.fmt(median))
+            body.append(row)
+    return header, body
+
+
+def _label(transport):
+    """msearch-msc-1 -> "msearch (max_concurrent_searches 1)"; plain msearch is Elasticsearch's default."""
+    base, _, concurrency = transport.partition("-msc-")
+    if concurrency:
+        return f"{base} (max_concurrent_searches {concurrency})"
+    return f"{base} (default concurrency)" if base == "msearch" else base
+
+
+def _against(race, cells, width, variant, msearch):
+    """terms against one msearch transport at one width: (verdict, its text); verdict FASTER means terms is faster."""
+    a_key, b_key = (width, variant, msearch), (width, variant, "terms")
+    a_op, b_op = cells.get(a_key), cells.get(b_key)
+    if a_op is None or b_op is None:
+        return None, "not both run"
+    if tables.failed(a_op) or tables.failed(b_op):
+        return None, "a failed cell has no verdict"
+    if race.samples is None:
+        ratio = tables.service_ms(b_op, "median") / tables.service_ms(a_op, "median")
+        return None, f"{ratio:.3f} (medians; no verdict without each sample, which Rally's metrics store keeps)"
+    comparison = uncertainty.compare(_samples(race, a_key), _samples(race, b_key))
+    return comparison.verdict, comparison.text()
+
+
+def crossover(race, cells, variant, msearch):
+    """(width or None, statement): the narrowest width of the sweep from which terms is faster than this msearch at
+    every wider width, beyond noise."""
+    widths = [w for w in widths_of(cells) if (w, variant, msearch) in cells or (w, variant, "terms") in cells]
+    verdicts = {w: _against(race, cells, w, variant, msearch) for w in widths}
+    first = None
+    for w in reversed(widths):
+        if verdicts[w][0] != uncertainty.FASTER:
+            break
+        first = w
+    if first is None and race.samples is None:
+        return None, "no verdict: the race has no samples (race into Rally's metrics store)"
+    if first is None:
+        return None, f"terms does not overtake within the sweep ({widths[0]} to {widths[-1]} nodes)" if widths else "not run"
+    if first == widths[0]:
+        return first, f"terms is faster already at the narrowest width, {first} nodes"
+    below = widths[widths.index(first) - 1]
+    return first, f"terms overtakes between {below} and {first} nodes (faster from {first} on)"
+
+
+CROSSOVER_NOTE = (
+    "Each cell: terms' median / msearch's median at that width, its 95% interval and the verdict (report/uncertainty.py): "
+    '"faster" means terms is faster beyond the noise. The crossover is the narrowest width from which terms is faster at '
+    "every wider width of the sweep; a failed cell has no verdict, so no crossover rests on it.\n"
+)
+
+
+def crossover_table(race):
+    """Per variant and msearch setting: the crossover width and, at each width, terms / msearch with its verdict."""
+    cells = width_cells(race)
+    msearches = [t for t in transports_of(cells) if t.startswith("msearch")]
+    if not cells or "terms" not in transports_of(cells) or not msearches:
+        return None
+    widths = widths_of(cells)
+    header = ["variant", "against", "crossover"] + [f"terms / msearch at {w}" for w in widths]
+    body = []
+    for v in variants_of(cells):
+        for m in msearches:
+            _, statement = crossover(race, cells, v, m)
+            body.append([v, _label(m), statement] + [_against(race, cells, w, v, m)[1] for w in widths])
+    return header, body
+
+
+def search_pool_note(race):
+    """What bounds _msearch's concurrency here, and what the host's cores mean for the crossover."""
+    pool = race.search_pool
+    parts = []
+    if pool:
+        node = pool["nodes"][0] if pool.get("nodes") else {}
+        parts.append(
+            f"This cluster: {pool['data-nodes']} data node(s); the first node has {node.get('allocated-processors')} "
+            f"allocated processors and a search pool of {node.get('search-pool-size')} threads (queue "
+            f"{node.get('search-queue-size')}), so an _msearch without max_concurrent_searches runs up to "
+            f"{pool['default-max-concurrent-searches']} sub-searches at once (Elasticsearch: data nodes x min(search pool "
+            "default, 10)). "
+        )
+    parts.append(
+        "An _msearch sends one search per node, each with its own query phase, shard-level request and response; "
+        "terms sends one search whose single shard-level pass builds a bucket per node. With few cores the sub-searches "
+        "cannot run in parallel beyond the core count, so _msearch's per-search overhead grows with the width while "
+        "terms pays once, plus the per-bucket cost of its aggregations (HDR histograms are the heaviest). "
+        "max_concurrent_searches 1 runs the sub-searches one at a time: its gap to the default is what the node's "
+        "parallelism bought. Serial above width_serial_max_nodes is not run (a request per node); its time there is "
+        "about the width x the per-request time at the widest serial width."
+    )
+    serial = _serial_extrapolation(race)
+    if serial:
+        parts.append(" " + serial)
+    return "".join(parts) + "\n"
+
+
+def _serial_extrapolation(race):
+    cells = width_cells(race)
+    serial = {(w, v): op for (w, v, t), op in cells.items() if t == "serial" and not tables.failed(op)}
+    if not serial:
+        return None
+    widest = max(w for w, _ in serial)
+    missing = [w for w in widths_of(cells) if w > widest]
+    if not missing:
+        return None
+    per_request = {v: tables.service_ms(op, "median") / w for (w, v), op in serial.items() if w == widest}
+    text = ", ".join(f"{v} {ms:.2f} ms" for v, ms in per_request.items())
+    return (
+        f"Per request at {widest} nodes: {text}; at {missing[-1]} nodes a serial coverage would take about "
+        f"{missing[-1] / widest:.0f}x its {widest}-node time (an estimate, not a measurement)."
+    )
+
+
+def width_ingest_table(race):
+    """Per width: the documents ingested, the bulk tasks' wall time (race.json durations) and docs/s."""
+    ops = race.op_metrics()
+    body = []
+    for w, record in sorted(race.width_ingest.items()):
+        docs = sum(row["docs"] for row in record.get("epochs", []))
+        wall = sum(
+            (ops.get(width_task_name(w, bulk_task_name(row["epoch"]))) or {}).get("duration") or 0 for row in record.get("epochs", [])
+        )
+        took = sum(row["bulk-took-ms"] for row in record.get("epochs", []))
+        body.append([w, docs, tables.fmt(wall / 1000), tables.fmt(docs / (wall / 1000)) if wall else "-", tables.fmt(took / 1000)])
+    if not body:
+        return None
+    return ["width (nodes)", "documents", "bulk wall (s)", "docs/s", "bulk took (s)"], body
+
+
+def load_records(race, record_dir):
+    """The sweep's records of a race folder: each width's ingest and the search pool."""
+    for path in sorted(record_dir.glob(records.width_ingest_record("*"))):
+        prefix = records.width_ingest_record("").removesuffix(".json")
+        race.width_ingest[int(path.name.removeprefix(prefix).removesuffix(".json"))] = records.read(str(record_dir), path.name)
+    race.search_pool = records.read(str(record_dir), SEARCH_POOL)

@@ -1,0 +1,101 @@
+"""The coverage-width section: the crossover is named only beyond the noise, never on a failed cell, and the table and
+chart show what ran and why the rest did not. Synthetic races with known answers; the real sweep: test_rally_track.py."""
+
+import numpy as np
+import pytest
+
+from report import charts, races, widths
+from runners import widths as runner_widths
+from runners.tasks import parse_width_coverage, width_task_name, width_transport
+
+WIDTHS = [30, 300, 3000]
+
+
+def race_of(medians, spread=0.02, failed=(), samples=True, n=10, seed=1):
+    """medians: {(width, variant, transport): ms}; each cell's samples spread by `spread` around its median."""
+    rng = np.random.default_rng(seed)
+    ops, times = [], {}
+    for (w, v, t), ms in medians.items():
+        name = width_task_name(w, f"coverage-{v}-{t}")
+        ops.append({"task": name, "service_time": {"50_0": ms, "mean": ms}, "error_rate": 1.0 if (w, v, t) in failed else 0.0})
+        times[name] = None if (w, v, t) in failed else list(ms * (1 + spread * rng.standard_normal(n)))
+    data = {"race-id": "w" * 36, "challenge": "coverage-width", "results": {"op_metrics": ops}, "track-params": {}}
+    race = races.Race("w" * 36, None, data)
+    race.samples = times if samples else None
+    return race
+
+
+def sweep(terms, msearch):
+    """D_td's cells: terms and msearch medians per width."""
+    cells = {}
+    for w, t, m in zip(WIDTHS, terms, msearch):
+        cells[(w, "D_td", "terms")] = t
+        cells[(w, "D_td", "msearch")] = m
+    return cells
+
+
+def test_terms_overtakes_where_it_is_faster_beyond_noise_at_every_wider_width():
+    race = race_of(sweep(terms=[300, 150, 400], msearch=[190, 344, 2000]))
+    width, statement = widths.crossover(race, widths.width_cells(race), "D_td", "msearch")
+    assert width == 300 and statement == "terms overtakes between 30 and 300 nodes (faster from 300 on)"
+
+
+def test_no_crossover_when_the_difference_is_noise():
+    """At 3000 nodes the two are 2% apart with a 10% spread: no verdict of faster, so no crossover."""
+    race = race_of(sweep(terms=[300, 400, 1000], msearch=[190, 344, 1020]), spread=0.10)
+    width, statement = widths.crossover(race, widths.width_cells(race), "D_td", "msearch")
+    assert width is None and statement == "terms does not overtake within the sweep (30 to 3000 nodes)"
+
+
+def test_a_failed_terms_cell_is_never_the_crossover():
+    """terms looks 10x faster at 3000 nodes, but its cell failed: a wrong answer is not a speedup."""
+    race = race_of(sweep(terms=[300, 150, 200], msearch=[190, 344, 2000]), failed={(3000, "D_td", "terms")})
+    width, _ = widths.crossover(race, widths.width_cells(race), "D_td", "msearch")
+    assert width is None
+    header, body = widths.width_table(race)
+    assert body[-1][header.index("terms (ms)")].startswith("FAILED")
+
+
+def test_a_dip_in_the_middle_is_not_a_crossover():
+    """Faster at 300 but not at 3000: terms has not overtaken for good within the sweep."""
+    race = race_of(sweep(terms=[300, 150, 2500], msearch=[190, 344, 2000]))
+    assert widths.crossover(race, widths.width_cells(race), "D_td", "msearch")[0] is None
+
+
+def test_without_samples_there_is_a_ratio_but_no_verdict():
+    race = race_of(sweep(terms=[300, 150, 400], msearch=[190, 344, 2000]), samples=False)
+    width, statement = widths.crossover(race, widths.width_cells(race), "D_td", "msearch")
+    assert width is None and statement.startswith("no verdict")
+    header, body = widths.crossover_table(race)
+    assert body[0][header.index("terms / msearch at 300")].startswith("0.436 (medians; no verdict")
+
+
+def test_the_table_says_why_serial_is_missing_above_its_cap_and_the_note_estimates_it():
+    cells = sweep(terms=[30, 60, 300], msearch=[20, 80, 900])
+    cells[(30, "D_td", "serial")] = 120.0
+    cells[(300, "D_td", "serial")] = 1200.0
+    race = race_of(cells)
+    header, body = widths.width_table(race)
+    assert header[2] == "serial (ms)" and body[2][2] == "not run (width above width_serial_max_nodes 300)"
+    assert body[0][2].startswith("120 [") and "n=10" in body[0][2]
+    assert "Per request at 300 nodes: D_td 4.00 ms; at 3000 nodes" in widths.search_pool_note(race)
+
+
+def test_the_chart_draws_every_variant(tmp_path):
+    cells = sweep(terms=[30, 60, 300], msearch=[20, 80, 900])
+    cells.update({(w, "D_hdr", t): 2.0 * ms for (w, v, t), ms in list(cells.items())})
+    assert charts.width_lines(race_of(cells), tmp_path / "width.png").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("concurrency", [0, 1, 16])
+def test_width_task_names_round_trip(concurrency):
+    transport = width_transport("msearch", concurrency)
+    assert parse_width_coverage(width_task_name(3000, f"coverage-C_hdr-{transport}")) == (3000, "C_hdr", transport)
+    assert parse_width_coverage("layout-1S0R-coverage-D_td-msearch") is None
+
+
+@pytest.mark.parametrize("processors,data_nodes,expected", [(2, 1, 4), (10, 1, 10), (10, 3, 30), (1, 0, 1), (64, 2, 20)])
+def test_default_max_concurrent_searches_follows_elasticsearch(processors, data_nodes, expected):
+    """TransportMultiSearchAction.defaultMaxConcurrentSearches: data nodes x min(search pool default, 10), at least 1
+    (its own test: 10 processors give 10 per data node, no data node gives 1)."""
+    assert runner_widths.default_max_concurrent_searches(processors, data_nodes) == expected
