@@ -7,21 +7,35 @@ which it is faster at every wider width of the sweep. A failed cell has no verdi
 Without samples (race.json alone) the table shows the ratio of medians and names no crossover.
 """
 
+import numpy as np
+
 from report import tables, uncertainty
-from runners import records
+from runners import queries, records
 from runners.queries import TRANSPORTS, VARIANTS
 from runners.tasks import bulk_task_name, parse_width_coverage, width_task_name
 from runners.widths import SEARCH_POOL
 
 
 def width_cells(race):
-    """{(width, variant, transport): op} of the sweep's coverage tasks, transport as tasks.width_transport names it."""
+    """{(width, variant, transport): op} of the sweep's coverage tasks, transport as tasks.width_transport names it. A
+    race that ended early (a node that died) has no summary in race.json or the store, only its samples there: a cell
+    is then built from its samples (median; a failed sample fails the cell)."""
+    ops = race.op_metrics()
+    for name, samples in (race.samples or {}).items():
+        if name not in ops:
+            ops[name] = _from_samples(name, samples)
     cells = {}
-    for name, op in race.op_metrics().items():
+    for name, op in ops.items():
         parsed = parse_width_coverage(name)
         if parsed:
             cells[parsed] = op
     return cells
+
+
+def _from_samples(name, samples):
+    if samples is None:
+        return {"task": name, "error_rate": 1.0, "service_time": {}}
+    return {"task": name, "error_rate": 0.0, "service_time": {"50_0": float(np.median(samples)), "mean": float(np.mean(samples))}}
 
 
 def _transport_order(transport):
@@ -61,7 +75,7 @@ def width_table(race):
             for t in transports:
                 op = cells.get((w, v, t))
                 if op is None:
-                    row.append(f"not run (width above width_serial_max_nodes {serial_max})" if t == "serial" and w > serial_max else "-")
+                    row.append(_not_run(race, w, v, t))
                 elif tables.failed(op):
                     row.append(tables.failed_label(op))
                 else:
@@ -70,6 +84,16 @@ def width_table(race):
                     row.append(f"{tables.fmt(median)} {uncertainty.median_interval(samples).text()}" if samples else tables.fmt(median))
             body.append(row)
     return header, body
+
+
+def _not_run(race, width, variant, transport):
+    """Why a cell of the sweep is missing: the caps the schedule applies (schedule.j2, width), or "-"."""
+    if transport == "serial" and width > race.param("width_serial_max_nodes"):
+        return f"not run (above width_serial_max_nodes {race.param('width_serial_max_nodes')})"
+    hdr_max = race.param("width_hdr_terms_max_nodes")
+    if transport == "terms" and queries.percentile_algorithm(variant) == "hdr" and width > hdr_max:
+        return f"not run (HDR over terms above width_hdr_terms_max_nodes {hdr_max}: heap)"
+    return "-"
 
 
 def _label(transport):
@@ -97,22 +121,28 @@ def _against(race, cells, width, variant, msearch):
 
 def crossover(race, cells, variant, msearch):
     """(width or None, statement): the narrowest width of the sweep from which terms is faster than this msearch at
-    every wider width, beyond noise."""
+    every wider width, beyond noise. The widest widths without a verdict (a failed cell, too few samples) are left out
+    of the claim and named; one in the middle ends it."""
     widths = [w for w in widths_of(cells) if (w, variant, msearch) in cells or (w, variant, "terms") in cells]
     verdicts = {w: _against(race, cells, w, variant, msearch) for w in widths}
+    if race.samples is None:
+        return None, "no verdict: the race has no samples (race into Rally's metrics store)"
+    unjudged = []
+    while widths and verdicts[widths[-1]][0] is None:
+        unjudged.insert(0, widths.pop())
+    caveat = "; ".join(f"no verdict at {w}: {verdicts[w][1]}" for w in unjudged)
     first = None
     for w in reversed(widths):
         if verdicts[w][0] != uncertainty.FASTER:
             break
         first = w
-    if first is None and race.samples is None:
-        return None, "no verdict: the race has no samples (race into Rally's metrics store)"
     if first is None:
-        return None, f"terms does not overtake within the sweep ({widths[0]} to {widths[-1]} nodes)" if widths else "not run"
-    if first == widths[0]:
-        return first, f"terms is faster already at the narrowest width, {first} nodes"
-    below = widths[widths.index(first) - 1]
-    return first, f"terms overtakes between {below} and {first} nodes (faster from {first} on)"
+        statement = f"terms does not overtake within the sweep ({widths[0]} to {widths[-1]} nodes)" if widths else "no width with a verdict"
+    elif first == widths[0]:
+        statement = f"terms is faster already at the narrowest width, {first} nodes"
+    else:
+        statement = f"terms overtakes between {widths[widths.index(first) - 1]} and {first} nodes (faster from {first} on)"
+    return first, statement + (f" ({caveat})" if caveat else "")
 
 
 CROSSOVER_NOTE = (
@@ -158,7 +188,9 @@ def search_pool_note(race):
         "terms pays once, plus the per-bucket cost of its aggregations (HDR histograms are the heaviest). "
         "max_concurrent_searches 1 runs the sub-searches one at a time: its gap to the default is what the node's "
         "parallelism bought. Serial above width_serial_max_nodes is not run (a request per node); its time there is "
-        "about the width x the per-request time at the widest serial width."
+        "about the width x the per-request time at the widest serial width. An HDR variant over terms above "
+        "width_hdr_terms_max_nodes is not run: its 3 histograms per node sit in one shard response and one reduce, "
+        "outside every circuit breaker, and at 3000 nodes (3 digits) a 1 GB node died of OutOfMemoryError."
     )
     serial = _serial_extrapolation(race)
     if serial:

@@ -125,7 +125,7 @@ CI_PARAMS = {
     "rtt-sweep": {"rtt_ms": [0, 20], "rtt_variants": ["D_td"]},
     "ccs-roundtrips": {"rtt_ms": [0, 20], "rtt_variants": ["D_hdr"]},
     "network-faults": {"faults": ["reset", "cut-mid-response"]},
-    "layout-sweep": {"layouts": ["1S0R", "2S1R"]},
+    "layout-sweep": {"layouts": ["1S0R", "2S1R"], "epochs": 2},
     "coverage-load": {"load_variants": ["D_td"], "load_steps": [50, 150]},
     "aggregation-memory": {  # D_hdr at 3 and 5 digits (5 over serial only), D_td at compression 100 and 200
         "memory_variants": ["D_hdr"],
@@ -236,7 +236,7 @@ def test_every_challenge_in_test_mode(rally_home, small_corpus, challenge, reque
         placement = json.loads((race_dir(rally_home, race) / "cluster-metrics" / "layout-2S1R.json").read_text())
         nodes = [c["node"] for c in placement["ingested"]]
         assert len(set(nodes)) == 3 and len(nodes) == 4  # 2 primaries + 2 replicas over 3 nodes: one holds two
-        assert http("GET", "/cluster-metrics/_count", port=port)[1]["count"] == 5000
+        assert http("GET", "/cluster-metrics/_count", port=port)[1]["count"] == 1000 * params["epochs"]
     elif any(t["operation"]["operation-type"] == "epoch-bulk" for t in tasks):
         # nothing lost: the epochs ingested x the 1000-doc test-mode files
         assert doc_count() == 1000 * params.get("epochs", 5)

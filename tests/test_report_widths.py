@@ -48,10 +48,11 @@ def test_no_crossover_when_the_difference_is_noise():
 
 
 def test_a_failed_terms_cell_is_never_the_crossover():
-    """terms looks 10x faster at 3000 nodes, but its cell failed: a wrong answer is not a speedup."""
+    """terms looks 10x faster at 3000 nodes, but its cell failed: a wrong answer is not a speedup, and the claim names
+    the width it could not judge."""
     race = race_of(sweep(terms=[300, 150, 200], msearch=[190, 344, 2000]), failed={(3000, "D_td", "terms")})
-    width, _ = widths.crossover(race, widths.width_cells(race), "D_td", "msearch")
-    assert width is None
+    width, statement = widths.crossover(race, widths.width_cells(race), "D_td", "msearch")
+    assert width == 300 and statement.endswith("(no verdict at 3000: a failed cell has no verdict)")  # the claim stops at 300
     header, body = widths.width_table(race)
     assert body[-1][header.index("terms (ms)")].startswith("FAILED")
 
@@ -76,7 +77,7 @@ def test_the_table_says_why_serial_is_missing_above_its_cap_and_the_note_estimat
     cells[(300, "D_td", "serial")] = 1200.0
     race = race_of(cells)
     header, body = widths.width_table(race)
-    assert header[2] == "serial (ms)" and body[2][2] == "not run (width above width_serial_max_nodes 300)"
+    assert header[2] == "serial (ms)" and body[2][2] == "not run (above width_serial_max_nodes 300)"
     assert body[0][2].startswith("120 [") and "n=10" in body[0][2]
     assert "Per request at 300 nodes: D_td 4.00 ms; at 3000 nodes" in widths.search_pool_note(race)
 
@@ -99,3 +100,33 @@ def test_default_max_concurrent_searches_follows_elasticsearch(processors, data_
     """TransportMultiSearchAction.defaultMaxConcurrentSearches: data nodes x min(search pool default, 10), at least 1
     (its own test: 10 processors give 10 per data node, no data node gives 1)."""
     assert runner_widths.default_max_concurrent_searches(processors, data_nodes) == expected
+
+
+def test_a_race_that_ended_early_is_read_from_its_samples():
+    """The node died during a cell: Rally keeps no summary of the race, the store keeps its samples. The cells are
+    built from them, and the cell whose samples failed is FAILED, never a crossover."""
+    race = race_of(sweep(terms=[300, 150, 400], msearch=[190, 344, 2000]), failed={(3000, "D_td", "terms")})
+    race.data["results"] = {}
+    cells = widths.width_cells(race)
+    assert cells[(300, "D_td", "terms")]["service_time"]["50_0"] == pytest.approx(150, rel=0.05)
+    assert cells[(3000, "D_td", "terms")]["error_rate"] == 1.0
+    assert "no verdict at 3000: a failed cell has no verdict" in widths.crossover(race, cells, "D_td", "msearch")[1]
+
+
+def test_hdr_over_terms_is_capped_by_width_and_the_table_says_why():
+    from test_track_files import rendered, rendered_tasks
+
+    (challenge,) = [c for c in rendered({"widths": [1000, 3000]})["challenges"] if c["name"] == "coverage-width"]
+    names = {t["operation"]["name"] for t in rendered_tasks(challenge)}
+    assert {"width-1000-coverage-D_hdr-terms", "width-3000-coverage-D_td-terms", "width-3000-coverage-D_hdr-msearch"} <= names
+    assert "width-3000-coverage-D_hdr-terms" not in names and "width-3000-coverage-C_hdr-terms" not in names
+    race = race_of({(3000, "D_hdr", "msearch"): 900.0, (1000, "D_hdr", "terms"): 300.0, (1000, "D_hdr", "msearch"): 400.0})
+    header, body = widths.width_table(race)
+    assert body[-1][header.index("terms (ms)")] == "not run (HDR over terms above width_hdr_terms_max_nodes 1000: heap)"
+
+
+def test_a_failed_widest_cell_is_named_and_left_out_of_the_claim():
+    race = race_of(sweep(terms=[300, 150, 100], msearch=[190, 344, 2000]), failed={(3000, "D_td", "msearch")})
+    width, statement = widths.crossover(race, widths.width_cells(race), "D_td", "msearch")
+    assert width == 300
+    assert statement == "terms overtakes between 30 and 300 nodes (faster from 300 on) (no verdict at 3000: a failed cell has no verdict)"
