@@ -227,7 +227,8 @@ def test_every_challenge_in_test_mode(rally_home, small_corpus, challenge, reque
         pool = json.loads((folder / SEARCH_POOL).read_text())
         assert pool["data-nodes"] == 1 and pool["default-max-concurrent-searches"] >= 1
         cells = [n for n in ours if n.startswith("width-") and "-coverage-" in n]
-        assert len(cells) == 2 * 4 + 2 * 3  # serial only at 30 nodes (width_serial_max_nodes 300)
+        # serial only at 30 nodes (width_serial_max_nodes 300), D_hdr over terms too (width_hdr_terms_max_nodes 1000)
+        assert len(cells) == 2 * 4 + 2 * 3 - 1 and "width-1500-coverage-D_hdr-terms" not in cells
         validated = {json.loads(line)["task"] for line in (folder / records.VALIDATION).read_text().splitlines()}
         assert validated == set(cells)
         header, body = report_widths.width_table(races.load(race_dir(rally_home, race)))
