@@ -221,3 +221,20 @@ def test_width_sets_live_side_by_side_named_by_their_width_and_rows(tmp_path):
     assert cmgen.corpus.load_manifest(tmp_path)["index"] == cmgen.corpus.INDEX  # the main corpus is untouched
     again = run("--widths", "12,1200", "--rows-per-epoch", "3000", "--epochs", "1", "--tasks", "11", "--out", str(tmp_path))
     assert again.stdout.count("up to date") == 2
+
+
+def test_track_load_measurement_reads_the_corpus_it_is_given(tmp_path):
+    """corpora-gen/measure_track_load.py: the scaling table's load columns, for a corpus anywhere."""
+    assert run(*SMALL, "--out", str(tmp_path)).returncode == 0
+    tool = str(REPO / "corpora-gen" / "measure_track_load.py")
+    params = '{"epochs": 2, "variants": ["D_td"]}'
+    result = subprocess.run(
+        [sys.executable, tool, "--data-root", str(tmp_path), "--challenge", "query-decomposition", "--track-params", params],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    measured = json.loads(result.stdout.strip().splitlines()[-1])
+    truth = tmp_path / "cluster-metrics" / "ground-truth.json"
+    assert measured["ground_truth_mb"] == round(truth.stat().st_size / 1e6, 1) and measured["corpora"] == 0
+    assert measured["first_load_s"] > 0 and measured["ground_truth_of"] == "coverage-D_td-serial"
