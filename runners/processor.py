@@ -3,9 +3,12 @@
 On every track load for a race it
 - checks every track parameter the user gave (type and range), naming the parameter and what it expects;
 - reads the generator's manifest, checks each file the race uses (size, and sha256 unless the track parameter
-  verify_corpus_checksums is false) and the ground truth's sha256, and sets each document set's count and size;
-- writes the corpus fingerprint into the index mapping's _meta, so that query challenges can tell what it holds;
-- validates each of our operations (operations.OPERATIONS) and hands it the race context.
+  verify_corpus_checksums is false) and the ground truth's sha256, once per race and host (CorpusChecks), and sets
+  each document set's count and size;
+- for coverage-width, adds each width's corpus set to the track (its index and corpora, named by the corpus contract)
+  and binds the tasks of that width (WIDTH_KEY) to it;
+- writes the corpus fingerprint into each index mapping's _meta, so that query challenges can tell what it holds;
+- validates each of our operations (operations.OPERATIONS) and hands it the race context of its corpus set.
 Any problem raises a SystemSetupError whose message names the input and the fix.
 """
 
