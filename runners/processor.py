@@ -73,6 +73,7 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
             interleave.assign(list(_tasks(selected)), parameters.value(user_params, "schedule_seed"), hosts)
         except ValueError as e:
             raise exceptions.SystemSetupError(f"Challenge [{selected.name}]: {e}.") from None
+        as_params = {}  # each context's operation parameter, built once
         for challenge in track.challenges:
             for task in _tasks(challenge):
                 width = widths.get(task.operation.params.get(WIDTH_KEY)) if challenge is selected else None
@@ -88,7 +89,9 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
                         operation.validate(task.operation.params, task.clients, context)
                     except ValueError as e:
                         raise exceptions.SystemSetupError(f"Task [{task.name}]: {e}.") from None
-                task.operation.params[CONTEXT_KEY] = context.as_param()
+                if context.index not in as_params:
+                    as_params[context.index] = context.as_param()
+                task.operation.params[CONTEXT_KEY] = as_params[context.index]
                 if task.operation.params.get("record-rate"):
                     # the warmup as it runs (after --test-mode's reduction): Rally does not tell a runner which samples are warmup
                     task.operation.params["record-after"] = task.warmup_iterations or 0
@@ -246,10 +249,11 @@ class CorpusChecks:
     def ground_truth(self, root, manifest, fix):
         """The ground truth's path, its sha256 checked (once per race and host)."""
         path = corpus.ground_truth_path(root, manifest["index"])
-        if path.is_file():
-            line, noted = self._noted(path)
-            if noted:
-                return path
+        line, noted = self._noted(path) if path.is_file() else (None, False)
+        if not noted:
+            corpus.check_ground_truth(root, manifest, fix)  # names a missing or edited file
+            self._note(line)
+        return path
         corpus.check_ground_truth(root, manifest, fix)
         self._note(self._noted(path)[0])
         return path
