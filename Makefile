@@ -41,7 +41,7 @@ TOXIPROXY := $(PYTHON) local-es/toxiproxy_launcher.py
 # one Rally at a time: the previous race's processes take a moment to exit (waits, never kills)
 WAIT_FOR_RALLY := for i in $$(seq 120); do pgrep -f '[e]srally race' >/dev/null || pgrep -x esrally >/dev/null || break; sleep 1; done
 
-.PHONY: lint format venv es-start es-stop es-status es-wipe corpus race repeat layout-sweep test test-fast report accuracy validation-proof compare metrics-store metrics-store-stop \
+.PHONY: lint format venv es-start es-stop es-status es-wipe corpus race repeat layout-sweep test it test-fast report accuracy validation-proof compare metrics-store metrics-store-stop \
 	toxiproxy proxy-start proxy-stop proxy-status remote-start remote-stop rtt-sweep network-faults ccs-roundtrips \
 	source-cost aggregation-memory width-corpora coverage-width
 
@@ -153,8 +153,13 @@ aggregation-memory: venv es-start corpus
 	$(MAKE) --no-print-directory race CHALLENGE=aggregation-memory
 	$(VPY) -m report
 
+# the tests in two tiers (README: Tests). test: lint, every unit test and a few representative races on one node
+# (minutes); it: every other integration test (every challenge, Toxiproxy, the 3-node and remote clusters, the
+# network namespaces, the private checkout). CI runs both, so every behaviour is proven on every change.
 test: venv lint
-	$(VPY) -m pytest --durations=25 tests
+	$(VPY) -m pytest -m 'not integration or smoke' --durations=10 tests
+it: venv
+	$(VPY) -m pytest -m 'integration and not smoke' --durations=25 tests
 
 # unit tests only (no node, no race): seconds
 test-fast: venv lint

@@ -219,6 +219,7 @@ class Coverage:
         requests = params["requests"]
         bodies = []
         es.return_raw_response()  # keep the bytes: decoding waits until the timed window is closed
+        window_start = time.time()  # wall clock, for the record: when the coverage ran beside other tasks
         started = time.perf_counter()
         for i, (path, query, body, headers) in enumerate(requests):
             try:
@@ -230,6 +231,7 @@ class Coverage:
                 return _network_error(e, _where(params, i), params["request-timeout"])
             bodies.append(response.body)
         seconds = time.perf_counter() - started
+        window = [round(window_start, 3), round(window_start + seconds, 3)]
         # the timed window is closed: decode and check
         errors, pct_errors = CoverageErrors(), PercentileErrors()
         try:
@@ -249,7 +251,7 @@ class Coverage:
             **pct_errors.as_meta(),
         }
         records.add(meta, load.step_meta(params.get("name")))
-        records.add(meta, _record_validation(params, meta))
+        records.add(meta, _record_validation(params, meta, window))
         if errors:
             return results.failed(f"{params['cell']}: {errors.description()}", "cluster-metrics-validation", "coverages", meta)
         if params.get("record-rate"):
@@ -313,10 +315,15 @@ class FetchCoverage(Coverage):
         return "fetch-coverage"
 
 
-def _record_validation(params, meta):
-    """Appends the coverage's validation counts to the race's record (what race.json keeps of a sample is only its
-    success); returns the record's sample meta."""
-    counts = {"task": params.get("name"), **{k: meta.get(k) for k in ("checks", "failed-checks", "percentile-rel-error-max")}}
+def _record_validation(params, meta, window):
+    """Appends the coverage's validation counts and its timed window (wall-clock seconds, first request to last
+    answer) to the race's record (what race.json keeps of a sample is only its success); returns the record's sample
+    meta."""
+    counts = {
+        "task": params.get("name"),
+        "window": window,
+        **{k: meta.get(k) for k in ("checks", "failed-checks", "percentile-rel-error-max")},
+    }
     return records.append_line(RaceContext.of(params).record_dir, records.VALIDATION, json.dumps(counts, sort_keys=True))
 
 

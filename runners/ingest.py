@@ -4,6 +4,7 @@ import copy
 import glob
 import logging
 import os
+import time
 
 from esrally.driver import runner as rally_runner
 from esrally.track import params as rally_params
@@ -20,8 +21,20 @@ def _took_dir(record):
     return os.path.join(records.TOOK_DIR, os.path.splitext(record)[0])
 
 
-def _took_file(record, epoch):
-    return os.path.join(_took_dir(record), f"epoch-{epoch}-{os.getpid()}.txt")
+def _took_file(record, epoch, client):
+    """One file per epoch and client: each client appends its own bulks, and the clients that ran can be counted."""
+    return os.path.join(_took_dir(record), f"epoch-{epoch}-client-{client}.txt")
+
+
+def took_line(took, started, ended):
+    """A bulk's line in its took file: the response's took (ms), then the bulk's wall-clock window (s)."""
+    return f"{took} {started:.3f} {ended:.3f}"
+
+
+def read_took_line(line):
+    """(took, window) of a took file's line; an older line holds the took alone (window None)."""
+    fields = line.split()
+    return int(fields[0]), [float(f) for f in fields[1:3]] or None
 
 
 class EpochBulkParamSource:
@@ -39,6 +52,7 @@ class EpochBulkParamSource:
     def partition(self, partition_index, total_partitions):
         part = copy.copy(self)
         part._inner = self._inner.partition(partition_index, total_partitions)
+        part._extra = {**self._extra, "client": partition_index}
         return part
 
     def params(self):
@@ -66,9 +80,11 @@ class EpochBulk:
 
     async def __call__(self, es, params):
         client = _OperationsNotBody(es.options(max_retries=0, retry_on_status=(), retry_on_timeout=False))
+        started = time.time()
         result = await self._bulk(client, params)
         if params.get("record-dir") and result.get("took") is not None:
-            result.update(records.append_line(params["record-dir"], _took_file(params["record"], params["epoch"]), str(result["took"])))
+            name = _took_file(params["record"], params["epoch"], params.get("client", 0))
+            result.update(records.append_line(params["record-dir"], name, took_line(result["took"], started, time.time())))
         return result
 
     def __repr__(self):
@@ -93,12 +109,17 @@ class _OperationsNotBody:
 
 
 def bulk_tooks(record_dir, record, epoch):
-    """Every bulk `took` of one epoch that the record folder holds, from all client processes."""
-    tooks = []
-    for path in glob.glob(os.path.join(record_dir, _took_dir(record), f"epoch-{epoch}-*.txt")):
+    """Every bulk `took` of one epoch that the record folder holds, from all clients."""
+    return [read_took_line(line)[0] for lines in bulk_lines(record_dir, record, epoch).values() for line in lines]
+
+
+def bulk_lines(record_dir, record, epoch):
+    """Each took file's lines of one epoch, by file name (one file per client)."""
+    found = {}
+    for path in sorted(glob.glob(os.path.join(record_dir, _took_dir(record), f"epoch-{epoch}-*.txt"))):
         with open(path) as f:
-            tooks += [int(line) for line in f if line.strip()]
-    return tooks
+            found[os.path.basename(path)] = [line for line in f if line.strip()]
+    return found
 
 
 def recount_bulk_tooks(record_dir):

@@ -15,11 +15,11 @@ TRACK_NAME = "cluster-metrics"  # the track's folder; from a track repository Ra
 RECORD_DIR = "cluster-metrics"  # inside Rally's race folder, beside race.json
 INGEST = "ingest.json"  # per-epoch ingest cost
 PROFILE = "profile.json"  # profile-breakdown shares
-TOOK_DIR = "bulk-took"  # each bulk response's took, one file per epoch and client process
+TOOK_DIR = "bulk-took"  # each bulk response's took and wall-clock window, one file per epoch and client
 RATE_DIR = "coverage-rate"  # each calibration coverage's seconds, one file per calibration task (coverage-load)
 LOAD_STEPS = "load-steps.jsonl"  # coverage-load: each step's calibrated and target rate
 MEMORY = "aggregation-memory.jsonl"  # aggregation-memory: each cell's request breaker floor and GC activity
-VALIDATION = "validation.jsonl"  # each coverage's validation counts and worst percentile error, warm-up ones too
+VALIDATION = "validation.jsonl"  # each coverage's validation counts, worst percentile error and wall-clock window, warm-ups too
 
 
 def source_record(mode):

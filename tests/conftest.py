@@ -17,6 +17,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "corpora-gen"))
 
 from runners import corpus  # noqa: E402
+from runners import records  # noqa: E402
 
 TEST_PORT = int(os.environ.get("TEST_ES_PORT", "9250"))
 PYTHON = sys.executable
@@ -81,6 +82,7 @@ def launcher(*args, env=None, port=TEST_PORT):
 def es_node():
     result = launcher("start", "--heap", "1g")
     assert result.returncode == 0, result.stdout + result.stderr
+    http("DELETE", f"/{PRISTINE}")  # a copy kept by an earlier session may hold an earlier corpus
     yield es_url()
     stopped = launcher("stop")
     assert stopped.returncode == 0, stopped.stdout + stopped.stderr
@@ -115,8 +117,9 @@ def small_corpus(rally_home):
 
 
 class Race:
-    def __init__(self, returncode, output, race, log=""):
-        self.returncode, self.output, self.race, self.log = returncode, output, race, log
+    def __init__(self, returncode, output, race, log="", home=None):
+        self.returncode, self.output, self.race, self.log, self.home = returncode, output, race, log, home
+        self.left = {}  # what the race left on the cluster, when a test reads it right after (SharedRaces' after)
 
     def failures(self):
         """The failed samples' descriptions our runners logged during this race (Rally's log, WARNING and above)."""
@@ -131,9 +134,59 @@ class Race:
         """Per task; empty for a race that ended before it measured anything (its race.json has no results)."""
         return {op["task"]: op["error_rate"] for op in self.race.get("results", {}).get("op_metrics", [])}
 
+    def op_metrics(self):
+        return {op["task"]: op for op in self.race["results"]["op_metrics"]}
+
+    def folder(self):
+        """The race's folder in its Rally home (race.json, and the track's records under records.RECORD_DIR)."""
+        return self.home / ".rally" / "benchmarks" / "races" / self.race["race-id"]
+
+    def record_dir(self):
+        return self.folder() / records.RECORD_DIR
+
+
+# every Rally home this session raced in: a race waits until the previous one's processes of these homes are gone
+RALLY_HOMES = set()
+
+
+def rally_pids(homes, zombies=True):
+    """The processes of the Rallies started with one of these Rally homes: the command and its actor system, which
+    Rally daemonizes into a session of its own. Rally's own test of what a Rally process is (the one that makes a
+    second race refuse to start), zombies included as Rally counts them until they are reaped: waiting for none of
+    ours is waiting for what Rally waits for. zombies=False: the live ones only."""
+    import psutil
+    from esrally.utils.process import is_rally_process
+
+    wanted, pids = {str(home) for home in homes}, []
+    for process in psutil.process_iter():
+        try:
+            if not is_rally_process(process):
+                continue
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue  # as Rally's own check does
+        try:
+            if process.status() == psutil.STATUS_ZOMBIE:
+                pids += [process.pid] if zombies else []
+            elif process.environ().get("RALLY_HOME") in wanted:
+                pids.append(process.pid)
+        except psutil.ZombieProcess:
+            pids += [process.pid] if zombies else []
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return pids
+
+
+def wait_for_our_rally(timeout=180):
+    """One Rally at a time: the previous race's processes take a moment to exit after its command returns. Waits for
+    ours by their processes (never kills); another user's Rally is left alone, and the race that follows says so."""
+    deadline = time.monotonic() + timeout
+    while (pids := rally_pids(RALLY_HOMES)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not pids, f"a Rally of this suite's is still running after {timeout} s (PIDs {pids})"
+
 
 def run_race(home, challenge, *extra, track=None, port=TEST_PORT, test_mode=True, target_hosts=None):
-    """A real `esrally race`; waits while another Rally of ours is still shutting down."""
+    """A real `esrally race`, after the previous Rally of this suite has exited."""
     env = dict(os.environ, RALLY_HOME=str(home))
     track_args = track or [f"--track-path={REPO / 'tracks' / 'cluster-metrics'}"]
     cmd = [
@@ -152,12 +205,10 @@ def run_race(home, challenge, *extra, track=None, port=TEST_PORT, test_mode=True
     before = set(races.glob("*/race.json")) if races.exists() else set()
     log_file = home / ".rally" / "logs" / "rally.log"
     log_start = log_file.stat().st_size if log_file.exists() else 0
-    for _ in range(30):
-        result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1200)
-        output = result.stdout + result.stderr
-        if "other Rally processes running" not in output:
-            break
-        time.sleep(2)
+    wait_for_our_rally()
+    RALLY_HOMES.add(home)
+    result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1200)
+    output = result.stdout + result.stderr
     after = set(races.glob("*/race.json")) if races.exists() else set()
     new = sorted(after - before, key=lambda p: p.stat().st_mtime)
     race = json.loads(new[-1].read_text()) if new else None
@@ -166,13 +217,128 @@ def run_race(home, challenge, *extra, track=None, port=TEST_PORT, test_mode=True
         with log_file.open("rb") as f:
             f.seek(log_start if log_file.stat().st_size >= log_start else 0)
             log = f.read().decode("utf-8", "replace")
-    return Race(result.returncode, output, race, log)
+    return Race(result.returncode, output, race, log, home)
 
 
-# the network: a Toxiproxy of the suite's own (never a user's on 8474), a proxy in front of the test node, and a
-# remote cluster for cross-cluster search with a proxy in front of its transport port (the launcher's HTTP + 100)
+def assert_clean(race, expected_tasks=()):
+    """The race succeeded, every task it reports has error rate 0, and each expected task is among them."""
+    assert race.returncode == 0, race.output[-3000:]
+    rates = race.error_rates()
+    assert rates, race.output[-3000:]
+    failed = {task: rate for task, rate in rates.items() if rate != 0}
+    assert not failed, f"error rates {failed}; failures logged: {race.failures()[-20:]}"
+    missing = [task for task in expected_tasks if task not in rates]
+    assert not missing, f"tasks not reported: {missing}"
+
+
+def assert_refused_before_any_timed_task(race, *phrases):
+    """A bad input: the race failed, its output says each phrase, and no coverage was timed."""
+    assert race.returncode != 0, race.output[-3000:]
+    missing = [phrase for phrase in phrases if phrase not in race.output]
+    assert not missing, f"not said: {missing}; output: {race.output[-3000:]}"
+    assert race.race is None or not any(task.startswith("coverage-") for task in race.error_rates())
+
+
+class SharedRaces:
+    """One race per challenge and arguments for the whole session: every test that reads a race asserts on the same
+    one, and none is raced twice."""
+
+    def __init__(self, home):
+        self.home, self._races = home, {}
+
+    def race(self, challenge, *extra, before=None, after=None, **kwargs):
+        """The race of `challenge` with these arguments: raced on first use (`before()` first, `after(race)` once it
+        ended), then the same race for every test."""
+        key = (challenge, extra, tuple(sorted((k, json.dumps(v)) for k, v in kwargs.items())))
+        if key not in self._races:
+            if before:
+                before()
+            self._races[key] = run_race(self.home, challenge, *extra, **kwargs)
+            if after:
+                after(self._races[key])
+        return self._races[key]
+
+
+@pytest.fixture(scope="session")
+def shared_races(rally_home, small_corpus, es_node):
+    return SharedRaces(rally_home)
+
+
+# ---------------------------------------------------------------- the test index: the suite's corpus, ingested once
+
+INDEX = "cluster-metrics"
+PRISTINE = "pristine-cluster-metrics"  # a write-blocked clone of the first complete ingest: restores cost a clone
+STANDARD_SHAPE = {"number_of_shards": 1, "number_of_replicas": 0, "source-mode": "stored"}
+
+
+def doc_count(port=TEST_PORT, index=INDEX):
+    status, body = http("GET", f"/{index}/_count", port=port)
+    return body["count"] if status == 200 else None
+
+
+def holds_the_test_corpus(rally_home, index=INDEX):
+    """The index holds the test-mode corpus, all of it, in the shape the query challenges measure."""
+    from runners.index_checks import shape_differences
+
+    status, body = http("GET", f"/{index}/_mapping")
+    if status != 200:
+        return False
+    manifest = corpus.load_manifest(data_root(rally_home))
+    mappings = body[index]["mappings"]
+    settings = http("GET", f"/{index}/_settings?flat_settings=true")[1][index]["settings"]
+    found = mappings.get("_meta", {}).get(corpus.FINGERPRINT_KEY)
+    return (
+        found == corpus.fingerprint(manifest, "test_mode")
+        and not shape_differences(mappings, settings, STANDARD_SHAPE)
+        and doc_count(index=index) == 1000 * manifest["generator"]["epochs"]
+        and settings.get("index.blocks.write") != "true"
+    )
+
+
+def _clone(source, target, settings):
+    status, body = http("POST", f"/{source}/_clone/{target}?wait_for_active_shards=1", {"settings": settings})
+    assert status == 200, body
+    http("GET", f"/_cluster/health/{target}?wait_for_status=green&timeout=60s")
+
+
+def keep_pristine(rally_home):
+    """Keeps a write-blocked clone of the index, when it holds the whole test corpus and no clone is kept yet."""
+    if http("HEAD", f"/{PRISTINE}")[0] == 200 or not holds_the_test_corpus(rally_home):
+        return
+    assert http("PUT", f"/{INDEX}/_settings", {"index.blocks.write": True})[0] == 200  # a clone's source must be
+    try:
+        _clone(INDEX, PRISTINE, {"index.number_of_replicas": 0})
+    finally:
+        assert http("PUT", f"/{INDEX}/_settings", {"index.blocks.write": None})[0] == 200
+
+
+def ensure_test_index(shared_races):
+    """The query challenges need the suite's test-mode corpus in the index, in the standard shape: kept if it is
+    there, cloned from the pristine copy otherwise (a test that changed the index needs no re-ingest), and ingested
+    only when there is no copy yet (by the session's ingest-baseline race, which every test then shares)."""
+    home = shared_races.home
+    if holds_the_test_corpus(home):
+        keep_pristine(home)
+        return
+    if http("HEAD", f"/{PRISTINE}")[0] == 200:
+        http("DELETE", f"/{INDEX}")
+        _clone(PRISTINE, INDEX, {"index.number_of_replicas": 0, "index.blocks.write": None})
+    else:
+        http("DELETE", f"/{INDEX}")
+        assert_clean(shared_races.race("ingest-baseline"))
+        keep_pristine(home)
+    assert holds_the_test_corpus(home)
+
+
+@pytest.fixture
+def test_index(shared_races):
+    """The index as the query challenges need it, before the test (see ensure_test_index)."""
+    ensure_test_index(shared_races)
+    return shared_races
+
+
+# the network: a Toxiproxy of the suite's own (never a user's on 8474) and a proxy in front of the test node
 TOXIPROXY_PORT, PROXY_PORT = 8475, 9291
-REMOTE_PORT, REMOTE_PROXY_PORT, REMOTE_SHARDS = 9280, 9391, 5
 TOXIPROXY_LAUNCHER = str(REPO / "local-es" / "toxiproxy_launcher.py")
 NETWORK_PARAMS = {"toxiproxy_url": f"http://127.0.0.1:{TOXIPROXY_PORT}"}
 
@@ -201,24 +367,11 @@ def toxiproxy(es_node):
     assert stopped.returncode == 0, stopped.stdout + stopped.stderr
 
 
-@pytest.fixture(scope="session")
-def remote_cluster(toxiproxy, rally_home, small_corpus):
-    """A second cluster holding the test-mode corpus in REMOTE_SHARDS shards, behind its transport proxy."""
-    started = launcher("start", "--heap", "1g", port=REMOTE_PORT)
-    assert started.returncode == 0, started.stdout + started.stderr
-    made = toxiproxy_launcher("proxy", "--role", "remote", "--listen", str(REMOTE_PROXY_PORT), "--upstream", str(REMOTE_PORT + 100))
-    assert made.returncode == 0, made.stdout + made.stderr
-    ingest = run_race(rally_home, "ingest-baseline", f"--track-params=number_of_shards:{REMOTE_SHARDS}", port=REMOTE_PORT)
-    assert ingest.returncode == 0, ingest.output[-2000:]
-    yield REMOTE_PORT
-    stopped = launcher("stop", port=REMOTE_PORT)
-    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
-
-
 def pytest_collection_modifyitems(items):
-    """A test that uses the node or a Rally home is an integration test, whether or not its module says so."""
+    """A test that uses the node or a Rally home (directly or through another fixture) is an integration test; a
+    test that starts a node of its own says so with its own mark."""
     for item in items:
-        if {"es_node", "rally_home", "toxiproxy", "remote_cluster"} & set(getattr(item, "fixturenames", ())):
+        if {"es_node", "rally_home"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.integration)
 
 

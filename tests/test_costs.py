@@ -1,6 +1,7 @@
 """What it costs, in a real race on the test node: the request breaker's limit is back as it was after a bisection
-that fails midway. (Both cost challenges run clean with their defaults, and their records are checked, in
-tests/test_rally_track.py's every-challenge test.)"""
+that fails midway, after a load driver killed mid-bisection (by the next race), and never lowered on a cluster
+that other clients search. (Both cost challenges run clean, and their records are checked, in
+tests/test_challenges.py.)"""
 
 import json
 import os
@@ -8,18 +9,14 @@ import signal
 import subprocess
 import threading
 import time
-from pathlib import Path
 
 import pytest
-from test_rally_track import assert_clean, ensure_test_mode_ingest
 
 from answer_proxy import AnswerProxy
-from conftest import ESRALLY, REPO, TEST_PORT, http, run_race
+from conftest import ESRALLY, RALLY_HOMES, REPO, TEST_PORT, assert_clean, ensure_test_index, http, rally_pids, run_race, wait_for_our_rally
 from runners.memory import BREAKER_SETTING
 from runners.restore import NOTES_INDEX
 from runners.tasks import breaker_floor_task_name, memory_cell, memory_task_name
-
-pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("es_node")]
 
 ONE_CELL = "--track-params=" + json.dumps(
     {"memory_variants": ["D_td"], "memory_transports": ["msearch"], "memory_hdr_digits": [3], "memory_tdigest_compression": [100]}
@@ -35,16 +32,17 @@ def set_limit(value):
     assert status == 200, body
 
 
-def test_the_breaker_limit_is_put_back_when_the_bisection_fails_midway(rally_home, small_corpus):
+@pytest.mark.smoke
+def test_the_breaker_limit_is_put_back_when_the_bisection_fails_midway(shared_races):
     """A proxy passes the first 5 coverage requests (the timed task's 2 in test mode, 1 warmup and 1 measured, and the
     3 at the node's own limit), then doubles
     every net p50: the bisection has lowered the limit by then, meets a wrong answer that is not the breaker, and
     fails the cell. The limit a user had set (59%) must be back."""
-    ensure_test_mode_ingest(rally_home)
+    ensure_test_index(shared_races)
     set_limit("59%")
     proxy = AnswerProxy(TEST_PORT, mode="double-net-p50", corrupt_after=5)
     try:
-        race = run_race(rally_home, "aggregation-memory", ONE_CELL, port=proxy.port)
+        race = run_race(shared_races.home, "aggregation-memory", ONE_CELL, port=proxy.port)
         after = persistent_limit()
     finally:
         proxy.close()
@@ -63,38 +61,24 @@ def notes():
     return [] if status == 404 else [hit["_source"] for hit in body["hits"]["hits"]]
 
 
-def load_driver_pids(home):
-    """Every live process of the Rally started with this Rally home: the command and its actor system, which Rally
-    daemonizes into a session of its own (the load driver that bisects runs there, not in the command's process)."""
-    pids = []
-    for pid in subprocess.run(["pgrep", "-f", "esrally"], capture_output=True, text=True).stdout.split():
-        try:
-            ours = f"RALLY_HOME={home}".encode() in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-            alive = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-        except OSError:
-            continue  # gone meanwhile
-        if ours and alive:
-            pids.append(int(pid))
-    return pids
-
-
 def kill_load_driver(home):
     """kill -9 of every process of that Rally (all of them started by this test), until none is left."""
     deadline = time.monotonic() + 60
-    while (pids := load_driver_pids(home)) and time.monotonic() < deadline:
+    while (pids := rally_pids([home], zombies=False)) and time.monotonic() < deadline:
         for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         time.sleep(0.2)
-    assert not load_driver_pids(home)
+    assert not rally_pids([home], zombies=False)
 
 
-def test_a_load_driver_killed_mid_bisection_leaves_a_note_and_the_next_race_puts_the_limit_back(rally_home, small_corpus):
+def test_a_load_driver_killed_mid_bisection_leaves_a_note_and_the_next_race_puts_the_limit_back(shared_races):
     """kill -9 of the whole load driver while the limit is bisected: no finally runs. The limit stays at the value
     last tried; the note on the cluster holds the user's 59%, and the next race (any query challenge) puts it back."""
-    ensure_test_mode_ingest(rally_home)
+    rally_home = shared_races.home
+    ensure_test_index(shared_races)
     set_limit("59%")
     command = [
         ESRALLY,
@@ -109,16 +93,10 @@ def test_a_load_driver_killed_mid_bisection_leaves_a_note_and_the_next_race_puts
     ]
     env = dict(os.environ, RALLY_HOME=str(rally_home))
     output = rally_home / "killed-race.log"
-    for _ in range(30):  # one Rally at a time: the previous race's processes take a moment to exit (waits, never kills)
-        with open(output, "w") as out:
-            race = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            race.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            break  # it runs
-        if "other Rally processes running" not in output.read_text():
-            break
-        time.sleep(2)
+    wait_for_our_rally()  # one Rally at a time
+    RALLY_HOMES.add(rally_home)
+    with open(output, "w") as out:
+        race = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     bisecting = None
     try:
         deadline = time.monotonic() + 600
@@ -143,10 +121,10 @@ def test_a_load_driver_killed_mid_bisection_leaves_a_note_and_the_next_race_puts
         set_limit(None)
 
 
-def test_aggregation_memory_refuses_a_cluster_with_other_search_traffic(rally_home, small_corpus):
+def test_aggregation_memory_refuses_a_cluster_with_other_search_traffic(shared_races):
     """Another client searching while the bisection would lower a cluster-wide limit: the race ends before anything
     changes, naming the parameter that accepts a shared cluster."""
-    ensure_test_mode_ingest(rally_home)
+    ensure_test_index(shared_races)
     stop = threading.Event()
 
     def other_client():
@@ -158,7 +136,7 @@ def test_aggregation_memory_refuses_a_cluster_with_other_search_traffic(rally_ho
     searcher = threading.Thread(target=other_client, daemon=True)
     searcher.start()
     try:
-        race = run_race(rally_home, "aggregation-memory", ONE_CELL)
+        race = run_race(shared_races.home, "aggregation-memory", ONE_CELL)
     finally:
         stop.set()
         searcher.join()

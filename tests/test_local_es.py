@@ -1,4 +1,5 @@
-"""The local node launcher against a real Elasticsearch 8.17.2."""
+"""The local node launcher against a real Elasticsearch 8.17.2; its refusals (a port in use, a wrong Java, too large
+a heap) need no node and run with the unit tests."""
 
 import os
 import re
@@ -6,12 +7,11 @@ import shutil
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from conftest import LAUNCHER, REPO, http, launcher
-
-pytestmark = pytest.mark.integration
 
 
 def test_index_and_search_round_trip(es_node):
@@ -41,6 +41,7 @@ def _our_java_processes(port):
     return [line for line in out.splitlines() if f"cluster-1-{port}/" in line and "java" in line]
 
 
+@pytest.mark.integration
 def test_stop_leaves_no_process(es_node):
     port = 9261  # a node of its own: the session node stays up
     started = launcher("start", "--heap", "512m", port=port)
@@ -52,6 +53,7 @@ def test_stop_leaves_no_process(es_node):
     assert launcher("status", port=port).returncode == 3
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(os.geteuid() != 0, reason="the private-checkout case is root's: the node runs as nobody")
 def test_launcher_in_a_private_folder_as_root(tmp_path):
     """A checkout in a 0700 folder (mktemp -d, /root): the node user cannot read it, so the launcher keeps the node's
@@ -115,5 +117,19 @@ def test_too_large_heap_is_refused():
     assert "not enough memory" in result.stderr and "HEAP" in result.stderr
 
 
-def test_help_runs_without_venv():
-    assert subprocess.run([sys.executable, LAUNCHER, "--help"], capture_output=True).returncode == 0
+def base_python():
+    """The interpreter the project's virtualenv was made from: what `make` calls before the virtualenv exists."""
+    for name in ("python3", "python"):
+        candidate = Path(sys.base_prefix) / "bin" / name
+        if candidate.is_file():
+            return str(candidate)
+    pytest.fail(f"no python under {sys.base_prefix}")
+
+
+@pytest.mark.parametrize("script", [LAUNCHER, str(REPO / "local-es" / "toxiproxy_launcher.py")])
+def test_the_launchers_run_without_the_virtualenv(script):
+    """The launchers run before `make venv` (the Makefile calls them with the system's Python): the base interpreter,
+    isolated (-I) and without site-packages (-S), so that an import of any installed package fails here."""
+    result = subprocess.run([base_python(), "-I", "-S", script, "--help"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "usage:" in result.stdout

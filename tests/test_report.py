@@ -10,7 +10,7 @@ from pathlib import Path
 import matplotlib.image
 import pytest
 
-from conftest import REPO, TEST_PORT, run_race
+from conftest import REPO, TEST_PORT, ensure_test_index
 from report import ReportError, races, tables
 from report.__main__ import main as report_main
 from runners.tasks import client_cost_task_name
@@ -95,10 +95,8 @@ def test_compare_needs_two_races():
         report_main(["--race", FULL, "--compare", "--rally-home", str(HOME)])
 
 
-def test_accuracy_against_the_real_node(es_node, rally_home, small_corpus, tmp_path):
-    status = subprocess.run(["curl", "-s", f"127.0.0.1:{TEST_PORT}/cluster-metrics/_count"], capture_output=True, text=True)
-    if '"count":5000' not in status.stdout:
-        assert run_race(rally_home, "ingest-baseline").returncode == 0
+def test_accuracy_against_the_real_node(shared_races, small_corpus, tmp_path):
+    ensure_test_index(shared_races)
     result = subprocess.run(
         [
             sys.executable,

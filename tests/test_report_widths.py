@@ -1,5 +1,5 @@
 """The coverage-width section: the crossover is named only beyond the noise, never on a failed cell, and the table and
-chart show what ran and why the rest did not. Synthetic races with known answers; the real sweep: test_rally_track.py."""
+chart show what ran and why the rest did not. Synthetic races with known answers; the real sweep: tests/test_challenges.py."""
 
 import numpy as np
 import pytest

@@ -4,11 +4,7 @@ there, not rendered silently as something else. Real esrally, no node."""
 import os
 import subprocess
 
-import pytest
-
 from conftest import ESRALLY, REPO, generate
-
-pytestmark = pytest.mark.integration
 
 
 def info(home, *args):
@@ -22,6 +18,12 @@ def test_info_names_a_bad_parameter(tmp_path):
     code, output = info(tmp_path, "--track-params=epochs:x")
     assert code != 0
     assert "track parameter epochs must be an integer of at least 1, got 'x'" in output
+
+
+def test_an_unknown_track_parameter_is_named_by_rally(tmp_path):
+    """Rally's own check (an unused track parameter is an error in 2.13), at load: the same in a race."""
+    code, output = info(tmp_path, "--track-params=bulk_sise:500")
+    assert code != 0 and "Unused track parameters ['bulk_sise']" in output
 
 
 def test_info_counts_the_documents_of_the_generated_corpus(tmp_path):

@@ -14,9 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from test_rally_track import assert_clean
 
-from conftest import launcher, run_race
+from conftest import assert_clean, launcher, run_race
 from report import races, store, tables
 from report.__main__ import compare_report
 from report.__main__ import main as report_main

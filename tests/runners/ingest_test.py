@@ -4,6 +4,7 @@ the doc count and the corpus fingerprint are compared exactly, and a mismatch na
 import asyncio
 import json
 import os
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from runners import corpus, records
 from runners.context import CONTEXT_KEY
 from runners.index_checks import VerifyCorpus, VerifyDocCount
-from runners.ingest import EpochBulk, IngestCostEpoch, IngestCostStart, epoch_cost, recount_bulk_tooks
+from runners.ingest import EpochBulk, IngestCostEpoch, IngestCostStart, epoch_cost, read_took_line, recount_bulk_tooks
 from stub_client import StubClient
 
 
@@ -177,11 +178,15 @@ def test_a_bulk_is_sent_without_client_retries_and_files_its_took(context, tmp_p
         "epoch": 1,
         "record-dir": str(tmp_path),
         "record": "ingest.json",
+        "client": 3,
     }
+    before = time.time()
     result = run(EpochBulk(), client, params)
     assert {"max_retries": 0, "retry_on_status": (), "retry_on_timeout": False} in client.options_seen
     assert result["success"] is True and result["weight"] == 2
-    assert [p.read_text() for p in tmp_path.rglob("epoch-1-*.txt")] == ["7\n"]
+    (line,) = [p.read_text() for p in tmp_path.rglob("epoch-1-client-3.txt")]  # the client's own file
+    took, (started, ended) = read_took_line(line)
+    assert took == 7 and before - 0.01 <= started <= ended <= time.time() + 0.01  # the bulk's wall-clock window
     # Rally's runner passes body=, whose deprecation warning costs a stack walk per bulk: it goes out as operations=
     assert client.bulk_arguments == ["operations"] and client.sent[0]["body"] == params["body"]
 
@@ -244,16 +249,16 @@ def test_a_folder_rebuilt_from_sample_meta_counts_every_load_driver_hosts_tooks(
     first, second, rebuilt = (str(tmp_path / name) for name in ("first-host", "second-host", "rebuilt"))
     samples = []  # each sample's meta, in order, as the metrics store keeps it
 
-    def bulk(record_dir, took, pid):
+    def bulk(record_dir, took, client_index):
         client = BulkClient([(200, {"took": took, "errors": False, "items": [{"index": {"status": 201}}]})])
         params = {"body": b'{"index":{}}\n{"epoch":1}\n', "action-metadata-present": True, "bulk-size": 1, "unit": "docs"}
-        samples.append(run(EpochBulk(), client, {**params, "index": "i", "epoch": 1, "record-dir": record_dir, "record": "ingest.json"}))
-        os.rename(*[os.path.join(record_dir, records.TOOK_DIR, "ingest", f"epoch-1-{p}.txt") for p in (os.getpid(), pid)])
+        params |= {"index": "i", "epoch": 1, "record-dir": record_dir, "record": "ingest.json", "client": client_index}
+        samples.append(run(EpochBulk(), client, params))
 
     params = {CONTEXT_KEY: context.as_param() | {"record_dir": first}}
     samples.append(run(IngestCostStart(), StubClient([(200, stats(10, 0))]), params))
-    bulk(first, 30, 1)
-    bulk(second, 12, 2)
+    bulk(first, 30, 0)
+    bulk(second, 12, 1)
     samples.append(run(IngestCostEpoch(), StubClient([(200, stats(60, 2))]), {**params, "epoch": 1}))
     assert samples[-1]["bulk-took-ms"] == 30  # the first host's files only
 

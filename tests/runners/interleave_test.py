@@ -1,5 +1,5 @@
 """The interleaved schedule: the turn order, its hand-out by the track processor, and coverages taking turns through
-the counter file (stub client; the real race is in tests/test_rally_track.py, production-comparison)."""
+the counter file (stub client; the real race is in tests/test_track_repository.py, production-comparison)."""
 
 import asyncio
 import multiprocessing

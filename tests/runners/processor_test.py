@@ -1,6 +1,6 @@
 """The track processor on the real track file, read by Rally's own TrackFileReader (no node, no race): parameters,
 corpus checks, the index fingerprint and the context each operation gets. The same checks inside real races:
-tests/test_rally_track.py."""
+tests/test_bad_input.py and tests/test_challenges.py."""
 
 import json
 import re
@@ -170,6 +170,14 @@ def test_an_edited_corpus_file_of_the_same_size_is_caught_unless_checksums_are_s
     with pytest.raises(exceptions.SystemSetupError, match="sha256 differs from the manifest.*make corpus"):
         load(tmp_path)
     load(tmp_path, {"verify_corpus_checksums": False})  # a user's huge corpus: sizes only
+
+
+def test_a_truncated_corpus_file_is_caught(tmp_path):
+    cmgen.generate(SMALL, tmp_path)
+    victim = tmp_path / "cluster-metrics-epoch-3" / "cluster-metrics-epoch-3.json"
+    victim.write_bytes(victim.read_bytes()[:-100])
+    with pytest.raises(exceptions.SystemSetupError, match="truncated or edited.*make corpus"):
+        load(tmp_path)
 
 
 def test_an_edited_ground_truth_is_caught(tmp_path):

@@ -1,0 +1,271 @@
+"""The one-node challenges in real `esrally race --test-mode` runs on the session's node: each raced once
+(SharedRaces), and every test reads that race for what its challenge exists for. The challenges of other
+clusters race in tests/test_layouts.py, test_ccs.py and test_network.py; coverage-load and live in test_load.py;
+production-comparison from another track repository in test_track_repository.py.
+
+`full` is one of the few races `make test` runs (mark smoke): the ingest, the study's cells, and the report."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+from esrally.track import loader
+
+from conftest import (
+    PYTHON,
+    REPO,
+    assert_clean,
+    assert_refused_before_any_timed_task,
+    doc_count,
+    ensure_test_index,
+    http,
+    keep_pristine,
+    rendered_tasks,
+    run_race,
+)
+from report import races
+from report import widths as report_widths
+from runners import corpus, records
+from runners.ingest import bulk_lines
+from runners.memory import BREAKER_SETTING
+from runners.operations import OPERATIONS
+from runners.parameters import PARAMETERS
+from runners.tasks import breaker_floor_task_name
+from runners.widths import SEARCH_POOL
+
+
+def rendered_challenges(params=None):
+    """The track's challenges as Rally renders them: a new challenge is tested without editing a list."""
+    track = json.loads(loader.render_template_from_file(str(REPO / "tracks" / "cluster-metrics" / "track.json"), params or {}))
+    return {c["name"]: c for c in track["challenges"]}
+
+
+# the parameters of each challenge's race here: fewer cells of the longest ones (their defaults run at full scale;
+# the README says what ran), and values that prove a parameter took effect (other bulk sizes and clients)
+PARAMS = {
+    "full": {"variants": ["D_hdr"]},
+    "aggregation-memory": {  # D_hdr at 3 and 5 digits (5 over serial only), D_td at compression 100 and 200
+        "memory_variants": ["D_hdr"],
+        "memory_hdr_digits": [3, 5],
+        "memory_tdigest_compression": [100, 200],
+    },
+    "source-cost": {"source_variants": ["D_td"]},
+    "ingest-tuned": {"tuned_bulk_size": 250, "tuned_clients": 2},
+    # two widths: one below Rally's 1,000 test-mode rows, one above them (its test-mode file has a row per node), and
+    # above width_serial_max_nodes; the production variants, msearch at the default and at 1 concurrent search
+    "coverage-width": {"widths": [30, 1500], "width_rows_per_epoch": 3000, "width_variants": ["D_td", "D_hdr"]},
+}
+# Rally's task filter by tag rides on one race: query-decomposition without its check (test_tags_select_the_tasks_that_run
+# has the include filter)
+ARGS = {"query-decomposition": ["--exclude-tasks=tag:check"]}
+ONE_NODE = ["full", "ingest-baseline", "ingest-tuned", "query-decomposition", "profile-breakdown", "source-cost"]
+ONE_NODE += ["aggregation-memory", "coverage-width"]
+
+
+def tasks(challenge):
+    return list(rendered_tasks(rendered_challenges(PARAMS.get(challenge, {}))[challenge]))
+
+
+def ours(challenge):
+    """The challenge's tasks of our runners (Rally leaves its own admin operations such as refresh out of race.json)."""
+    return [t["operation"]["name"] for t in tasks(challenge) if t["operation"]["operation-type"] in OPERATIONS]
+
+
+def ingests(challenge):
+    return any(t["operation"]["operation-type"] == "epoch-bulk" for t in tasks(challenge))
+
+
+def generate_width_sets(rally_home, params):
+    """The sweep's corpus sets, beside the suite's corpus, as a user makes them (corpora-gen/generate --widths)."""
+    widths = ",".join(map(str, params["widths"]))
+    env = dict(os.environ, RALLY_HOME=str(rally_home))
+    command = [sys.executable, str(REPO / "corpora-gen" / "generate"), "--widths", widths, "--epochs", "1"]
+    result = subprocess.run([*command, "--rows-per-epoch", str(params["width_rows_per_epoch"])], capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+
+
+def challenge_race(shared_races, challenge):
+    """The session's race of a one-node challenge: a query challenge finds the suite's corpus ingested first, an
+    ingest challenge's index is kept as the pristine copy when none is kept yet."""
+    params = PARAMS.get(challenge, {})
+
+    def before():
+        if challenge == "coverage-width":
+            generate_width_sets(shared_races.home, params)
+        if not ingests(challenge):
+            ensure_test_index(shared_races)
+
+    def after(race):
+        # what the race left on the cluster, read before any other test changes it
+        race.left = {
+            "docs": doc_count(),
+            "index-settings": http("GET", "/cluster-metrics/_settings?flat_settings=true")[1].get("cluster-metrics", {}).get("settings"),
+            "persistent": http("GET", "/_cluster/settings?flat_settings=true")[1]["persistent"],
+        }
+        if challenge == "source-cost":  # a query challenge refuses the index source-cost leaves
+            race.left["next-race"] = run_race(shared_races.home, "production-comparison")
+        if ingests(challenge):
+            keep_pristine(shared_races.home)
+
+    extra = [f"--track-params={json.dumps(params)}"] if params else []
+    return shared_races.race(challenge, *extra, *ARGS.get(challenge, []), before=before, after=after)
+
+
+@pytest.mark.parametrize("challenge", [pytest.param(c, marks=pytest.mark.smoke) if c == "full" else c for c in ONE_NODE if c not in ARGS])
+def test_the_challenge_runs_clean_with_every_task_reported(shared_races, challenge):
+    assert_clean(challenge_race(shared_races, challenge), ours(challenge))
+
+
+def test_exclude_by_tag_runs_every_task_but_the_excluded(shared_races):
+    """--exclude-tasks=tag:check: every task of query-decomposition ran but the check, which Rally never started."""
+    race = challenge_race(shared_races, "query-decomposition")
+    kept = [n for n, t in zip(ours("query-decomposition"), tasks("query-decomposition")) if "check" not in t["tags"]]
+    assert len(kept) == len(tasks("query-decomposition")) - 1
+    assert_clean(race, kept)
+    assert sorted(race.error_rates()) == sorted(kept)
+
+
+def test_tags_select_the_tasks_that_run(shared_races):
+    """--include-tasks by tag: the queries of full on the ingested index, without its ingest."""
+    params = {"variants": ["D_hdr"]}
+    selected = [t["operation"]["name"] for t in rendered_tasks(rendered_challenges(params)["full"]) if {"check", "query"} & set(t["tags"])]
+    race = shared_races.race(
+        "full",
+        "--include-tasks=tag:check,tag:query",
+        f"--track-params={json.dumps(params)}",
+        before=lambda: ensure_test_index(shared_races),
+    )
+    assert_clean(race, selected)
+    assert sorted(race.error_rates()) == sorted(selected)  # every task Rally reports; no bulk, no create-index
+    assert doc_count() == 5000  # the index as it was
+
+
+# ---------------------------------------------------------------- what each challenge exists for
+
+
+def ingest_rows(race, record=records.INGEST):
+    return json.loads((race.record_dir() / record).read_text())["epochs"]
+
+
+@pytest.mark.smoke
+def test_full_ingests_every_epoch_and_validates_every_cell(shared_races):
+    race = challenge_race(shared_races, "full")
+    assert_clean(race)
+    rows = ingest_rows(race)
+    assert [r["epoch"] for r in rows] == [1, 2, 3, 4, 5] and race.left["docs"] == 5000  # nothing lost
+    # 1,000 test-mode documents an epoch in one bulk of bulk_size 1,000, each with the node's indexing time (its
+    # /_stats counter). The bulk's took is not tested for > 0: a fast bulk's took reads 0 or about 200 ms on this node
+    # (seen in these races: index-ms 162 with took 200, and took 0), a coarse clock, not a measurement of 0.
+    assert all(r["docs"] == 1000 and r["bulk-requests"] == 1 and r["index-ms"] > 0 for r in rows), rows
+    validated = [json.loads(line) for line in (race.record_dir() / records.VALIDATION).read_text().splitlines()]
+    cells = [n for n in ours("full") if n.startswith("coverage-")]
+    assert {v["task"] for v in validated} >= set(cells)
+    # every coverage checked each node's answer (30 nodes, several checks each) and found nothing wrong
+    assert all(v["checks"] >= 30 and v["failed-checks"] == 0 for v in validated if v["task"] in cells), validated
+
+
+@pytest.mark.smoke
+def test_full_race_gives_the_report(shared_races, tmp_path):
+    race = challenge_race(shared_races, "full")
+    assert_clean(race)
+    command = [PYTHON, "-m", "report", "--race", race.race["race-id"], "--rally-home", str(race.home), "--out", str(tmp_path)]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (path,) = tmp_path.rglob("report.md")
+    report = path.read_text()
+    for cell in ("D_hdr", "serial", "msearch", "terms"):
+        assert cell in report
+    assert "FAILED" not in report
+
+
+def test_ingest_baseline_records_each_epoch_and_counts_every_document(shared_races):
+    race = challenge_race(shared_races, "ingest-baseline")
+    rows = ingest_rows(race)
+    assert [e["epoch"] for e in rows] == [1, 2, 3, 4, 5]
+    assert all(e["docs"] == 1000 and e["bulk-requests"] == 1 and e["index-ms"] > 0 for e in rows), rows  # took: see full
+    assert race.error_rates()["verify-doc-count"] == 0
+
+
+def test_ingest_tuned_ran_its_bulk_size_with_its_clients_and_put_the_settings_back(shared_races):
+    params = PARAMS["ingest-tuned"]
+    race = challenge_race(shared_races, "ingest-tuned")
+    rows = ingest_rows(race)
+    assert [r["docs"] for r in rows] == [1000] * 5 and race.left["docs"] == 5000
+    per_client = math.ceil(1000 / params["tuned_clients"] / params["tuned_bulk_size"])  # Rally slices the file per client
+    for row in rows:
+        files = bulk_lines(str(race.record_dir()), records.INGEST, row["epoch"])
+        # each client's own took file: the clients that ran, and how many bulks of tuned_bulk_size each sent
+        assert sorted(files) == [f"epoch-{row['epoch']}-client-{c}.txt" for c in range(params["tuned_clients"])], files
+        assert [len(lines) for lines in files.values()] == [per_client] * params["tuned_clients"]
+        assert row["bulk-requests"] == per_client * params["tuned_clients"]
+    settings = race.left["index-settings"]  # the ingest settings put back as they were (unset)
+    assert "index.refresh_interval" not in settings and settings.get("index.translog.durability", "request") == "request"
+
+
+def test_profile_breakdown_reads_each_aggregations_share(shared_races):
+    race = challenge_race(shared_races, "profile-breakdown")
+    profile = json.loads((race.record_dir() / records.PROFILE).read_text())
+    parts = profile["parts"]
+    # D_td: the filter and six aggregations (three percentiles, three sums), each with time of its own
+    assert "query (filter)" in parts and len(parts) == 7, sorted(parts)
+    assert sorted(name.split()[0] for name in parts if "TDigestPercentiles" in name) == ["cpu_pct", "mem_pct", "net_pct"], sorted(parts)
+    assert sorted(name.split()[0] for name in parts if "SumAggregator" in name) == ["cpu_sum", "mem_sum", "net_sum"], sorted(parts)
+    assert all(part["nanos"] > 0 and 0 < part["share"] < 1 for part in parts.values()), parts
+    assert sum(part["share"] for part in parts.values()) == pytest.approx(1.0)
+    assert profile["took_ms"] > 0 and profile["node"] == PARAMETERS["profile_node"][0]
+
+
+def test_source_cost_measures_each_mode_in_that_mode_and_the_next_race_refuses_its_index(shared_races):
+    race = challenge_race(shared_races, "source-cost")
+    for mode in PARAMETERS["source_modes"][0]:
+        storage = json.loads((race.record_dir() / records.source_record(mode)).read_text())
+        assert storage["source-mode"] == mode and storage["merged"] == {
+            "store_bytes": storage["merged"]["store_bytes"],
+            "segments": 1,
+            "docs": 5000,
+        }
+        source_bytes = storage["disk-usage"]["fields"].get("_source", {}).get("total", 0)
+        assert (source_bytes > 0) is (mode == "stored"), (mode, source_bytes)
+        ingest = json.loads((race.record_dir() / records.source_ingest_record(mode)).read_text())
+        assert [e["docs"] for e in ingest["epochs"]] == [1000] * 5
+    assert race.left["index-settings"].get("index.mapping.source.mode") == "stored"
+    # source-cost leaves its force-merged index, and says so: a query challenge refuses to time it (the bad input
+    # "an index in another shape", raced right after, while the index is in that shape)
+    after = race.left["next-race"]
+    assert_refused_before_any_timed_task(after, "not in the shape this challenge measures", "source-cost: force-merged to one segment")
+    assert "ingest-baseline" in after.output
+
+
+def test_aggregation_memory_finds_each_floor_and_puts_the_breaker_back(shared_races):
+    race = challenge_race(shared_races, "aggregation-memory")
+    assert BREAKER_SETTING not in race.left["persistent"]
+    rows = [json.loads(line) for line in (race.record_dir() / records.MEMORY).read_text().splitlines()]
+    assert [r["task"] for r in rows] == [n for n in ours("aggregation-memory") if n.startswith(breaker_floor_task_name(""))]
+    assert all(
+        r["below-bytes"] < r["floor-bytes"]
+        and (r["below-bytes"] == 0 or r["floor-bytes"] <= r["below-bytes"] * (1 + PARAMETERS["memory_resolution"][0]))
+        for r in rows
+    )
+
+
+def test_coverage_width_ingests_queries_and_deletes_each_width(shared_races):
+    params = PARAMS["coverage-width"]
+    race = challenge_race(shared_races, "coverage-width")
+    folder = race.record_dir()
+    for width in params["widths"]:
+        name = corpus.width_set(width, params["width_rows_per_epoch"])
+        ingest = json.loads((folder / records.width_ingest_record(width)).read_text())
+        assert [e["docs"] for e in ingest["epochs"]] == [corpus.test_mode_rows(width)]
+        assert http("GET", f"/{name}/_count")[0] == 404
+    pool = json.loads((folder / SEARCH_POOL).read_text())
+    assert pool["data-nodes"] == 1 and pool["default-max-concurrent-searches"] >= 1
+    cells = [n for n in ours("coverage-width") if n.startswith("width-") and "-coverage-" in n]
+    # serial only at 30 nodes (width_serial_max_nodes 300), D_hdr over terms too (width_hdr_terms_max_nodes 1000)
+    assert len(cells) == 2 * 4 + 2 * 3 - 1 and "width-1500-coverage-D_hdr-terms" not in cells
+    validated = {json.loads(line)["task"] for line in (folder / records.VALIDATION).read_text().splitlines()}
+    assert validated == set(cells)
+    header, body = report_widths.width_table(races.load(race.folder()))
+    assert [row[:2] for row in body] == [["D_td", 30], ["D_td", 1500], ["D_hdr", 30], ["D_hdr", 1500]]

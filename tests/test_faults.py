@@ -1,0 +1,71 @@
+"""Injected faults in real races: a rejected request, a wrong answer and a failed assertion each come out as what
+they are, never as a fast success; a lost document fails the count check on the real node."""
+
+import json
+
+import pytest
+
+from answer_proxy import AnswerProxy
+from conftest import INDEX, TEST_PORT, ensure_test_index, http, run_race, with_rally_client
+from runners.context import CONTEXT_KEY
+from runners.index_checks import VerifyDocCount
+
+
+def faulty(race, *tasks):
+    assert race.race is not None, race.output[-2000:]
+    rates = race.error_rates()
+    assert all(rates[task] > 0 for task in tasks), rates
+
+
+@pytest.mark.smoke
+def test_429_is_a_failed_sample_never_retried_away(shared_races):
+    """Every other search answered 429 by a loopback proxy: with client retries the coverage would succeed."""
+    ensure_test_index(shared_races)
+    proxy = AnswerProxy(TEST_PORT, mode="pass")
+    try:
+        proxy.mode = "429-every-other"  # Rally's own start-up requests go through unchanged
+        race = run_race(shared_races.home, "production-comparison", port=proxy.port)
+    finally:
+        proxy.close()
+    assert proxy.rejected > 0
+    faulty(race, "coverage-D_td-serial", "coverage-D_td-msearch", "coverage-D_hdr-msearch", "coverage-D_hdr-terms")
+    assert "HTTP 429 (es_rejected_execution_exception: rejected by the test proxy); not retried" in race.log
+
+
+@pytest.mark.smoke
+def test_wrong_answers_from_the_cluster_are_failed_samples(shared_races):
+    """A proxy doubles every net p50 of Elasticsearch's real answers: every cell with percentiles must fail."""
+    ensure_test_index(shared_races)
+    proxy = AnswerProxy(TEST_PORT, mode="double-net-p50")
+    try:
+        race = run_race(shared_races.home, "query-decomposition", "--track-params=variants:'C_td',warmup_iterations:0", port=proxy.port)
+    finally:
+        proxy.close()
+    faulty(race, "coverage-C_td-serial", "coverage-C_td-msearch", "coverage-C_td-terms")
+    assert any("net p50" in line for line in race.failures()), race.failures()
+
+
+def test_rally_assertions_apply_to_coverages(shared_races):
+    """A Rally assertion that does not hold ends the race, naming it (the ones that hold are raced by
+    tests/test_track_repository.py)."""
+    ensure_test_index(shared_races)
+    failing = json.dumps({"coverage_assertions": [{"property": "hits", "condition": "==", "value": 0}]})
+    race = run_race(shared_races.home, "production-comparison", "--enable-assertions", f"--track-params={failing}")
+    assert race.returncode != 0 and "Expected [hits] in [coverage-D_td-serial] to be == [0] but was [1000]" in race.output
+
+
+def test_lost_documents_fail_the_count_check(shared_races):
+    """verify-doc-count against an index that lost one document after ingest (no _delete_by_query on this node:
+    the reindex module is not published, so one document is deleted by id). The runner itself, on the real node
+    through Rally's client; the next test that needs the index clones it back."""
+    ensure_test_index(shared_races)
+    hit = http("POST", f"/{INDEX}/_search", {"size": 1, "query": {"term": {"epoch": 2}}})[1]["hits"]["hits"][0]
+    assert http("DELETE", f"/{INDEX}/_doc/{hit['_id']}?refresh=true")[0] == 200
+    context = {
+        "index": INDEX,
+        "epoch_docs": {str(e): 1000 for e in range(1, 6)},
+        **dict(nodes=(), epochs=(), section="test_mode", ground_truth="", ground_truth_sha256="", record_dir="", fingerprint={}),
+    }  # the runner reads only the index and the document counts
+    result = with_rally_client(lambda es: VerifyDocCount()(es, {CONTEXT_KEY: context}))
+    assert result["success"] is False
+    assert result["error-description"] == f"index {INDEX} holds 4999 documents, the ingested corpus has 5000"
