@@ -92,7 +92,10 @@ def challenge_race(shared_races, challenge):
     ingest challenge's index is kept as the pristine copy when none is kept yet."""
     params = PARAMS.get(challenge, {})
 
+    before_settings = {}
+
     def before():
+        before_settings["persistent"] = http("GET", "/_cluster/settings?flat_settings=true")[1]["persistent"]
         if challenge == "coverage-width":
             generate_width_sets(shared_races.home, params)
         if not ingests(challenge):
@@ -104,6 +107,7 @@ def challenge_race(shared_races, challenge):
             "docs": doc_count(),
             "index-settings": http("GET", "/cluster-metrics/_settings?flat_settings=true")[1].get("cluster-metrics", {}).get("settings"),
             "persistent": http("GET", "/_cluster/settings?flat_settings=true")[1]["persistent"],
+            "persistent-before": before_settings["persistent"],
         }
         if challenge == "source-cost":  # a query challenge refuses the index source-cost leaves
             race.left["next-race"] = run_race(shared_races.home, "production-comparison")
@@ -241,7 +245,8 @@ def test_source_cost_measures_each_mode_in_that_mode_and_the_next_race_refuses_i
 
 def test_aggregation_memory_finds_each_floor_and_puts_the_breaker_back(shared_races):
     race = challenge_race(shared_races, "aggregation-memory")
-    assert BREAKER_SETTING not in race.left["persistent"]
+    # the breaker's limit as it was before the race (unset, or a value a user set)
+    assert race.left["persistent"].get(BREAKER_SETTING) == race.left["persistent-before"].get(BREAKER_SETTING)
     rows = [json.loads(line) for line in (race.record_dir() / records.MEMORY).read_text().splitlines()]
     assert [r["task"] for r in rows] == [n for n in ours("aggregation-memory") if n.startswith(breaker_floor_task_name(""))]
     assert all(

@@ -95,21 +95,21 @@ def test_a_load_driver_killed_mid_bisection_leaves_a_note_and_the_next_race_puts
     output = rally_home / "killed-race.log"
     wait_for_our_rally()  # one Rally at a time
     RALLY_HOMES.add(rally_home)
-    with open(output, "w") as out:
-        race = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    bisecting = None
     try:
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline and race.poll() is None:
-            value = persistent_limit()
-            if value and value.endswith("b"):  # a limit of the bisection, in bytes
-                bisecting = value
-                break
-            time.sleep(0.02)
-    finally:
-        kill_load_driver(rally_home)
-        race.wait(timeout=60)
-    try:
+        with open(output, "w") as out:
+            race = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        bisecting = None
+        try:
+            deadline = time.monotonic() + 600
+            while time.monotonic() < deadline and race.poll() is None:
+                value = persistent_limit()
+                if value and value.endswith("b"):  # a limit of the bisection, in bytes
+                    bisecting = value
+                    break
+                time.sleep(0.02)
+        finally:
+            kill_load_driver(rally_home)
+            race.wait(timeout=60)
         assert bisecting is not None, f"the race ended before its bisection was seen: {output.read_text()[-2000:]}"
         left = persistent_limit()
         assert left.endswith("b") and left != "59%"  # nothing restored it: the load driver died
@@ -118,7 +118,7 @@ def test_a_load_driver_killed_mid_bisection_leaves_a_note_and_the_next_race_puts
         assert_clean(after, ["verify-corpus", "coverage-D_td-serial"])
         assert persistent_limit() == "59%" and notes() == []
     finally:
-        set_limit(None)
+        set_limit(None)  # the suite's node as it was, whatever failed
 
 
 def test_aggregation_memory_refuses_a_cluster_with_other_search_traffic(shared_races):
