@@ -28,6 +28,18 @@ collect_ignore = [] if os.environ.get("CLUSTER_METRICS_PRIVATE_NETWORK") else ["
 SMALL_CORPUS = ["--epochs", "5", "--rows-per-epoch", "3000", "--nodes", "30", "--tasks", "200"]
 
 
+def rendered_track(params=None):
+    """The track as Rally renders it (Rally's own template code), with these track parameters."""
+    from esrally.track import loader
+
+    return json.loads(loader.render_template_from_file(str(REPO / "tracks" / "cluster-metrics" / "track.json"), params or {}))
+
+
+def rendered_challenges(params=None):
+    """The track's challenges by name: a new challenge is tested without editing a list."""
+    return {c["name"]: c for c in rendered_track(params)["challenges"]}
+
+
 def rendered_tasks(challenge):
     """A rendered challenge's tasks, those inside a parallel element included, in schedule order."""
     for element in challenge["schedule"]:
@@ -165,14 +177,14 @@ def rally_pids(homes, zombies=True):
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue  # as Rally's own check does
         try:
-            if process.status() == psutil.STATUS_ZOMBIE:
-                pids += [process.pid] if zombies else []
-            elif process.environ().get("RALLY_HOME") in wanted:
-                pids.append(process.pid)
+            zombie = process.status() == psutil.STATUS_ZOMBIE
+            ours = zombie or process.environ().get("RALLY_HOME") in wanted
         except psutil.ZombieProcess:
-            pids += [process.pid] if zombies else []
+            zombie = ours = True
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
+        if ours and (zombies or not zombie):
+            pids.append(process.pid)
     return pids
 
 
@@ -185,12 +197,18 @@ def wait_for_our_rally(timeout=180):
     assert not pids, f"a Rally of this suite's is still running after {timeout} s (PIDs {pids})"
 
 
+def run_rally(home, *args, timeout=1200):
+    """Any Rally command of the suite (race, info, list) with its own Rally home, after the previous one of the
+    suite has exited: Rally refuses to start beside another Rally process, whatever its command."""
+    wait_for_our_rally()
+    RALLY_HOMES.add(home)
+    return subprocess.run([ESRALLY, *args], capture_output=True, text=True, env=dict(os.environ, RALLY_HOME=str(home)), timeout=timeout)
+
+
 def run_race(home, challenge, *extra, track=None, port=TEST_PORT, test_mode=True, target_hosts=None):
     """A real `esrally race`, after the previous Rally of this suite has exited."""
-    env = dict(os.environ, RALLY_HOME=str(home))
     track_args = track or [f"--track-path={REPO / 'tracks' / 'cluster-metrics'}"]
     cmd = [
-        ESRALLY,
         "race",
         *track_args,
         f"--challenge={challenge}",
@@ -205,9 +223,7 @@ def run_race(home, challenge, *extra, track=None, port=TEST_PORT, test_mode=True
     before = set(races.glob("*/race.json")) if races.exists() else set()
     log_file = home / ".rally" / "logs" / "rally.log"
     log_start = log_file.stat().st_size if log_file.exists() else 0
-    wait_for_our_rally()
-    RALLY_HOMES.add(home)
-    result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1200)
+    result = run_rally(home, *cmd)
     output = result.stdout + result.stderr
     after = set(races.glob("*/race.json")) if races.exists() else set()
     new = sorted(after - before, key=lambda p: p.stat().st_mtime)
@@ -320,21 +336,13 @@ def ensure_test_index(shared_races):
     if holds_the_test_corpus(home):
         keep_pristine(home)
         return
+    http("DELETE", f"/{INDEX}")
     if http("HEAD", f"/{PRISTINE}")[0] == 200:
-        http("DELETE", f"/{INDEX}")
         _clone(PRISTINE, INDEX, {"index.number_of_replicas": 0, "index.blocks.write": None})
     else:
-        http("DELETE", f"/{INDEX}")
         assert_clean(shared_races.race("ingest-baseline"))
         keep_pristine(home)
     assert holds_the_test_corpus(home)
-
-
-@pytest.fixture
-def test_index(shared_races):
-    """The index as the query challenges need it, before the test (see ensure_test_index)."""
-    ensure_test_index(shared_races)
-    return shared_races
 
 
 # the network: a Toxiproxy of the suite's own (never a user's on 8474) and a proxy in front of the test node

@@ -18,9 +18,10 @@ from conftest import (
     with_rally_client,
 )
 from runners import corpus
-from runners.context import CONTEXT_KEY, RaceContext
+from runners.context import CONTEXT_KEY
 from runners.index_checks import CorpusError, VerifyCorpus
 from runners.layouts import CheckLayouts, LayoutError
+from runners.processor import CorpusChecks, set_context
 
 
 @pytest.mark.smoke
@@ -80,18 +81,11 @@ def test_an_unreachable_cluster_ends_the_race_before_the_track_loads(rally_home,
 
 
 def _verify_corpus(rally_home):
-    manifest = corpus.load_manifest(data_root(rally_home))
-    context = RaceContext(
-        index=INDEX,
-        nodes=tuple(manifest["nodes"]),
-        epochs=tuple(range(1, 6)),
-        section="test_mode",
-        ground_truth=str(corpus.ground_truth_path(data_root(rally_home))),
-        ground_truth_sha256=manifest["ground_truth"]["sha256"],
-        epoch_docs={str(e): 1000 for e in range(1, 6)},
-        record_dir=str(rally_home / "records"),
-        fingerprint=corpus.fingerprint(manifest, "test_mode"),
-    )
+    """The corpus check of a query challenge, on the suite's index, with the context a track load builds."""
+    root = data_root(rally_home)
+    manifest = corpus.load_manifest(root)
+    race_root = str(rally_home / "check-race")
+    context = set_context(manifest, root, range(1, 6), True, CorpusChecks(race_root, checksum=True), race_root)
     return with_rally_client(lambda es: VerifyCorpus()({"default": es}, {CONTEXT_KEY: context.as_param()}))
 
 

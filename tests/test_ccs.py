@@ -5,7 +5,6 @@ import json
 import math
 
 import pytest
-from test_challenges import rendered_challenges
 
 from conftest import (
     TEST_PORT,
@@ -13,6 +12,7 @@ from conftest import (
     doc_count,
     http,
     launcher,
+    rendered_challenges,
     rendered_tasks,
     run_race,
     toxiproxy_launcher,

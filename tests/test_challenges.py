@@ -12,7 +12,6 @@ import subprocess
 import sys
 
 import pytest
-from esrally.track import loader
 
 from conftest import (
     PYTHON,
@@ -23,6 +22,7 @@ from conftest import (
     ensure_test_index,
     http,
     keep_pristine,
+    rendered_challenges,
     rendered_tasks,
     run_race,
 )
@@ -35,13 +35,6 @@ from runners.operations import OPERATIONS
 from runners.parameters import PARAMETERS
 from runners.tasks import breaker_floor_task_name
 from runners.widths import SEARCH_POOL
-
-
-def rendered_challenges(params=None):
-    """The track's challenges as Rally renders them: a new challenge is tested without editing a list."""
-    track = json.loads(loader.render_template_from_file(str(REPO / "tracks" / "cluster-metrics" / "track.json"), params or {}))
-    return {c["name"]: c for c in track["challenges"]}
-
 
 # the parameters of each challenge's race here: fewer cells of the longest ones (their defaults run at full scale;
 # the README says what ran), and values that prove a parameter took effect (other bulk sizes and clients)

@@ -61,11 +61,17 @@ def test_lost_documents_fail_the_count_check(shared_races):
     ensure_test_index(shared_races)
     hit = http("POST", f"/{INDEX}/_search", {"size": 1, "query": {"term": {"epoch": 2}}})[1]["hits"]["hits"][0]
     assert http("DELETE", f"/{INDEX}/_doc/{hit['_id']}?refresh=true")[0] == 200
-    context = {
+    context = {  # the runner reads only the index and the document counts
         "index": INDEX,
         "epoch_docs": {str(e): 1000 for e in range(1, 6)},
-        **dict(nodes=(), epochs=(), section="test_mode", ground_truth="", ground_truth_sha256="", record_dir="", fingerprint={}),
-    }  # the runner reads only the index and the document counts
+        "nodes": (),
+        "epochs": (),
+        "section": "test_mode",
+        "ground_truth": "",
+        "ground_truth_sha256": "",
+        "record_dir": "",
+        "fingerprint": {},
+    }
     result = with_rally_client(lambda es: VerifyDocCount()(es, {CONTEXT_KEY: context}))
     assert result["success"] is False
     assert result["error-description"] == f"index {INDEX} holds 4999 documents, the ingested corpus has 5000"

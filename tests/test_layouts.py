@@ -3,9 +3,8 @@
 import json
 
 import pytest
-from test_challenges import rendered_challenges
 
-from conftest import assert_clean, doc_count, launcher, rendered_tasks, run_race
+from conftest import assert_clean, doc_count, launcher, rendered_challenges, rendered_tasks, run_race
 from runners.operations import OPERATIONS
 
 pytestmark = pytest.mark.integration

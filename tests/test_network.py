@@ -10,7 +10,6 @@ import subprocess
 import sys
 
 import pytest
-from test_challenges import rendered_challenges
 
 from conftest import (
     PROXY_PORT,
@@ -21,6 +20,7 @@ from conftest import (
     doc_count,
     ensure_test_index,
     http,
+    rendered_challenges,
     rendered_tasks,
     run_race,
     track_params,
@@ -50,7 +50,11 @@ def ingested(shared_races, toxiproxy):
 @pytest.fixture
 def faults_race(shared_races, ingested):
     """network-faults with every fault (its default), once for the session."""
-    return shared_races.race("network-faults", track_params(), port=PROXY_PORT)
+
+    def after(race):  # what the race left, read before any other test changes it
+        race.left = {"docs": doc_count(), "toxics": ingested.toxics(PROXIES["http"])}
+
+    return shared_races.race("network-faults", track_params(), port=PROXY_PORT, after=after)
 
 
 def faults_in_schedule_order():
@@ -60,7 +64,7 @@ def faults_in_schedule_order():
     return order
 
 
-def test_every_fault_fails_its_coverages_and_the_race_goes_on_to_the_end(faults_race, ingested):
+def test_every_fault_fails_its_coverages_and_the_race_goes_on_to_the_end(faults_race):
     """Every coverage under a fault failed, everything else (the healed coverages, the document count after)
     succeeded, and the race went on to the end."""
     assert faults_race.returncode == 0, faults_race.output[-3000:]
@@ -70,8 +74,8 @@ def test_every_fault_fails_its_coverages_and_the_race_goes_on_to_the_end(faults_
     assert failing | healed | {"verify-doc-count"} <= set(rates), rates
     wrong = {task: rate for task, rate in rates.items() if rate != (1.0 if task in failing else 0.0)}
     assert not wrong, f"error rates {wrong}; failures logged: {faults_race.failures()[-20:]}"
-    assert doc_count() == 5000  # nothing lost
-    assert FAULT not in ingested.toxics(PROXIES["http"])  # healed
+    assert faults_race.left["docs"] == 5000  # nothing lost
+    assert FAULT not in faults_race.left["toxics"]  # healed
 
 
 @pytest.mark.parametrize("fault", sorted(FAULTS))

@@ -4,6 +4,7 @@ chart show what ran and why the rest did not. Synthetic races with known answers
 import numpy as np
 import pytest
 
+from conftest import rendered_challenges, rendered_tasks
 from report import charts, races, widths
 from runners import widths as runner_widths
 from runners.tasks import parse_width_coverage, width_task_name, width_transport
@@ -114,9 +115,7 @@ def test_a_race_that_ended_early_is_read_from_its_samples():
 
 
 def test_hdr_over_terms_is_capped_by_width_and_the_table_says_why():
-    from test_track_files import rendered, rendered_tasks
-
-    (challenge,) = [c for c in rendered({"widths": [1000, 3000]})["challenges"] if c["name"] == "coverage-width"]
+    challenge = rendered_challenges({"widths": [1000, 3000]})["coverage-width"]
     names = {t["operation"]["name"] for t in rendered_tasks(challenge)}
     assert {"width-1000-coverage-D_hdr-terms", "width-3000-coverage-D_td-terms", "width-3000-coverage-D_hdr-msearch"} <= names
     assert "width-3000-coverage-D_hdr-terms" not in names and "width-3000-coverage-C_hdr-terms" not in names

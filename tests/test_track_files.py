@@ -1,28 +1,20 @@
 """The track folder as Rally reads it: templates that read like rally-tracks, tags on every task, operation names that
 agree with their runners. Unit tests (no node): the track is rendered by Rally's own template code."""
 
-import json
-import re
-
 import pytest
-from esrally.track import loader
 
-from conftest import REPO, rendered_tasks
+from conftest import REPO, rendered_tasks, rendered_track
 from runners.operations import OPERATIONS
 from runners.tasks import KIND_TAGS, STUDY_TAGS
 
 TRACK = REPO / "tracks" / "cluster-metrics"
 
 
-def rendered(params=None):
-    return json.loads(loader.render_template_from_file(str(TRACK / "track.json"), params or {}))
-
-
 def test_the_track_folder_holds_everything_rally_reads():
     for name in ("track.json", "track.py", "index.json", "schedule.j2", "vocabulary.j2", "README.md"):
         assert (TRACK / name).is_file(), name
     assert '{{ rally.collect(parts="challenges/*.json") }}' in (TRACK / "track.json").read_text()
-    challenges = {c["name"] for c in rendered()["challenges"]}
+    challenges = {c["name"] for c in rendered_track()["challenges"]}
     assert {p.stem for p in (TRACK / "challenges").glob("*.json")} == challenges
 
 
@@ -34,13 +26,13 @@ def test_templates_read_like_rally_tracks():
     for path in (TRACK / "challenges").glob("*.json"):
         long = [(n, len(line)) for n, line in enumerate(path.read_text().splitlines(), 1) if len(line) > 160]
         assert not long, f"{path.name} lines over 160 characters: {long}"
-    for challenge in rendered()["challenges"]:
+    for challenge in rendered_track()["challenges"]:
         assert len(challenge["description"].split()) <= 25, challenge["name"]
 
 
 @pytest.mark.parametrize("params", [{}, {"epochs": 2, "layouts": "1S0R,2S1R", "rtt_ms": [0, 50]}])
 def test_every_task_is_tagged_with_one_kind_and_at_most_one_study(params):
-    for challenge in rendered(params)["challenges"]:
+    for challenge in rendered_track(params)["challenges"]:
         for task in rendered_tasks(challenge):
             tags = task.get("tags", [])
             kinds, studies = [t for t in tags if t in KIND_TAGS], [t for t in tags if t in STUDY_TAGS]
@@ -56,10 +48,10 @@ def test_every_task_is_tagged_with_one_kind_and_at_most_one_study(params):
 def test_operation_types_and_runner_names_agree():
     for name, operation in OPERATIONS.items():
         assert repr(operation.runner()) == name
-    types = {t["operation"]["operation-type"] for c in rendered()["challenges"] for t in rendered_tasks(c)}
+    types = {t["operation"]["operation-type"] for c in rendered_track()["challenges"] for t in rendered_tasks(c)}
     rallys_own = {"delete-index", "create-index", "cluster-health", "refresh", "raw-request"}
     assert types <= set(OPERATIONS) | rallys_own, types - set(OPERATIONS) - rallys_own
     # where a task is the one instance of its operation, the two share the name
-    names = {t["operation"]["name"] for c in rendered()["challenges"] for t in rendered_tasks(c)}
+    names = {t["operation"]["name"] for c in rendered_track()["challenges"] for t in rendered_tasks(c)}
     for single in ("ingest-cost-start", "verify-doc-count", "verify-corpus", "check-layouts", "register-remote", "remove-remote"):
         assert single in names

@@ -1,16 +1,11 @@
 """esrally info tells the truth about the track: document counts of the generated corpus, and a bad parameter named
 there, not rendered silently as something else. Real esrally, no node."""
 
-import os
-import subprocess
-
-from conftest import ESRALLY, REPO, generate
+from conftest import REPO, generate, run_rally
 
 
 def info(home, *args):
-    env = dict(os.environ, RALLY_HOME=str(home))
-    command = [ESRALLY, "info", f"--track-path={REPO / 'tracks' / 'cluster-metrics'}", "--offline", *args]
-    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    result = run_rally(home, "info", f"--track-path={REPO / 'tracks' / 'cluster-metrics'}", "--offline", *args, timeout=300)
     return result.returncode, result.stdout + result.stderr
 
 

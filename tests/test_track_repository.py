@@ -8,9 +8,7 @@ import os
 import shutil
 import subprocess
 
-from test_challenges import rendered_challenges
-
-from conftest import ESRALLY, REPO, assert_clean, ensure_test_index, rendered_tasks
+from conftest import REPO, assert_clean, ensure_test_index, rendered_challenges, rendered_tasks, run_rally
 from runners import interleave, records
 from runners.parameters import PARAMETERS
 
@@ -21,7 +19,7 @@ def use_track_repository(rally_home, name, source):
     """Rally's tracks folder holds a clone of the repository `source` that rally.ini names `name`."""
     ini_path = rally_home / ".rally" / "rally.ini"
     if not ini_path.is_file():  # any Rally command writes it
-        subprocess.run([ESRALLY, "list", "races", "--offline"], env=dict(os.environ, RALLY_HOME=str(rally_home)), capture_output=True)
+        run_rally(rally_home, "list", "races", "--offline")
     clone = rally_home / ".rally" / "benchmarks" / "tracks" / name
     if clone.exists():
         shutil.rmtree(clone)
@@ -86,8 +84,7 @@ def test_this_repository_shared_whole_names_its_track_by_path(tmp_path):
     for folder in ("tracks", "runners"):
         shutil.rmtree(clone / folder)
         shutil.copytree(REPO / folder, clone / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    command = [ESRALLY, "info", "--track-repository=team", "--track-revision=main", "--track=tracks/cluster-metrics", "--offline"]
-    result = subprocess.run(command, env=dict(os.environ, RALLY_HOME=str(home)), capture_output=True, text=True, timeout=300)
+    result = run_rally(home, "info", "--track-repository=team", "--track-revision=main", "--track=tracks/cluster-metrics", "--offline")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "tracks/cluster-metrics" in result.stdout
     for challenge in rendered_challenges():

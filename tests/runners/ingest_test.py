@@ -3,7 +3,6 @@ the doc count and the corpus fingerprint are compared exactly, and a mismatch na
 
 import asyncio
 import json
-import os
 import time
 from types import SimpleNamespace
 
