@@ -52,6 +52,8 @@ class EpochBulkParamSource:
     def partition(self, partition_index, total_partitions):
         part = copy.copy(self)
         part._inner = self._inner.partition(partition_index, total_partitions)
+        # the client that sends: Rally 2.13 shares one inner source among the clients of a worker process, so a client
+        # sends whichever bulk comes next, not a fixed slice of its own
         part._extra = {**self._extra, "client": partition_index}
         return part
 
