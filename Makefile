@@ -23,6 +23,7 @@ TRACK_PARAMS ?=
 RACE_ARGS ?=
 RACE ?=
 RACES ?=
+BASELINE ?=
 # Rally's Elasticsearch metrics store (make metrics-store): METRICS_STORE=yes races, reports and compares through it
 METRICS_STORE ?= no
 STORE_PORT ?= 9210
@@ -175,7 +176,7 @@ format: venv
 	$(VENV)/bin/black $(PY_SOURCES)
 
 report: venv
-	$(VPY) -m report $(if $(RACE),--race $(RACE)) $(RALLY_CONFIG)
+	$(VPY) -m report $(if $(RACE),--race $(RACE)) $(if $(BASELINE),--baseline $(BASELINE)) $(RALLY_CONFIG)
 
 accuracy: venv
 	$(VPY) -m report.accuracy --target-hosts $(TARGET_HOSTS)

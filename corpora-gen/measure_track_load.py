@@ -69,7 +69,9 @@ def main(argv=None):
         began = time.perf_counter()
         used = list(loader.used_corpora(track))
         used_seconds = time.perf_counter() - began
-        task = next(t for c in track.challenges if c.name == args.challenge for t in c.schedule if t.operation.type == "coverage")
+        # a parallel element (the interleaved cells) holds its tasks
+        tasks = (t for c in track.challenges if c.name == args.challenge for e in c.schedule for t in getattr(e, "tasks", [e]))
+        task = next(t for t in tasks if t.operation.type == "coverage")
         context = RaceContext.of(task.operation.params)
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         began = time.perf_counter()

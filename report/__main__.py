@@ -12,7 +12,7 @@ Elasticsearch one, with every sample's service time (intervals, verdicts); other
 import argparse
 from pathlib import Path
 
-from report import ReportError, charts, costs, load, network, races, repeats, tables, uncertainty, widths
+from report import ReportError, charts, costs, ingest_changes, load, network, profile, races, repeats, study, tables, uncertainty, widths
 from report.store import Store
 
 LAYOUT_NOTE = (
@@ -37,22 +37,15 @@ INGEST_NOTE = (
 def coverage_note(race):
     if race.samples is None:
         return (
-            "Intervals need each sample's service time, which Rally keeps only in an Elasticsearch metrics store: "
-            "make metrics-store, then race and report with METRICS_STORE=yes.\n"
+            "No interval: this race has no record of its measured coverages (a race of an older track version, "
+            "before each coverage recorded its wall time and took).\n"
         )
     return (
-        f"95% interval: the order-statistic interval of the median (distribution-free), n measured samples; from "
-        f"{uncertainty.min_samples(uncertainty.CONFIDENCE) - 1} samples or fewer there is none (report/uncertainty.py).\n"
+        f"95% interval: the order-statistic interval of the median (distribution-free), n measured samples ({race.samples_source}); "
+        f"from {uncertainty.min_samples(uncertainty.CONFIDENCE) - 1} samples or fewer there is none (report/uncertainty.py).\n"
     )
 
 
-CLIENT_COST_NOTE = (
-    "fixed cost: the median of client-cost-<transport>, the transport's requests (as many, as large, through the same "
-    "client) for an epoch no corpus has, every answer checked empty: the load driver's work per request, the "
-    "connection and Elasticsearch's request handling, without search work. It bounds what the load driver adds from "
-    "above. share: that cost over the cell's median; where it is large the cell measures the client more than the "
-    "search.\n"
-)
 INGEST_TIME_NOTE = (
     "From Rally's mean service and processing time per bulk x the bulk requests: Elasticsearch is the bulk tooks; "
     "connection + HTTP is service time - took; the load driver's runner is processing time - service time (the client "
@@ -66,14 +59,45 @@ INGEST_TIME_NOTE = (
 SECTIONS = [
     ("Ingest per epoch", tables.ingest_table, "ingest", INGEST_NOTE),
     ("Ingest: where an epoch's wall time goes", tables.ingest_time_table, "ingest time breakdown", INGEST_TIME_NOTE),
+    (
+        "Ingest changes one at a time: each seed change alone against the baseline",
+        ingest_changes.changes_table,
+        "ingest changes",
+        ingest_changes.CHANGES_NOTE,
+    ),
+    (
+        "Ingest: the seed's segments (client + network, ES indexing, ES other) per epoch",
+        ingest_changes.segment_table,
+        "ingest segments",
+        ingest_changes.SEGMENT_NOTE,
+    ),
     ("30-node coverage: service time per coverage", tables.coverage_table, "coverage", lambda race: coverage_note(race)),
     ("Validation: every coverage checked against the ground truth", tables.validation_table, "validation counts", None),
-    ("Client cost: what each transport costs with nothing to search", tables.client_cost_table, "client cost", CLIENT_COST_NOTE),
+    ("Server took against client wall per coverage (seed 000, 4.2)", study.took_table, "took", study.TOOK_NOTE),
     (
-        "Subtractive cost attribution (median per coverage)",
-        tables.attribution_table,
-        "the cells of the attribution (A, B, C_td, C_hdr)",
-        None,
+        "Subtractive cost attribution on took (seed 000, 4.2)",
+        study.took_attribution_table,
+        "the attribution's cells (A, B, C_td, C_hdr, D_td)",
+        study.ATTRIBUTION_NOTE,
+    ),
+    (
+        "Serial against _msearch: wall per coverage and the saving (seed 000, 4.3)",
+        study.transport_saving_table,
+        "serial and msearch cells",
+        study.SAVING_NOTE,
+    ),
+    (
+        "Effective parallelism: the searches' took against the wall (seed 000, 4.3)",
+        study.parallelism_table,
+        "msearch or terms cells",
+        study.parallelism_note,
+    ),
+    ("Client and network: wall - took per coverage", study.client_table, "wall and took", study.CLIENT_NOTE),
+    (
+        "What to run: speed-up over production (seed 000's final table)",
+        study.recommendation_table,
+        "the production cell D_td serial",
+        study.RECOMMENDATION_NOTE,
     ),
     ("Speedup against D_td serial (median)", tables.speedup_table, "the baseline D_td serial", None),
     ("Layout sweep: indexing throughput per layout", tables.layout_ingest_table, "layout sweep", None),
@@ -91,7 +115,7 @@ SECTIONS = [
     ("Live: ingest and coverages, each alone and beside the other", load.live_table, "live", load.LIVE_NOTE),
     ("What _source costs: storage, ingest, coverage and fetch per _source mode", costs.source_table, "_source cost", costs.SOURCE_NOTE),
     ("Coverage width: median per coverage (ms) against the monitored nodes", widths.width_table, "coverage width", widths.search_pool_note),
-    ("Coverage width: where terms overtakes _msearch", widths.crossover_table, "width crossover", widths.CROSSOVER_NOTE),
+    ("Coverage width: where terms overtakes _msearch", widths.crossover_table, "width crossover", widths.crossover_note),
     ("Coverage width: ingest per width", widths.width_ingest_table, "width ingest", None),
     (
         "Aggregation memory: request breaker floor and GC activity per cell, beside its time",
@@ -101,14 +125,23 @@ SECTIONS = [
     ),
     (
         "Profile breakdown (profile: true, shares of filter + aggregations; profiling inflates absolute time)",
-        tables.profile_table,
+        profile.shares_table,
         "profile breakdown",
-        None,
+        profile.SHARES_NOTE,
     ),
+    (
+        "Profile overhead: took with profile: true against without, the same call in pairs",
+        profile.overhead_table,
+        "profile overhead",
+        profile.overhead_note,
+    ),
+    ("Single-call phases (as the seed derived them)", profile.phases_table, "single-call phases", profile.phases_note),
 ]
 
 
-def single_report(race, out_root):
+def single_report(race, out_root, baseline=None):
+    """reports/<race id>/report.md: every section the race has; with a baseline race (make report BASELINE=<id>),
+    every cell's drift against it."""
     out = Path(out_root) / race.race_id
     out.mkdir(parents=True, exist_ok=True)
     parts = [
@@ -137,6 +170,10 @@ def single_report(race, out_root):
             summary.append(_speedup_summary(race))
     if absent:
         parts += [f"_Not in this race: {', '.join(absent)}._", ""]
+    if baseline is not None:
+        drift = study.drift_table(race, baseline)
+        parts.append(f"## Drift against race {baseline.race_id[:8]} (make report BASELINE=...)\n")
+        parts += [f"_{drift}._" if isinstance(drift, str) else tables.markdown(*drift) + "\n\n" + study.drift_note(race), ""]
     accuracy = Path(out_root) / "accuracy.md"
     parts.append("## Percentile accuracy\n")
     parts.append(
@@ -175,10 +212,8 @@ def _speedup_summary(race):
 
 
 COMPARE_NOTE = (
-    f"Coverage ratios: median of the later race over the first's, its 95% interval (each median's order-statistic "
-    f"interval at 97.5%), and the verdict: faster or slower only when the whole interval lies beyond 1 and the ratio "
-    f"beyond {uncertainty.MARGIN:.0%} (the spread from race to race), else no difference beyond noise; a cell with a "
-    f"failed sample or fewer than {uncertainty.MIN_SAMPLES} samples has no verdict (report/uncertainty.py)."
+    "Coverage ratios: median of the later race over the first's and its 95% interval (each median's "
+    "order-statistic interval at 97.5%). " + uncertainty.VERDICT_RULE
 )
 
 
@@ -214,7 +249,11 @@ def compare_report(race_list, out_root):
         f"# cluster-metrics: {len(race_list)} races side by side\n\n"
         + (tables.markdown(header, rows) if rows else "_these races share no coverage or ingest tasks._")
         + "\n\n"
-        + (COMPARE_NOTE if verdicts else "_Ratios without intervals: race with a metrics store for verdicts (make metrics-store)._")
+        + (
+            COMPARE_NOTE
+            if verdicts
+            else "_Ratios without intervals: a race here has no measured coverage records (a race of an older track version)._"
+        )
         + "\n"
     )
     (out / "compare.md").write_text(text)
@@ -245,6 +284,7 @@ def main(argv=None):
     parser.add_argument(
         "--configuration-name", default=None, help="Rally's configuration rally-NAME.ini (as esrally --configuration-name), for its store"
     )
+    parser.add_argument("--baseline", default=None, help="an earlier race (id or prefix): every cell's drift against it")
     parser.add_argument("--out", default="reports")
     args = parser.parse_args(argv)
     store = Store.from_config(args.rally_home, args.configuration_name)
@@ -269,7 +309,7 @@ def main(argv=None):
         print(f"report: {path}")
         return 0
     race = sets[0][0] if sets else find(None)
-    path, summary = single_report(race, args.out)
+    path, summary = single_report(race, args.out, find(args.baseline) if args.baseline else None)
     print(f"race {race.race_id} ({race.challenge})")
     for line in summary:
         print(line)

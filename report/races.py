@@ -6,7 +6,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from report import ReportError, widths
+from report import ReportError, ingest_changes, widths
 from runners import parameters, records
 from runners.corpus import races_root
 from runners.ingest import recount_bulk_tooks
@@ -24,6 +24,7 @@ class Race:
     data: dict
     ingest: dict = field(default_factory=dict)
     profile: dict = field(default_factory=dict)
+    profile_calls: list = field(default_factory=list)  # profile-breakdown: each call, profile ON and OFF (runners/profile.py)
     layouts: dict = field(default_factory=dict)  # layout -> its layout-stats record
     load_steps: dict = field(default_factory=dict)  # coverage-load step task -> its calibrated and target rate
     sources: dict = field(default_factory=dict)  # source-cost: _source mode -> its storage record
@@ -32,7 +33,11 @@ class Race:
     validation: list = field(default_factory=list)  # each coverage's validation counts (runners/coverage.py)
     width_ingest: dict = field(default_factory=dict)  # coverage-width: width -> its ingest record
     search_pool: dict | None = None  # coverage-width: the search pool and _msearch's default concurrency
-    samples: dict | None = None  # task -> each measured sample's service time (ms), None when a sample failed; store only
+    ingest_changes: dict = field(default_factory=dict)  # ingest-changes: the baseline or a change -> its ingest record
+    # task -> each measured sample's service time (ms), None when a sample failed: Rally's from a metrics store, else
+    # each coverage's wall time from the track's own records (runners/coverage.py), which every race keeps
+    samples: dict | None = None
+    samples_source: str = "each coverage's wall time in the track's records"
     source: str = "race.json"  # where Rally's figures came from
 
     @property
@@ -54,6 +59,23 @@ class Race:
 
     def op_metrics(self):
         return {op["task"]: op for op in self.data.get("results", {}).get("op_metrics", [])}
+
+    def measured(self, task, field):
+        """The task's measured coverages' values of a validation record field (runners/coverage.py: wall-ms, took,
+        took-sum), in the order they ran; None when the task failed (a failed cell has no figure) or a measured
+        coverage lacks the field (an answer without took)."""
+        op = self.op_metrics().get(task)
+        if op is not None and (op.get("error_rate") or 0) > 0:
+            return None
+        values = [line.get(field) for line in self.validation if line.get("task") == task and line.get("measured")]
+        return None if any(v is None for v in values) else values
+
+
+def record_samples(race):
+    """Each coverage task's measured wall times (ms) from the track's records, a failed task None; None when the race
+    recorded no measured coverage (a race from before the records said which were warm-ups)."""
+    tasks = {line["task"] for line in race.validation if line.get("measured")}
+    return {task: race.measured(task, "wall-ms") for task in sorted(tasks)} or None
 
 
 def load(race_dir, data=None):
@@ -77,7 +99,10 @@ def load(race_dir, data=None):
                 attr[mode] = data
     race.memory = _json_lines(race_dir / records.RECORD_DIR / records.MEMORY)
     race.validation = _json_lines(race_dir / records.RECORD_DIR / records.VALIDATION)
+    race.profile_calls = _json_lines(race_dir / records.RECORD_DIR / records.PROFILE_CALLS)
     widths.load_records(race, race_dir / records.RECORD_DIR)
+    ingest_changes.load_records(race, race_dir / records.RECORD_DIR)
+    race.samples = record_samples(race)
     return race
 
 
@@ -97,6 +122,7 @@ def from_store(store, race_id=None):
         race = load(race_dir, data)
     race.path = None  # no folder: everything came from the store
     race.samples = store.service_times(data["race-id"])
+    race.samples_source = "Rally's service time of each sample in the metrics store"
     race.source = f"Rally's metrics store at {store.address}"
     return race
 

@@ -17,10 +17,9 @@ REPEAT_NOTE = (
     'whenever the spread is wider than it: compare sets race by race (make compare RACES="a1,a2,a3 b1,b2,b3").\n'
 )
 SETS_NOTE = (
-    f"Set against the first set, per cell: the ratio of the races' geometric-mean medians, its 95% interval (Welch's "
-    f"t-interval over the races' log-medians: the race is the unit) and the verdict: faster or slower only when the "
-    f"whole interval lies beyond 1 and the ratio beyond {uncertainty.MARGIN:.0%}; a set with a failed cell or fewer "
-    f"than {uncertainty.MIN_RACES} races has no verdict (report/uncertainty.py).\n"
+    "Set against the first set, per cell: the ratio of the races' geometric-mean medians and its 95% interval "
+    "(Welch's t-interval over the races' log-medians: the race is the unit); a set needs "
+    f"{uncertainty.MIN_RACES} races. " + uncertainty.VERDICT_RULE + "\n"
 )
 
 

@@ -7,7 +7,7 @@ and is never a baseline, a speedup or the fastest cell."""
 from report.uncertainty import median_interval
 from runners import layouts as layout_rules
 from runners.queries import TRANSPORTS, VARIANTS
-from runners.tasks import VERIFY_DOC_COUNT, bulk_task_name, client_cost_task_name, coverage_task_name, layout_task_name
+from runners.tasks import VERIFY_DOC_COUNT, bulk_task_name, coverage_task_name, layout_task_name
 
 BASELINE = ("D_td", "serial")
 
@@ -104,7 +104,7 @@ def ingest_table(race):
             r["docs"],
             r["wall_s"],
             r["bulk_took_s"],
-            _pct(r["took_share"]),
+            pct(r["took_share"]),
             r["index_s"],
             r["refresh_s"],
             r["merge_s"],
@@ -124,7 +124,7 @@ def ingest_table(race):
             totals["docs"],
             totals["wall_s"],
             totals["bulk_took_s"],
-            _pct(totals["bulk_took_s"] / totals["wall_s"] if totals["wall_s"] else None),
+            pct(totals["bulk_took_s"] / totals["wall_s"] if totals["wall_s"] else None),
             totals["index_s"],
             totals["refresh_s"],
             totals["merge_s"],
@@ -171,21 +171,22 @@ def ingest_time_table(race):
             return None
         parts = [wall, e["bulk-took-ms"] / 1000, service - e["bulk-took-ms"] / 1000, processing - service, wall - processing]
         totals = [t + p for t, p in zip(totals, parts)]
-        body.append([e["epoch"], *parts, _pct((parts[3] + parts[4]) / wall)])
+        body.append([e["epoch"], *parts, pct((parts[3] + parts[4]) / wall)])
     if not body:
         return None
-    body.append(["total", *totals, _pct((totals[3] + totals[4]) / totals[0])])
+    body.append(["total", *totals, pct((totals[3] + totals[4]) / totals[0])])
     return header, body
 
 
-def ingest_problem(race):
-    """Why the race's ingest failed (a bulk with failed samples, or documents lost or duplicated), or None."""
+def ingest_problem(race, prefix=""):
+    """Why the race's ingest failed (a bulk with failed samples, or documents lost or duplicated), or None. prefix: that
+    of the ingest's task names, where a challenge ingests several times (ingest-changes' "change-clients-")."""
     ops = race.op_metrics()
-    failed_bulks = sorted(task for task, op in ops.items() if task.startswith(bulk_task_name("")) and failed(op))
-    count = ops.get(VERIFY_DOC_COUNT)
+    failed_bulks = sorted(task for task, op in ops.items() if task.startswith(prefix + bulk_task_name("")) and failed(op))
+    count = ops.get(prefix + VERIFY_DOC_COUNT)
     problems = [f"failed bulk requests in {', '.join(failed_bulks)}"] if failed_bulks else []
     if failed(count):
-        problems.append(f"the document count differs from the corpus's ({VERIFY_DOC_COUNT})")
+        problems.append(f"the document count differs from the corpus's ({prefix + VERIFY_DOC_COUNT})")
     return "; ".join(problems) or None
 
 
@@ -219,36 +220,7 @@ def coverage_table(race):
                     samples = cell_samples(race, (v, t))
                     row.append(median_interval(samples).text() if samples else "-")
             errors = max(errors, op.get("error_rate", 0) if op else 0)
-        body.append(row + [_pct(errors)])
-    return header, body
-
-
-def client_cost_table(race):
-    """Per transport: its fixed cost (client-cost-<transport>: a coverage's requests that find nothing, so that what
-    remains is the load driver, the connection and Elasticsearch's request handling) and that cost as a share of each
-    cell's median. A failed calibration or cell has no share."""
-    ops = race.op_metrics()
-    costs = {t: ops[client_cost_task_name(t)] for t in TRANSPORTS if client_cost_task_name(t) in ops}
-    if not costs:
-        return None
-    cells = coverage_cells(race)
-    variants = [v for v in VARIANTS if any((v, t) in cells for t in costs)]
-    with_interval = race.samples is not None
-    header = ["transport", "fixed cost median (ms)"] + (["95% interval"] if with_interval else []) + [f"share of {v}" for v in variants]
-    body = []
-    for t, op in costs.items():
-        if failed(op):
-            body.append([t, failed_label(op)] + ["-"] * (len(header) - 2))
-            continue
-        cost = service_ms(op, "median")
-        row = [t, cost]
-        if with_interval:
-            samples = race.samples.get(client_cost_task_name(t))
-            row.append(median_interval(samples).text() if samples else "-")
-        for v in variants:
-            cell = cells.get((v, t))
-            row.append("-" if cell is None else "FAILED" if failed(cell) else _pct(cost / valid_median(cells, (v, t))))
-        body.append(row)
+        body.append(row + [pct(errors)])
     return header, body
 
 
@@ -266,27 +238,6 @@ def validation_table(race):
         errors = [r["percentile-rel-error-max"] for r in rows if r.get("percentile-rel-error-max") is not None]
         worst = f"{max(errors):.3%}" if errors else "-"
         body.append([task, len(rows), sum(r["checks"] or 0 for r in rows), sum(r["failed-checks"] or 0 for r in rows), worst])
-    return header, body
-
-
-def attribution_table(race):
-    """Subtractive attribution per transport from median service time per coverage, as the seed did with took."""
-    cells = coverage_cells(race)
-    transports = [t for t in TRANSPORTS if all((v, t) in cells for v in ("A", "B", "C_td", "C_hdr"))]
-    if not transports:
-        return None
-    header = ["component"] + [f"{t} (ms)" for t in transports]
-
-    def component(variant, t, minus=None):
-        value, base = valid_median(cells, (variant, t)), valid_median(cells, (minus, t)) if minus else 0.0
-        return "FAILED" if value is None or base is None else value - base
-
-    body = [
-        ["filter + framework (A)"] + [component("A", t) for t in transports],
-        ["3x sum (B - A)"] + [component("B", t, "A") for t in transports],
-        ["3x t-digest percentiles (C_td - A)"] + [component("C_td", t, "A") for t in transports],
-        ["3x HDR percentiles (C_hdr - A)"] + [component("C_hdr", t, "A") for t in transports],
-    ]
     return header, body
 
 
@@ -406,19 +357,12 @@ def layout_placement_table(race):
         bottleneck = layout_rules.bottleneck(indexing)
         for node in sorted(indexing):
             copies = " ".join(f"{'P' if c['primary'] else 'R'}{c['shard']}" for c in ingested if c["node"] == node)
-            body.append([layout, node, copies, _pct(indexing[node]), _pct(search.get(node)), "indexing" if node == bottleneck else ""])
+            body.append([layout, node, copies, pct(indexing[node]), pct(search.get(node)), "indexing" if node == bottleneck else ""])
     return header, body
 
 
-def profile_table(race):
-    if not race.profile:
-        return None
-    parts = sorted(race.profile["parts"].items(), key=lambda kv: -kv[1]["nanos"])
-    header = ["part", "time (ms, profiled)", "share"]
-    return header, [[name, p["nanos"] / 1e6, _pct(p["share"])] for name, p in parts]
-
-
-def _pct(x):
+def pct(x):
+    """A fraction as a percentage with one decimal, or None."""
     return None if x is None else f"{100 * x:.1f}%"
 
 

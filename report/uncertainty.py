@@ -44,6 +44,17 @@ def min_samples(confidence):
 
 MIN_SAMPLES = min_samples(SIDE_CONFIDENCE)  # a verdict's, on each side
 MARGIN = 0.05  # the smallest relative difference a verdict names (run-to-run spread, see above)
+# the smallest difference of medians (ms) a verdict names: a cell of a few milliseconds moves by more than its
+# within-race interval from one race to the next (JIT, GC, what else the host runs); A/A pairs of one build on one
+# index (5 x 100,000 rows, README "Verdicts") set it
+NOISE_FLOOR_MS = 5.0
+
+VERDICT_RULE = (
+    f"Verdict: faster or slower only when the whole 95% interval of the ratio lies beyond 1, the ratio beyond "
+    f"{MARGIN:.0%} and the medians more than {NOISE_FLOOR_MS:g} ms apart (the noise floor of cheap cells, learned from "
+    f"A/A pairs of races); otherwise no difference beyond noise. A failed cell, or fewer than {MIN_SAMPLES} samples "
+    f"a side, has no verdict (report/uncertainty.py)."
+)
 
 FASTER, SLOWER, SAME = "faster", "slower", "no difference beyond noise"
 
@@ -102,8 +113,11 @@ class Comparison:
         return f"{self.ratio:.3f} [{self.low:.3f}, {self.high:.3f}] {self.verdict}"
 
 
-def _verdict(ratio, low, high, margin):
-    """The rule: a difference only when the whole 95% interval of the ratio lies beyond 1 and the ratio beyond margin."""
+def _verdict(ratio, low, high, margin, gap_ms, floor_ms):
+    """The rule: a difference only when the whole 95% interval of the ratio lies beyond 1, the ratio beyond margin,
+    and the medians more than floor_ms apart."""
+    if abs(gap_ms) <= floor_ms:
+        return Comparison(ratio, low, high, SAME)
     if low > 1 and ratio > 1 + margin:
         return Comparison(ratio, low, high, SLOWER)
     if high < 1 and ratio < 1 / (1 + margin):
@@ -111,7 +125,7 @@ def _verdict(ratio, low, high, margin):
     return Comparison(ratio, low, high, SAME)
 
 
-def compare(a, b, margin=MARGIN):
+def compare(a, b, margin=MARGIN, floor_ms=NOISE_FLOOR_MS):
     """Cell B's samples against cell A's (service times; None for a failed cell)."""
     if a is None or b is None:
         return Comparison(None, None, None, None, "a failed cell has no verdict")
@@ -121,13 +135,13 @@ def compare(a, b, margin=MARGIN):
     if ia.low <= 0:
         return Comparison(None, None, None, None, "a service time of 0 or less")
     ratio, low, high = ib.median / ia.median, ib.low / ia.high, ib.high / ia.low
-    return _verdict(ratio, low, high, margin)
+    return _verdict(ratio, low, high, margin, ib.median - ia.median, floor_ms)
 
 
 MIN_RACES = 2  # a side of a comparison of race sets
 
 
-def compare_race_sets(a, b, margin=MARGIN):
+def compare_race_sets(a, b, margin=MARGIN, floor_ms=NOISE_FLOOR_MS):
     """Set B of repeated races against set A, one cell: the unit is the race, so the spread from race to race (which
     the samples of one race cannot show) is in the interval. Each race gives its median; the ratio's 95% interval is
     Welch's t-interval of the difference of the mean log-medians, exponentiated (a ratio of geometric means). The
@@ -146,7 +160,7 @@ def compare_race_sets(a, b, margin=MARGIN):
         interval = stats.ttest_ind(log_b, log_a, equal_var=False).confidence_interval(CONFIDENCE)
         low, high = float(interval.low), float(interval.high)
     ratio, low, high = math.exp(diff), math.exp(low), math.exp(high)
-    return _verdict(ratio, low, high, margin)
+    return _verdict(ratio, low, high, margin, math.exp(float(np.mean(log_b))) - math.exp(float(np.mean(log_a))), floor_ms)
 
 
 def run_to_run_spread(medians):

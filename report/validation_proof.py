@@ -170,6 +170,46 @@ def fetch_proof(cluster, index, epoch, nodes, truth_epoch, kind, false_failures,
             cell[1] += 1
 
 
+# name -> function(real total, the next node's real total, the truth's count) -> the wrong hits.total (variant A)
+COUNT_SUBSTITUTIONS = {
+    "A: no hits (0 eq)": lambda real, other, count: {"value": 0, "relation": "eq"},
+    "A: one below the threshold (9,999 eq)": lambda real, other, count: {"value": queries.HIT_COUNT_THRESHOLD - 1, "relation": "eq"},
+    "A: the threshold as an exact count (10,000 eq)": lambda real, other, count: {"value": queries.HIT_COUNT_THRESHOLD, "relation": "eq"},
+    "A: the truth's count one off (eq)": lambda real, other, count: {"value": count - 1, "relation": "eq"},
+}
+# the next node's real answer: above the threshold it is the same "gte 10,000", which nothing in the answer can tell
+# apart without exact counts; listed to say so, never a failure of the proof
+INDISTINGUISHABLE = "A: the next node's real answer"
+
+
+def count_proof(cluster, index, epoch, nodes, truth_epoch, false_failures, tally):
+    """Variant A over _msearch with the seed's body (no track_total_hits): each node's real hits.total must pass, and
+    each wrong one (COUNT_SUBSTITUTIONS) must be caught; the next node's answer is tallied apart (INDISTINGUISHABLE)."""
+    searches = [queries.node_search("A", epoch, n, PERCENTS) for n in nodes]
+    responses = cluster.post("/_msearch", queries.msearch_body(index, searches))["responses"]
+    for i, (node, response) in enumerate(zip(nodes, responses)):
+        expected = NodeExpectation(truth_epoch[node], "A", PERCENTS)
+        errors = CoverageErrors()
+        check_node_response(response, node, epoch, expected, errors, PercentileErrors())
+        if errors:
+            false_failures.append(f"A/msearch epoch {epoch}: {errors.description()}")
+            continue
+        other = responses[(i + 1) % len(nodes)]["hits"]["total"]
+        wrongs = {name: make(response["hits"]["total"], other, expected.count) for name, make in COUNT_SUBSTITUTIONS.items()}
+        wrongs[INDISTINGUISHABLE] = dict(other)
+        for name, total in wrongs.items():
+            if total == response["hits"]["total"] and name != INDISTINGUISHABLE:
+                continue  # the substitution would be the right answer
+            wrong = copy.deepcopy(response)
+            wrong["hits"]["total"] = total
+            errors = CoverageErrors()
+            check_node_response(wrong, node, epoch, expected, errors, PercentileErrors())
+            cell = tally.setdefault((name, "A", "hits.total"), [0, 0, [], 0])
+            cell[0] += bool(errors)
+            cell[1] += 1
+            cell[3] += not errors and name != INDISTINGUISHABLE
+
+
 def substitute(aggs, field, values):
     """A copy of one node's aggregations with the field's percentiles replaced by `values`."""
     wrong = copy.deepcopy(aggs)
@@ -254,6 +294,7 @@ def prove(cluster, root):
                                 p, value = next(iter(values.items()))
                                 cell[2].append(rank_distance(by_node[node], field, p, value))
                                 cell[3] += not within_precision(by_node[node], field, variant, p, value)
+        count_proof(cluster, manifest["index"], epoch, nodes, by_node, false_failures, tally)
         for kind in FETCH_KINDS:
             fetch_proof(cluster, manifest["index"], epoch, nodes, by_node, kind, false_failures, fetch_tally)
             checked_fetches += 1
@@ -282,7 +323,12 @@ def report(section, checked, false_failures, tally, checked_fetches, fetch_tally
         f"Wrong answers substituted into the real _msearch answers: **{caught_total} of {total} caught**; "
         f"of the {total - caught_total} not caught, **{beyond_total}** lie beyond the algorithm's own precision "
         "(t-digest: its rank tolerance; HDR: its relative precision), the rest are as close to the exact answer as "
-        "the algorithm's own answers may be.\n\n" + markdown(header, rows) + "\n"
+        "the algorithm's own answers may be. Variant A (size 0, no aggregation, the seed's body without "
+        'track_total_hits) carries only its hit count: below 10,000 exact, above it "gte 10,000"; each wrong count '
+        f"is caught, and {INDISTINGUISHABLE.removeprefix('A: ')} (the same \"gte 10,000\" at full scale) cannot be told "
+        "apart from the answer alone: only track_total_hits: true, or the terms transport's exact buckets, can.\n\n"
+        + markdown(header, rows)
+        + "\n"
     )
     fetch_caught, fetch_total = sum(v[0] for v in fetch_tally.values()), sum(v[1] for v in fetch_tally.values())
     text += (

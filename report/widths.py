@@ -111,11 +111,13 @@ def _against(race, cells, width, variant, msearch):
     if a_op is None or b_op is None:
         return None, "not both run"
     if tables.failed(a_op) or tables.failed(b_op):
-        return None, "a failed cell has no verdict"
-    if race.samples is None:
-        ratio = tables.service_ms(b_op, "median") / tables.service_ms(a_op, "median")
-        return None, f"{ratio:.3f} (medians; no verdict without each sample, which Rally's metrics store keeps)"
-    comparison = uncertainty.compare(_samples(race, a_key), _samples(race, b_key))
+        return None, "FAILED"
+    a, b = _samples(race, a_key), _samples(race, b_key)
+    if not a or not b:  # the note under the table says why once
+        return None, f"{tables.service_ms(b_op, 'median') / tables.service_ms(a_op, 'median'):.3f} (medians)"
+    comparison = uncertainty.compare(a, b)
+    if comparison.verdict is None:
+        return None, f"{uncertainty.median_interval(b).median / uncertainty.median_interval(a).median:.3f} (no verdict)"
     return comparison.verdict, comparison.text()
 
 
@@ -126,7 +128,7 @@ def crossover(race, cells, variant, msearch):
     widths = [w for w in widths_of(cells) if (w, variant, msearch) in cells or (w, variant, "terms") in cells]
     verdicts = {w: _against(race, cells, w, variant, msearch) for w in widths}
     if race.samples is None:
-        return None, "no verdict: the race has no samples (race into Rally's metrics store)"
+        return None, "no verdict"
     unjudged = []
     while widths and verdicts[widths[-1]][0] is None:
         unjudged.insert(0, widths.pop())
@@ -145,11 +147,20 @@ def crossover(race, cells, variant, msearch):
     return first, statement + (f" ({caveat})" if caveat else "")
 
 
-CROSSOVER_NOTE = (
-    "Each cell: terms' median / msearch's median at that width, its 95% interval and the verdict (report/uncertainty.py): "
-    '"faster" means terms is faster beyond the noise. The crossover is the narrowest width from which terms is faster at '
-    "every wider width of the sweep; a failed cell has no verdict, so no crossover rests on it.\n"
-)
+def crossover_note(race):
+    """What the cells and the crossover column say, and once why a figure has no verdict."""
+    why = (
+        "This race has no record of its measured coverages (a race of an older track version): the cells are ratios of "
+        "Rally's medians, without a verdict. "
+        if race.samples is None
+        else f"(no verdict): fewer than {uncertainty.MIN_SAMPLES} measured samples a side (a --test-mode race has one). "
+    )
+    return (
+        "Each cell: terms' median / msearch's median at that width, its 95% interval and the verdict: "
+        '"faster" means terms is faster beyond the noise. ' + uncertainty.VERDICT_RULE + " The crossover is the narrowest "
+        "width from which terms is faster at every wider width of the sweep; a FAILED cell has no verdict, so no crossover "
+        "rests on it. " + why + "\n"
+    )
 
 
 def crossover_table(race):

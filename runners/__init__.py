@@ -6,7 +6,7 @@ def register(registry):
     from esrally.track import loader
 
     from runners.load import SCHEDULER, RelativeRateScheduler
-    from runners.operations import OPERATIONS
+    from runners.operations import OPERATIONS, PARAM_SOURCES
     from runners.processor import ClusterMetricsProcessor
 
     # a custom processor replaces Rally's default preparator (decompression, file checks) unless it is registered too;
@@ -17,4 +17,6 @@ def register(registry):
         if operation.param_source:
             registry.register_param_source(name, operation.param_source)
         registry.register_runner(name, operation.runner(), async_runner=True)
+    for name, param_source in PARAM_SOURCES.items():
+        registry.register_param_source(name, param_source)
     registry.register_scheduler(SCHEDULER, RelativeRateScheduler)

@@ -1,5 +1,6 @@
 """The 30-node coverage: one epoch, every node, over three transports, each answer checked against ground truth."""
 
+import copy
 import json
 import struct
 import time
@@ -21,7 +22,8 @@ from runners.validation import (
 
 JSON = {"content-type": "application/json", "accept": "application/json"}
 NDJSON = {"content-type": "application/x-ndjson", "accept": "application/json"}
-EMPTY_EPOCH = 0  # the generator numbers epochs from 1: a search for epoch 0 finds nothing (client-cost)
+WARMUPS_KEY = "warmups"  # operation parameter set by the track processor: the task's warm-up iterations
+MEASURED_KEY = "measured"  # in a coverage's parameters: not a warm-up (None: the task is time-based, nobody counts)
 NO_CACHE = {"request_cache": "false"}  # _search takes it in the URL; _msearch in each header line (queries.py)
 
 
@@ -40,7 +42,7 @@ class CoverageParamSource:
     remote (a remote cluster's alias: the coverage goes through cross-cluster search to <remote>:<index>) and
     ccs-minimize-roundtrips (true or false, with remote); max-concurrent-searches (msearch: _msearch's, else
     Elasticsearch's default); record-rate (true in a load calibration task: each
-    successful coverage's duration is recorded for the steps' schedule, runners/load.py) after record-after coverages
+    successful coverage's duration is recorded for the steps' schedule, runners/load.py) after the task's warm-up coverages (WARMUPS_KEY)
     (set by the track processor to the task's warmup-iterations); interleave (the cell takes turns with the other
     cells of that group, in the order the track processor sets: runners/interleave.py)."""
 
@@ -65,15 +67,18 @@ class CoverageParamSource:
         }
         if "assertions" in params:
             self._fixed["assertions"] = params["assertions"]
-        self._record_after = params.get("record-after", 0) if params.get("record-rate") else None
+        # the task's warm-up count (set by the track processor for iteration-based tasks): which coverages are measured
+        self._warmups = params.get(WARMUPS_KEY)
+        self._record_rate = bool(params.get("record-rate"))
         self._fixed[CONTEXT_KEY] = params[CONTEXT_KEY]  # the record folder: validation counts, calibration
         self._turns = None
         if params.get(interleave.ORDER_KEY):
             self._turns = interleave.positions(params[interleave.ORDER_KEY], params.get("name"))
             self._fixed["turn-file"] = interleave.turn_file(context.record_dir, params[interleave.GROUP_KEY])
         self._context = context
-        self._per_epoch = None
+        self._built = {}  # the epochs' requests and expectations, built once and shared by the clients' partitions
         self._next = 0
+        self._first_epoch = 0
         self.infinite = True
 
     def _epoch_params(self, epoch):
@@ -81,13 +86,15 @@ class CoverageParamSource:
         task's parameter source wherever it looks for the corpora a race uses (loader.used_corpora, in every process that
         prepares the track), where parsing the ground truth and building the requests of a 3000-node coverage costs
         seconds per task for nothing."""
-        if self._per_epoch is None:
+        if not self._built:
             truth = self._truth(self._context)
-            self._per_epoch = {
-                e: {"expected": {n: self._expectation(truth[str(e)][n]) for n in self.nodes}, "requests": self._requests(e)}
-                for e in self.epochs
-            }
-        return self._per_epoch[epoch]
+            self._built.update(
+                {
+                    e: {"expected": {n: self._expectation(truth[str(e)][n]) for n in self.nodes}, "requests": self._requests(e)}
+                    for e in self.epochs
+                }
+            )
+        return self._built[epoch]
 
     @staticmethod
     def _truth(context):
@@ -100,17 +107,20 @@ class CoverageParamSource:
         self.percents = list(params.get("percents", queries.DEFAULT_PERCENTS))
         self.hdr_digits = params.get("hdr-digits", queries.DEFAULT_HDR_DIGITS)
         self.compression = params.get("tdigest-compression")
+        self.exact_hits = params.get("track-total-hits", False)
         concurrency = f" max_concurrent_searches {params['max-concurrent-searches']}" if params.get("max-concurrent-searches") else ""
         return {"variant": self.variant, "cell": f"{self.variant}/{self.transport}{concurrency}"}
 
     def _expectation(self, node_truth):
-        return NodeExpectation(node_truth, self.variant, self.percents, self.hdr_digits, self.compression or queries.DEFAULT_COMPRESSION)
+        return NodeExpectation(
+            node_truth, self.variant, self.percents, self.hdr_digits, self.compression or queries.DEFAULT_COMPRESSION, self.exact_hits
+        )
 
     def _node_search(self, epoch, node):
-        return queries.node_search(self.variant, epoch, node, self.percents, self.hdr_digits, self.compression)
+        return queries.node_search(self.variant, epoch, node, self.percents, self.hdr_digits, self.compression, self.exact_hits)
 
     def _terms_search(self, epoch):
-        return queries.terms_search(self.variant, epoch, len(self.nodes), self.percents, self.hdr_digits, self.compression)
+        return queries.terms_search(self.variant, epoch, len(self.nodes), self.percents, self.hdr_digits, self.compression, self.exact_hits)
 
     def _requests(self, epoch):
         """(path, URL parameters, body bytes, headers) of each HTTP request of one coverage."""
@@ -125,36 +135,26 @@ class CoverageParamSource:
         return [(search_path, self._url, queries.json_bytes(self._terms_search(epoch)), JSON)]
 
     def partition(self, partition_index, total_partitions):
-        return self
+        """Each client its own count of coverages (Rally's warm-up iterations are per client), starting at its own
+        epoch; the built requests are shared."""
+        if total_partitions == 1:
+            return self
+        part = copy.copy(self)
+        part._next, part._first_epoch = 0, partition_index
+        return part
 
     def params(self):
-        epoch = self.epochs[self._next % len(self.epochs)]
+        epoch = self.epochs[(self._first_epoch + self._next) % len(self.epochs)]
         self._next += 1
-        measured = self._record_after is not None and self._next > self._record_after
-        result = {**self._fixed, "epoch": epoch, **self._epoch_params(epoch), **({"record-rate": True} if measured else {})}
+        measured = None if self._warmups is None else self._next > self._warmups
+        result = {**self._fixed, "epoch": epoch, **self._epoch_params(epoch), MEASURED_KEY: measured}
+        if self._record_rate and measured:
+            result["record-rate"] = True
         if self._turns is not None:
             if self._next > len(self._turns):
                 raise IndexError(f"{self._fixed['name']}: coverage {self._next} has no turn ({len(self._turns)} in the order)")
             result[interleave.TURN_KEY] = self._turns[self._next - 1]
         return result
-
-
-class ClientCostParamSource(CoverageParamSource):
-    """The coverage's requests with nothing to find: variant A (the filter alone) for EMPTY_EPOCH, an epoch no corpus
-    has, over every node. The same number of requests, of the same size, through the same client as a cell, so that
-    what remains is what each request costs the load driver, the connection and Elasticsearch's request handling.
-
-    Operation parameters: transport; nodes, request-timeout as for the coverage."""
-
-    def __init__(self, track, params, **kwargs):
-        super().__init__(track, {**params, "variant": "A", "epochs": [EMPTY_EPOCH]}, **kwargs)
-
-    @staticmethod
-    def _truth(context):
-        return {str(EMPTY_EPOCH): {n: {"count": 0} for n in context.nodes}}
-
-    def _query(self, params):
-        return {**super()._query(params), "cell": f"client-cost/{self.transport}"}
 
 
 class FetchCoverageParamSource(CoverageParamSource):
@@ -225,17 +225,19 @@ class Coverage:
             try:
                 response = await client.perform_request("POST", path, params=query, body=body, headers=dict(headers))
             except elasticsearch.ApiError as e:
-                return _http_error(e, _where(params, i))
+                return http_error(e, _where(params, i))
             except elasticsearch.TransportError as e:
                 es.on_request_end()  # the failure's moment; the client does not mark every kind (a timeout)
-                return _network_error(e, _where(params, i), params["request-timeout"])
+                return network_error(e, _where(params, i), params["request-timeout"])
             bodies.append(response.body)
         seconds = time.perf_counter() - started
         window = [round(window_start, 3), round(window_start + seconds, 3)]
         # the timed window is closed: decode and check
         errors, pct_errors = CoverageErrors(), PercentileErrors()
         try:
-            hits, took = self.check([json.load(body) for body in bodies], params, errors, pct_errors)
+            decoded = [json.load(body) for body in bodies]
+            hits = self.check(decoded, params, errors, pct_errors)
+            took, took_sum = server_took(decoded, params["transport"])
         except MALFORMED as e:  # an answer of the wrong shape: a failed sample, never a crashed race
             return results.failed(
                 f"{params['cell']}: epoch {params['epoch']}: malformed answer ({type(e).__name__}: {e})",
@@ -245,13 +247,15 @@ class Coverage:
         meta = {
             "hits": hits or 0,
             "took": took,
+            "took-sum": took_sum,
+            "wall-ms": round(seconds * 1000, 3),
             "requests": len(requests),
             "epoch": params["epoch"],
             **errors.as_meta(),
             **pct_errors.as_meta(),
         }
         records.add(meta, load.step_meta(params.get("name")))
-        records.add(meta, _record_validation(params, meta, window))
+        records.add(meta, _record_validation(params, meta, window, params.get(MEASURED_KEY)))
         if errors:
             return results.failed(f"{params['cell']}: {errors.description()}", "cluster-metrics-validation", "coverages", meta)
         if params.get("record-rate"):
@@ -259,13 +263,13 @@ class Coverage:
         return {"weight": 1, "unit": "coverages", "success": True, **meta}
 
     def check(self, decoded, params, errors, pct_errors):
-        """Every answer of one coverage against its expectation; returns (hits, took summed)."""
+        """Every answer of one coverage against its expectation; returns the hits."""
         transport, epoch, nodes, expected = params["transport"], params["epoch"], params["nodes"], params["expected"]
         if transport == "terms":
-            return (check_terms_response(decoded[0], nodes, epoch, expected, errors, pct_errors), decoded[0].get("took", 0))
+            return check_terms_response(decoded[0], nodes, epoch, expected, errors, pct_errors)
         responses = self._responses(decoded, params, errors)
         counts = [check_node_response(r, n, epoch, expected[n], errors, pct_errors) for n, r in zip(nodes, responses)]
-        return sum(c for c in counts if c is not None), sum(r.get("took", 0) for r in responses)
+        return sum(c for c in counts if c is not None)
 
     @staticmethod
     def _responses(decoded, params, errors):
@@ -281,21 +285,6 @@ class Coverage:
         return "coverage"
 
 
-class ClientCost(Coverage):
-    """One coverage's worth of requests that find nothing (ClientCostParamSource): the fixed cost of a transport.
-
-    Measures the coverage's window. Returns what the coverage returns; every answer must be empty and complete:
-    0 hits per node, no terms bucket, no sub-response error, shard failure or timed_out. Errors as for the coverage."""
-
-    def check(self, decoded, params, errors, pct_errors):
-        if params["transport"] == "terms":  # no bucket to find, and any bucket is one too many
-            return (check_terms_response(decoded[0], [], params["epoch"], {}, errors, pct_errors), decoded[0].get("took", 0))
-        return super().check(decoded, params, errors, pct_errors)
-
-    def __repr__(self):
-        return "client-cost"
-
-
 class FetchCoverage(Coverage):
     """One fetch coverage: per node, the N busiest samples of one epoch with their _source or doc values.
 
@@ -309,20 +298,40 @@ class FetchCoverage(Coverage):
         epoch, expected = params["epoch"], params["expected"]
         responses = self._responses(decoded, params, errors)
         counts = [check_fetch_response(r, n, epoch, expected[n], params["fetch"], errors) for n, r in zip(params["nodes"], responses)]
-        return sum(c for c in counts if c is not None), sum(r.get("took", 0) for r in responses)
+        return sum(c for c in counts if c is not None)
 
     def __repr__(self):
         return "fetch-coverage"
 
 
-def _record_validation(params, meta, window):
-    """Appends the coverage's validation counts and its timed window (wall-clock seconds, first request to last
-    answer) to the race's record (what race.json keeps of a sample is only its success); returns the record's sample
-    meta."""
+def server_took(decoded, transport):
+    """(took, took summed over the searches) of one coverage's decoded answers, in ms, as Elasticsearch reports them:
+    serial, both the sum of its searches' tooks; _msearch, the response's own took and the sum of its sub-searches'
+    (what the node's search threads spent: their ratio is the effective parallelism); terms, its one search's took.
+    None where an answer has no took (an error)."""
+
+    def took_of(response):
+        return response.get("took") if isinstance(response.get("took"), (int, float)) else None
+
+    if transport == "msearch":
+        response = decoded[0]
+        subs = [took_of(r) for r in response.get("responses", [])]
+        return took_of(response), (None if None in subs or not subs else sum(subs))
+    tooks = [took_of(r) for r in decoded]
+    total = None if None in tooks else sum(tooks)
+    return total, total
+
+
+def _record_validation(params, meta, window, measured):
+    """Appends the coverage's validation counts, its timed window (wall-clock seconds, first request to last answer),
+    its wall and server took (ms) and whether it was a measured sample (not a warm-up; None where the task does not
+    say) to the race's record (race.json keeps only task aggregates of a sample, and Rally's default in-memory store
+    drops the samples: these lines are each coverage's sample on every path); returns the record's sample meta."""
     counts = {
         "task": params.get("name"),
         "window": window,
-        **{k: meta.get(k) for k in ("checks", "failed-checks", "percentile-rel-error-max")},
+        "measured": measured,
+        **{k: meta.get(k) for k in ("checks", "failed-checks", "percentile-rel-error-max", "took", "took-sum", "wall-ms")},
     }
     return records.append_line(RaceContext.of(params).record_dir, records.VALIDATION, json.dumps(counts, sort_keys=True))
 
@@ -332,7 +341,7 @@ def _where(params, i):
     return f"{params['cell']}: epoch {params['epoch']} {target}, request {i + 1} of " f"{len(params['requests'])}"
 
 
-def _network_error(error, where, timeout):
+def network_error(error, where, timeout):
     """A request that got no complete HTTP answer, as a failed sample naming what the client saw."""
     if isinstance(error, elasticsearch.ConnectionTimeout):
         seen = f"no complete answer within the request timeout of {timeout} s"
@@ -342,7 +351,7 @@ def _network_error(error, where, timeout):
     return results.failed(f"{where}: {seen}; not retried", "network", "coverages")
 
 
-def _http_error(error, where):
+def http_error(error, where):
     """An HTTP error status as a failed sample whose description names the status and Elasticsearch's reason."""
     body = error.body
     if hasattr(body, "read"):
@@ -379,12 +388,6 @@ def validate_coverage(params, clients, context):
         parameters.check_operation_value("max-concurrent-searches", [params["max-concurrent-searches"]], "width_max_concurrent_searches")
         if params["transport"] != "msearch":
             raise ValueError(f"max-concurrent-searches is _msearch's, this coverage goes over {params['transport']}")
-
-
-def validate_client_cost(params, clients, context):
-    """Load-time check of a client-cost operation; raises ValueError naming the problem."""
-    queries.validate_transport(params.get("transport"))
-    _validate_common(params, context)
 
 
 def validate_fetch_coverage(params, clients, context):

@@ -147,8 +147,8 @@ def _difference(found, expected):
 
 # an index created by this track's ingest carries no other settings than these (and Elasticsearch's own bookkeeping)
 SETTINGS_LEFT_BY = {
-    "index.refresh_interval": "ingest-tuned (refresh_interval during ingest)",
-    "index.translog.durability": "ingest-tuned (translog.durability during ingest)",
+    "index.refresh_interval": "ingest-tuned or ingest-changes (refresh_interval during ingest)",
+    "index.translog.durability": "ingest-tuned or ingest-changes (translog.durability during ingest)",
     "index.store.stats_refresh_interval": "source-cost",
     SOURCE_MODE_SETTING: "source-cost",
 }

@@ -14,6 +14,9 @@ from runners.context import RaceContext
 
 LOG = logging.getLogger(__name__)
 STATS_METRICS = "indexing,refresh,merge,flush"
+# the index settings an ingest may change (ingest-tuned, ingest-changes): recorded as they are when it starts, so that
+# the record says what it ran with
+INGEST_SETTINGS = ("index.refresh_interval", "index.translog.durability")
 
 
 def _took_dir(record):
@@ -170,13 +173,22 @@ async def _snapshot(es, context):
     return stats_snapshot((await es.perform_request("GET", f"/{context.index}/_stats/{STATS_METRICS}")).body)
 
 
+async def _ingest_settings(es, context):
+    """INGEST_SETTINGS of the index as they are now, Elasticsearch's default where unset, as a user spells them
+    (Elasticsearch's defaults list the durability as "REQUEST", a value set by a user as given: "async")."""
+    params = {"flat_settings": "true", "include_defaults": "true"}
+    index = next(iter((await es.perform_request("GET", f"/{context.index}/_settings", params=params)).body.values()))
+    values = {key: index.get("settings", {}).get(key, index.get("defaults", {}).get(key)) for key in INGEST_SETTINGS}
+    return {key: value.lower() if isinstance(value, str) else value for key, value in values.items()}
+
+
 class IngestCostStart:
     """Takes the starting /_stats snapshot of an ingest (after the index is created, before the first bulk) and
-    starts the race's ingest record. Returns 1 op."""
+    starts the race's ingest record, with the index settings the ingest runs with (INGEST_SETTINGS). Returns 1 op."""
 
     async def __call__(self, es, params):
         context = RaceContext.of(params)
-        record = {"epochs": [], "snapshot": await _snapshot(es, context)}
+        record = {"epochs": [], "snapshot": await _snapshot(es, context), "index-settings": await _ingest_settings(es, context)}
         return {
             "weight": 1,
             "unit": "ops",

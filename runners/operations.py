@@ -9,16 +9,14 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from runners.coverage import (
-    ClientCost,
-    ClientCostParamSource,
     Coverage,
     CoverageParamSource,
     FetchCoverage,
     FetchCoverageParamSource,
-    validate_client_cost,
     validate_coverage,
     validate_fetch_coverage,
 )
+from runners.index_body import FreshIndexBodyParamSource
 from runners.index_checks import VerifyCorpus, VerifyDocCount
 from runners.ingest import EpochBulk, EpochBulkParamSource, IngestCostEpoch, IngestCostStart, validate_bulk
 from runners.layouts import CheckLayouts, LayoutStats, validate_layout_stats, validate_layouts
@@ -34,7 +32,7 @@ from runners.network import (
     validate_latency,
     validate_remote,
 )
-from runners.profile import ProfileBreakdown, validate_profile
+from runners.profile import ProfileBreakdown, ProfileParamSource, validate_profile
 from runners.storage import SourceStorage, validate_storage_stats
 from runners.widths import SearchPool
 
@@ -49,6 +47,9 @@ class Operation:
     reads_corpus: bool = True
 
 
+# parameter sources of Rally's own operations, by the name a task gives as its param-source
+PARAM_SOURCES = {"fresh-index-body": FreshIndexBodyParamSource}
+
 OPERATIONS = {
     "epoch-bulk": Operation(EpochBulk, EpochBulkParamSource, validate_bulk),
     "ingest-cost-start": Operation(IngestCostStart),
@@ -56,12 +57,11 @@ OPERATIONS = {
     "verify-doc-count": Operation(VerifyDocCount),
     "verify-corpus": Operation(VerifyCorpus),
     "coverage": Operation(Coverage, CoverageParamSource, validate_coverage),
-    "client-cost": Operation(ClientCost, ClientCostParamSource, validate_client_cost),
     "fetch-coverage": Operation(FetchCoverage, FetchCoverageParamSource, validate_fetch_coverage),
     "source-storage": Operation(SourceStorage, validate=validate_storage_stats),
     "check-quiet-cluster": Operation(CheckQuietCluster),
     "breaker-floor": Operation(BreakerFloor, BreakerFloorParamSource, validate_breaker_floor),
-    "profile-breakdown": Operation(ProfileBreakdown, validate=validate_profile),
+    "profile-breakdown": Operation(ProfileBreakdown, ProfileParamSource, validate_profile),
     "check-layouts": Operation(CheckLayouts, validate=validate_layouts),
     "layout-stats": Operation(LayoutStats, validate=validate_layout_stats),
     "set-rtt": Operation(SetRtt, validate=validate_latency),

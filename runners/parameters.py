@@ -10,7 +10,7 @@ import numbers
 
 from runners.corpus import FETCH_TRUTH_ROWS, MAX_NODES
 from runners.layouts import parse_layout
-from runners.queries import FETCH_KINDS, FETCH_TRANSPORTS, LAYOUTS, SOURCE_MODES, TRANSPORTS, VARIANTS
+from runners.queries import FETCH_KINDS, FETCH_TRANSPORTS, INGEST_CHANGES, LAYOUTS, SOURCE_MODES, TRANSPORTS, VARIANTS
 from runners.toxiproxy import DEFAULT_API, FAULTS, PROXIES
 
 MAX_HDR_DIGITS = 5  # Elasticsearch accepts number_of_significant_value_digits 0..5
@@ -156,6 +156,8 @@ PARAMETERS = {
     "tuned_clients": (4, _integer(1)),
     "tuned_refresh_interval": ("-1", _time_value),
     "tuned_translog_durability": ("async", _one_of("async", "request")),
+    # ingest-changes: the seed's changes measured one at a time (each beside the baseline, in the vocabulary's order)
+    "ingest_changes": (list(INGEST_CHANGES), _names(tuple(INGEST_CHANGES))),
     "variants": (list(VARIANTS), _names(tuple(VARIANTS))),
     "transports": (list(TRANSPORTS), _names(TRANSPORTS)),
     "warmup_iterations": (5, _integer(0)),
@@ -165,10 +167,12 @@ PARAMETERS = {
     "request_timeout": (120, _positive_number),
     "profile_node": ("N001", _string),
     "profile_epoch": (1, _integer(1)),
+    "profile_iterations": (20, _integer(1)),  # measured OFF/ON pairs of profile-breakdown, each side a sample
     "verify_corpus_checksums": (True, _boolean),
     "coverage_assertions": ([], _assertions),
     # the study's cells each in a block of its own, or taking turns in shuffled passes (runners/interleave.py)
-    "schedule": ("blocked", _one_of("blocked", "interleaved")),
+    "track_total_hits": (False, _boolean),
+    "schedule": ("interleaved", _one_of("blocked", "interleaved")),
     "schedule_seed": (1, _integer(0)),
     "layouts": (list(LAYOUTS), _layouts),
     "layout_bulk_size": (5000, _integer(1)),

@@ -23,7 +23,7 @@ from esrally import exceptions, paths
 from esrally.track import loader
 from esrally.track import track as track_model
 
-from runners import corpus, interleave, parameters, queries, records
+from runners import corpus, coverage, interleave, parameters, queries, records
 from runners.context import CONTEXT_KEY, RaceContext
 from runners.network import ClearToxics, clear_toxics
 from runners.operations import OPERATIONS
@@ -92,9 +92,10 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
                 if context.index not in as_params:
                     as_params[context.index] = context.as_param()
                 task.operation.params[CONTEXT_KEY] = as_params[context.index]
-                if task.operation.params.get("record-rate"):
-                    # the warmup as it runs (after --test-mode's reduction): Rally does not tell a runner which samples are warmup
-                    task.operation.params["record-after"] = task.warmup_iterations or 0
+                if task.time_period is None and task.warmup_time_period is None:
+                    # the warmup as it runs (after --test-mode's reduction): Rally does not tell a runner which samples
+                    # are warmup, and the coverage records each sample as measured or not (runners/coverage.py)
+                    task.operation.params[coverage.WARMUPS_KEY] = task.warmup_iterations or 0
 
     def on_prepare_track(self, track, data_root_dir):
         """Before the benchmark starts, on each load-driver host (Rally's track preparator there, with that host's

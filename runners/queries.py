@@ -46,6 +46,9 @@ def _vocabulary():
 VARIANTS, TRANSPORTS, LAYOUTS, SOURCE_MODES, FETCH_KINDS = _vocabulary()
 SOURCE_MODE_SETTING = _MODULE.source_mode_setting
 DEFAULT_COMPRESSION = _MODULE.default_compression  # Elasticsearch's default t-digest compression
+# ingest-changes: each seed change -> the track parameters it ingests with; the baseline's name
+INGEST_CHANGES = {name: tuple(tuned) for name, tuned in _MODULE.ingest_changes.items()}
+INGEST_CHANGE_BASELINE = _MODULE.ingest_change_baseline
 FETCH_TRANSPORTS = ("serial", "msearch")  # top_hits in a terms bucket stops at index.max_inner_result_window (100)
 FETCH_SORT_FIELD = "cpu"  # a fetch coverage returns each node's busiest samples: sorted by cpu, descending
 DOC_FIELDS = ("epoch", "node", "task", "cpu", "mem", "net")  # index.json's properties
@@ -58,6 +61,8 @@ def rtt_samples(rtt_ms, iterations):
 
 DEFAULT_PERCENTS = (0, 50, 90, 100)
 DEFAULT_HDR_DIGITS = 3  # Elasticsearch's default number_of_significant_value_digits
+# Elasticsearch counts hits exactly up to this many without track_total_hits, then answers "gte" this value
+HIT_COUNT_THRESHOLD = 10_000
 TERMS_AGG = "per_node"
 
 
@@ -81,8 +86,9 @@ def percentile_algorithm(variant):
 
 
 def json_bytes(body):
-    """A request body serialized once, ahead of the timed window."""
-    return json.dumps(body, separators=(",", ":")).encode()
+    """A request body serialized once, ahead of the timed window, as the seed's client (Python's json.dumps with its
+    default separators, through requests) sent it."""
+    return json.dumps(body).encode()
 
 
 def metric_aggs(variant, percents=DEFAULT_PERCENTS, hdr_digits=DEFAULT_HDR_DIGITS, compression=None):
@@ -104,10 +110,11 @@ def metric_aggs(variant, percents=DEFAULT_PERCENTS, hdr_digits=DEFAULT_HDR_DIGIT
     return aggs
 
 
-def _search(filters, aggs):
-    # track_total_hits: exact hit counts (~33k per node and epoch, above the default 10,000 cap) for validation;
-    # the aggregations visit every matching document anyway, so counting them costs next to nothing
-    body = {"size": 0, "track_total_hits": True, "query": {"bool": {"filter": filters}}}
+def _search(filters, aggs, exact_hits=False):
+    """The seed's body, key for key: size 0, the filter, the aggregations. exact_hits (track parameter
+    track_total_hits) adds "track_total_hits": true, which the seed's body does not have: exact counts above
+    HIT_COUNT_THRESHOLD (~33k per node and epoch); without it the answer says "at least 10,000"."""
+    body = {"size": 0, **({"track_total_hits": True} if exact_hits else {}), "query": {"bool": {"filter": filters}}}
     if aggs:
         body["aggs"] = aggs
     return body
@@ -117,18 +124,18 @@ def _node_filters(epoch, node):
     return [{"term": {"node": node}}, {"term": {"epoch": epoch}}]
 
 
-def node_search(variant, epoch, node, percents=DEFAULT_PERCENTS, hdr_digits=DEFAULT_HDR_DIGITS, compression=None):
+def node_search(variant, epoch, node, percents=DEFAULT_PERCENTS, hdr_digits=DEFAULT_HDR_DIGITS, compression=None, exact_hits=False):
     """One node's search for one epoch, as the seed sends it."""
-    return _search(_node_filters(epoch, node), metric_aggs(variant, percents, hdr_digits, compression))
+    return _search(_node_filters(epoch, node), metric_aggs(variant, percents, hdr_digits, compression), exact_hits)
 
 
-def terms_search(variant, epoch, node_count, percents=DEFAULT_PERCENTS, hdr_digits=DEFAULT_HDR_DIGITS, compression=None):
+def terms_search(variant, epoch, node_count, percents=DEFAULT_PERCENTS, hdr_digits=DEFAULT_HDR_DIGITS, compression=None, exact_hits=False):
     """The whole coverage in one search: the epoch filter, a terms bucket per node holding the variant's aggs."""
     per_node = {"terms": {"field": "node", "size": node_count}}
     aggs = metric_aggs(variant, percents, hdr_digits, compression)
     if aggs:
         per_node["aggs"] = aggs
-    return _search([{"term": {"epoch": epoch}}], {TERMS_AGG: per_node})
+    return _search([{"term": {"epoch": epoch}}], {TERMS_AGG: per_node}, exact_hits)
 
 
 def validate_fetch_kind(kind):

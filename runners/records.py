@@ -15,6 +15,7 @@ TRACK_NAME = "cluster-metrics"  # the track's folder; from a track repository Ra
 RECORD_DIR = "cluster-metrics"  # inside Rally's race folder, beside race.json
 INGEST = "ingest.json"  # per-epoch ingest cost
 PROFILE = "profile.json"  # profile-breakdown shares
+PROFILE_CALLS = "profile-calls.jsonl"  # profile-breakdown: each call, profile ON and OFF, warm-ups too (runners/profile.py)
 TOOK_DIR = "bulk-took"  # each bulk response's took and wall-clock window, one file per epoch and client
 RATE_DIR = "coverage-rate"  # each calibration coverage's seconds, one file per calibration task (coverage-load)
 LOAD_STEPS = "load-steps.jsonl"  # coverage-load: each step's calibrated and target rate
@@ -35,6 +36,11 @@ def source_ingest_record(mode):
 def width_ingest_record(width):
     """coverage-width: the per-epoch ingest cost of one width's corpus set (track.json spells the same name)."""
     return f"ingest-width-{width}.json"
+
+
+def ingest_change_record(change):
+    """ingest-changes: the per-epoch ingest cost of the baseline or one seed change (track.json spells the same name)."""
+    return f"ingest-change-{change}.json"
 
 
 META_KEY = "cluster-metrics-record"  # sample meta: the sample's record operations, a JSON list as text (Rally maps strings as keyword)

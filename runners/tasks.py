@@ -11,11 +11,6 @@ def coverage_task_name(variant, transport):
     return f"coverage-{variant}-{transport}"
 
 
-def client_cost_task_name(transport):
-    """A transport's fixed cost: its coverage's requests with nothing to find."""
-    return f"client-cost-{transport}"
-
-
 def bulk_task_name(epoch):
     """The bulk load of one epoch: its duration in race.json is the epoch's wall time."""
     return f"bulk-epoch-{epoch}"
@@ -24,6 +19,12 @@ def bulk_task_name(epoch):
 def layout_task_name(layout, name):
     """A task of one layout of the layout sweep: layout_task_name("2S1R", bulk_task_name(1))."""
     return f"layout-{layout}-{name}"
+
+
+def ingest_change_task_name(change, name):
+    """A task of one ingest of ingest-changes (the baseline or a seed change):
+    ingest_change_task_name("clients", bulk_task_name(1)) == "change-clients-bulk-epoch-1"."""
+    return f"change-{change}-{name}"
 
 
 def rtt_task_name(variant, transport, rtt_ms):
@@ -67,6 +68,11 @@ def live_bulk_task_name(epoch, with_queries):
 def source_task_name(mode, name):
     """A task of one _source mode of source-cost: source_task_name("stored", coverage_task_name("D_td", "msearch"))."""
     return f"source-{mode}-{name}"
+
+
+def profile_task_name(variant):
+    """profile-breakdown: the variant's search, profile OFF and ON in pairs (runners/profile.py)."""
+    return f"profile-{variant}"
 
 
 def fetch_task_name(kind, transport):

@@ -2,7 +2,8 @@
 prove inside real races that a rejected request or a wrong answer is a failed sample. (Toxiproxy works on TCP and
 can neither answer with an HTTP status nor rewrite JSON; that is all this does.)
 
-Modes: "pass" forwards everything; "429-every-other" answers every second coverage request with a real-looking 429;
+Modes: "pass" forwards everything; "429-unless-retried" answers every coverage request with a real-looking 429 unless
+it repeats the request just before it (a client's retry would pass: a coverage succeeds only if it retries);
 "double-net-p50" doubles every net p50 in coverage answers (in _msearch sub-responses and terms buckets too), after
 the first `corrupt_after` coverage requests (0: from the first)."""
 
@@ -37,6 +38,7 @@ def _double_net_p50(node):
 class AnswerProxy:
     def __init__(self, upstream_port, mode="pass", corrupt_after=0):
         self.mode, self.searches, self.rejected, self.corrupt_after = mode, 0, 0, corrupt_after
+        self.last_search = None
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -51,7 +53,8 @@ class AnswerProxy:
                 search = b"request_cache" in body or "request_cache=false" in self.path
                 if search:
                     proxy.searches += 1
-                    if proxy.mode == "429-every-other" and proxy.searches % 2 == 0:
+                    retried, proxy.last_search = proxy.last_search == (self.path, body), (self.path, body)
+                    if proxy.mode == "429-unless-retried" and not retried:
                         proxy.rejected += 1
                         return self._answer(429, json.dumps(REJECTED).encode(), "application/json")
                 # plain answers (no gzip), so that they can be rewritten and passed on with their own length

@@ -16,6 +16,7 @@ import pytest
 from conftest import (
     PYTHON,
     REPO,
+    STANDARD_SHAPE,
     assert_clean,
     assert_refused_before_any_timed_task,
     doc_count,
@@ -26,14 +27,17 @@ from conftest import (
     rendered_tasks,
     run_race,
 )
-from report import races
+from report import ingest_changes, races
 from report import widths as report_widths
 from runners import corpus, records
+from runners.index_checks import shape_differences
 from runners.ingest import bulk_lines
 from runners.memory import BREAKER_SETTING
 from runners.operations import OPERATIONS
 from runners.parameters import PARAMETERS
-from runners.tasks import breaker_floor_task_name
+from runners.profile import read_calls
+from runners.queries import INGEST_CHANGE_BASELINE, INGEST_CHANGES
+from runners.tasks import VERIFY_DOC_COUNT, breaker_floor_task_name, ingest_change_task_name, profile_task_name
 from runners.widths import SEARCH_POOL
 
 # the parameters of each challenge's race here: fewer cells of the longest ones (their defaults run at full scale;
@@ -47,6 +51,7 @@ PARAMS = {
     },
     "source-cost": {"source_variants": ["D_td"]},
     "ingest-tuned": {"tuned_bulk_size": 250, "tuned_clients": 2},
+    "ingest-changes": {"tuned_bulk_size": 250, "tuned_clients": 2},
     # two widths: one below Rally's 1,000 test-mode rows, one above them (its test-mode file has a row per node), and
     # above width_serial_max_nodes; the production variants, msearch at the default and at 1 concurrent search
     "coverage-width": {"widths": [30, 1500], "width_rows_per_epoch": 3000, "width_variants": ["D_td", "D_hdr"]},
@@ -55,7 +60,7 @@ PARAMS = {
 # has the include filter)
 ARGS = {"query-decomposition": ["--exclude-tasks=tag:check"]}
 ONE_NODE = ["full", "ingest-baseline", "ingest-tuned", "query-decomposition", "profile-breakdown", "source-cost"]
-ONE_NODE += ["aggregation-memory", "coverage-width"]
+ONE_NODE += ["aggregation-memory", "coverage-width", "ingest-changes"]
 
 
 def tasks(challenge):
@@ -120,7 +125,7 @@ def test_exclude_by_tag_runs_every_task_but_the_excluded(shared_races):
     """--exclude-tasks=tag:check: every task of query-decomposition ran but the check, which Rally never started."""
     race = challenge_race(shared_races, "query-decomposition")
     kept = [n for n, t in zip(ours("query-decomposition"), tasks("query-decomposition")) if "check" not in t["tags"]]
-    assert len(kept) == len(tasks("query-decomposition")) - 1
+    assert len(kept) == len(tasks("query-decomposition")) - 2  # verify-corpus and search-pool
     assert_clean(race, kept)
     assert sorted(race.error_rates()) == sorted(kept)
 
@@ -162,6 +167,15 @@ def test_full_ingests_every_epoch_and_validates_every_cell(shared_races):
     assert {v["task"] for v in validated} >= set(cells)
     # every coverage checked each node's answer (30 nodes, several checks each) and found nothing wrong
     assert all(v["checks"] >= 30 and v["failed-checks"] == 0 for v in validated if v["task"] in cells), validated
+    # each cell's warm-up, then its measured coverage, with the server's took within the client's wall (took is whole
+    # milliseconds, truncated per search: at most one more per request)
+    for cell in cells:
+        lines = [v for v in validated if v["task"] == cell]
+        assert [v["measured"] for v in lines] == [False, True], (cell, lines)
+        for v in lines:
+            requests = 30 if cell.endswith("-serial") else 1
+            assert v["wall-ms"] > 0 and 0 <= v["took"] <= v["wall-ms"] + requests and v["took-sum"] >= 0, (cell, v)
+            assert v["took-sum"] == v["took"] or cell.endswith("-msearch"), v
 
 
 @pytest.mark.smoke
@@ -175,7 +189,14 @@ def test_full_race_gives_the_report(shared_races, tmp_path):
     report = path.read_text()
     for cell in ("D_hdr", "serial", "msearch", "terms"):
         assert cell in report
-    assert "FAILED" not in report
+    failed_rows = [line for line in report.splitlines() if line.startswith("|") and "FAILED" in line]
+    assert not failed_rows and "## Ingest changes" in report, failed_rows  # the notes may name the word
+    # took travels from the race's own records to the report: each cell's took beside its wall, the seed's beside both
+    took = report.split("## Server took against client wall")[1].split("\n## ")[0]
+    row = next(line for line in took.splitlines() if line.startswith("| D_hdr | serial |"))  # full's test variant
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[2].endswith("(n=1)") and float(cells[3]) >= 0 and cells[5].endswith("(n=1)") and cells[6] == "712", row
+    assert took.count("has no interval") == 1  # said once, under the table
 
 
 def test_ingest_baseline_records_each_epoch_and_counts_every_document(shared_races):
@@ -203,6 +224,45 @@ def test_ingest_tuned_ran_its_bulk_size_with_its_clients_and_put_the_settings_ba
     assert "index.refresh_interval" not in settings and settings.get("index.translog.durability", "request") == "request"
 
 
+def test_ingest_changes_ingests_the_corpus_once_per_change_with_its_settings_and_leaves_the_standard_index(shared_races):
+    params = PARAMS["ingest-changes"]
+    race = challenge_race(shared_races, "ingest-changes")
+    assert_clean(race)
+
+    def value(name):
+        return params.get(name, PARAMETERS[name][0])
+
+    for ingest in [INGEST_CHANGE_BASELINE, *value("ingest_changes")]:
+        tuned = INGEST_CHANGES.get(ingest, ())
+        record = json.loads((race.record_dir() / records.ingest_change_record(ingest)).read_text())
+        # every epoch's test-mode documents into its own fresh index, and the index's count checked against the corpus's
+        assert [e["docs"] for e in record["epochs"]] == [1000] * 5, ingest
+        assert race.error_rates()[ingest_change_task_name(ingest, VERIFY_DOC_COUNT)] == 0, ingest
+        size = value("tuned_bulk_size" if "tuned_bulk_size" in tuned else "bulk_size")
+        clients = value("tuned_clients" if "tuned_clients" in tuned else "bulk_clients")
+        for row in record["epochs"]:
+            files = bulk_lines(str(race.record_dir()), records.ingest_change_record(ingest), row["epoch"])
+            # every client sent bulks (each client's own took file): Rally gives each client its share of the epoch's
+            # 1,000 documents, sent in bulks of the bulk size
+            assert sorted(files) == [f"epoch-{row['epoch']}-client-{c}.txt" for c in range(clients)], (ingest, files)
+            expected = clients * math.ceil(1000 / clients / size)
+            assert sum(len(lines) for lines in files.values()) == row["bulk-requests"] == expected, (ingest, files)
+        # the index settings it ingested with, read before its first bulk: the change's, else Elasticsearch's defaults
+        assert record["index-settings"] == {
+            "index.refresh_interval": value("tuned_refresh_interval") if "tuned_refresh_interval" in tuned else "1s",
+            "index.translog.durability": value("tuned_translog_durability") if "tuned_translog_durability" in tuned else "request",
+        }, ingest
+    # the index the last ingest left: the whole corpus (verify-corpus passed in the race), its ingest settings unset
+    settings = race.left["index-settings"]
+    assert race.left["docs"] == 5000 and race.error_rates()["verify-corpus"] == 0
+    assert "index.refresh_interval" not in settings and "index.translog.durability" not in settings, settings
+    assert not shape_differences({}, settings, STANDARD_SHAPE), settings
+    # and the report gives every change a saving against the baseline
+    header, body = ingest_changes.changes_table(races.load(race.folder()))
+    savings = [row[header.index("saving, mean (% of wall)")] for row in body[1:]]
+    assert len(savings) == len(value("ingest_changes")) and all(s.endswith("%") for s in savings), body
+
+
 def test_profile_breakdown_reads_each_aggregations_share(shared_races):
     race = challenge_race(shared_races, "profile-breakdown")
     profile = json.loads((race.record_dir() / records.PROFILE).read_text())
@@ -214,6 +274,23 @@ def test_profile_breakdown_reads_each_aggregations_share(shared_races):
     assert all(part["nanos"] > 0 and 0 < part["share"] < 1 for part in parts.values()), parts
     assert sum(part["share"] for part in parts.values()) == pytest.approx(1.0)
     assert profile["took_ms"] > 0 and profile["node"] == PARAMETERS["profile_node"][0]
+    # every call of the pairs recorded: the warm-up pairs, then the measured ones, each pair one OFF and one ON call
+    calls = read_calls(race.record_dir())
+    measured = [c for c in calls if c["measured"] is True]
+    warmups = [c for c in calls if c["measured"] is False]
+    assert len(measured) + len(warmups) == len(calls) and measured and warmups, calls
+    for group in (measured, warmups):
+        assert sorted(c["profile"] for c in group) == [False, True] * (len(group) // 2) and len(group) % 2 == 0, group
+    assert max(c["iteration"] for c in warmups) < min(c["iteration"] for c in measured)
+    assert profile["calls"] == len(measured) // 2
+    for c in calls:
+        assert c["task"] == profile_task_name("D_td") and c["success"] and c["error"] is None, c
+        # took is Elasticsearch's, floored to the ms: a warm search of the test corpus's ~33 documents may say 0 without
+        # profiling; it lies inside the client's wall, which holds the request alone
+        assert isinstance(c["took-ms"], int) and 0 <= c["took-ms"] <= c["wall-ms"] and c["wall-ms"] > 0, c
+        assert c["took-ms"] > 0 or not c["profile"], c
+        assert set(c.get("parts", {})) == (set(parts) if c["profile"] else set()), c
+    assert race.error_rates()[profile_task_name("D_td")] == 0
 
 
 def test_source_cost_measures_each_mode_in_that_mode_and_the_next_race_refuses_its_index(shared_races):

@@ -117,6 +117,61 @@ def test_capped_hit_count_fails():
     assert check(response, "A")[0]
 
 
+def test_the_body_is_the_seeds_and_exact_counting_is_an_option():
+    """The seed's body key for key (size, query, aggs; no track_total_hits), serialized as its client did (json.dumps
+    defaults); track_total_hits: true only when asked for."""
+    body = queries.node_search("D_td", 1, "N001")
+    assert list(body) == ["size", "query", "aggs"] and "track_total_hits" not in queries.terms_search("A", 1, 30)
+    assert queries.json_bytes({"size": 0, "query": {"bool": {}}}) == b'{"size": 0, "query": {"bool": {}}}'
+    exact = queries.node_search("A", 1, "N001", exact_hits=True)
+    assert exact["track_total_hits"] is True and list(exact) == ["size", "track_total_hits", "query"]
+
+
+# a node and epoch at full scale (5 x 1,000,000 rows over 30 nodes: ~33,333 each), where a count beyond the default
+# threshold is all variant A's answer carries without track_total_hits
+FULL_SCALE_COUNT = 33_367
+
+
+def a_answer(value, relation):
+    return {
+        "took": 1,
+        "timed_out": False,
+        "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
+        "hits": {"total": {"value": value, "relation": relation}, "max_score": None, "hits": []},
+    }
+
+
+def check_a(response, count, exact_hits):
+    truth = {**truth_of("N001"), "count": count}
+    errors = CoverageErrors()
+    check_node_response(response, "N001", 1, NodeExpectation(truth, "A", [50], exact_hits=exact_hits), errors, PercentileErrors())
+    return errors
+
+
+@pytest.mark.parametrize(
+    "value,relation,count,exact_hits,wrong",
+    [
+        (10_000, "gte", FULL_SCALE_COUNT, False, False),  # the seed's body at full scale: "at least 10,000"
+        (10_000, "eq", FULL_SCALE_COUNT, False, True),  # claims exactly 10,000 where the truth holds 33,367
+        (9_999, "eq", FULL_SCALE_COUNT, False, True),  # a node that lost documents below the threshold
+        (0, "eq", FULL_SCALE_COUNT, False, True),  # the wrong epoch or node: nothing found
+        (10_000, "gte", 9_000, False, True),  # "at least 10,000" where the truth holds 9,000
+        (9_000, "eq", 9_000, False, False),  # below the threshold the count is exact without asking
+        (FULL_SCALE_COUNT, "eq", FULL_SCALE_COUNT, True, False),  # track_total_hits: exact
+        (FULL_SCALE_COUNT - 1, "eq", FULL_SCALE_COUNT, True, True),  # one document off: only exact counting sees it
+        (10_000, "gte", FULL_SCALE_COUNT, True, True),  # exact counting asked for, a capped count answered
+    ],
+)
+def test_variant_a_without_exact_counts_rejects_what_its_answer_can_show(value, relation, count, exact_hits, wrong):
+    """Without track_total_hits (the seed's body) A's answer carries the count below 10,000 and "at least 10,000"
+    above it: each wrong answer that contradicts the truth is a failed check; one document off above the threshold
+    needs exact counting (an option), or the terms transport, whose buckets count exactly."""
+    errors = check_a(a_answer(value, relation), count, exact_hits)
+    assert bool(errors) == wrong, errors.description()
+    if wrong:
+        assert f"{value} hits ({relation}), expected" in errors.description()
+
+
 def test_wrong_sum_fails_naming_node_epoch_and_field():
     response = copy.deepcopy(RESPONSES["search-D_td-N001"])
     response["aggregations"]["mem_sum"]["value"] += 0.01

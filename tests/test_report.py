@@ -11,9 +11,8 @@ import matplotlib.image
 import pytest
 
 from conftest import REPO, TEST_PORT, ensure_test_index
-from report import ReportError, races, tables
+from report import ReportError, races, tables, uncertainty
 from report.__main__ import main as report_main
-from runners.tasks import client_cost_task_name
 
 HOME = Path(__file__).parent / "fixtures" / "races"
 FULL, PROFILE, PRODUCTION = "b8b9bc99", "23248411", "87d33580"
@@ -34,7 +33,7 @@ def test_full_race_report_has_every_table_and_real_numbers(tmp_path, capsys):
     assert report_main(["--race", FULL, "--rally-home", str(HOME), "--out", str(tmp_path)]) == 0
     race = races.find(FULL, rally_home=HOME)
     text = (tmp_path / race.race_id / "report.md").read_text()
-    for title in ("Ingest per epoch", "service time per coverage", "Subtractive cost attribution", "Speedup against D_td serial"):
+    for title in ("Ingest per epoch", "service time per coverage", "Speedup against D_td serial"):
         assert title in text
     # only the sections the race has; one sentence names the others
     assert "## Profile breakdown" not in text and "## Layout sweep" not in text
@@ -65,18 +64,9 @@ def test_query_only_race_says_it_has_no_ingest(tmp_path):
     report_main(["--race", PRODUCTION, "--rally-home", str(HOME), "--out", str(tmp_path)])
     text = next(tmp_path.glob("*/report.md")).read_text()
     absent = next(line for line in text.splitlines() if line.startswith("_Not in this race:"))
-    assert "ingest" in absent and "the cells of the attribution (A, B, C_td, C_hdr)" in absent
+    assert "ingest" in absent and "took" in absent  # a race of an older track version: no coverage records
     assert "## Ingest per epoch" not in text and "## Subtractive cost attribution" not in text
     assert not list(tmp_path.glob("*/ingest.png"))
-
-
-def test_profile_shares_sum_to_one(tmp_path):
-    race = races.find(PROFILE, rally_home=HOME)
-    header, rows = tables.profile_table(race)
-    assert sum(p["share"] for p in race.profile["parts"].values()) == pytest.approx(1.0)
-    assert any("TDigestPercentilesAggregator" in row[0] for row in rows)
-    # the collector's time contains the aggregations' collect time: counting it too would double-count
-    assert "collector" not in race.profile["parts"] and "query (filter)" in race.profile["parts"]
 
 
 def test_compare_puts_races_side_by_side_with_ratios(tmp_path, capsys):
@@ -175,8 +165,6 @@ def test_a_failed_baseline_gives_no_speedups(tmp_path):
     _copy_race(FULL, tmp_path, "badbase0-0000-0000-0000-000000000000", _fail("coverage-D_td-serial"))
     race = races.find("badbase0", rally_home=tmp_path)
     assert "baseline D_td serial FAILED" in tables.speedup_table(race)
-    attribution = tables.attribution_table(race)
-    assert attribution  # D_td is not part of the attribution; its cells stay numbers
     report_main(["--race", "badbase0", "--rally-home", str(tmp_path), "--out", str(tmp_path / "out")])
     text = next((tmp_path / "out").glob("*/report.md")).read_text()
     assert "no speedup can be measured against it" in text
@@ -278,39 +266,12 @@ def test_sets_are_compared_race_by_race(tmp_path, capsys):
         == 0
     )
     rows = [l for l in capsys.readouterr().out.splitlines() if l.startswith("| coverage-")]
-    assert len(rows) == 18 and all(r.count(" slower |") == 1 and "no difference beyond noise" in r for r in rows)
-
-
-def _with_client_cost(costs_ms, failed_transport=None):
-    """A fixture race with client-cost tasks of the given medians (what a race of today's track holds)."""
-
-    def change(data):
-        for transport, ms in costs_ms.items():
-            data["results"]["op_metrics"].append(
-                {
-                    "task": client_cost_task_name(transport),
-                    "operation": client_cost_task_name(transport),
-                    "service_time": {"50_0": ms, "90_0": ms, "100_0": ms, "mean": ms, "unit": "ms"},
-                    "error_rate": 0.2 if transport == failed_transport else 0.0,
-                }
-            )
-
-    return change
-
-
-def test_client_cost_is_shown_as_a_share_of_each_cell(tmp_path):
-    _copy_race(
-        FULL, tmp_path, "c1c1c1c1-0000-0000-0000-000000000000", _with_client_cost({"serial": 4.0, "msearch": 1.5, "terms": 1.0}, "terms")
-    )
-    race = races.find("c1c1c1c1", rally_home=tmp_path)
-    header, body = tables.client_cost_table(race)
-    rows = {row[0]: dict(zip(header, row)) for row in body}
-    cells = tables.coverage_cells(race)
-    assert rows["serial"]["fixed cost median (ms)"] == 4.0
-    assert rows["serial"]["share of A"] == f"{4.0 / tables.valid_median(cells, ('A', 'serial')):.1%}"
-    assert rows["msearch"]["share of D_td"] == f"{1.5 / tables.valid_median(cells, ('D_td', 'msearch')):.1%}"
-    assert rows["terms"]["fixed cost median (ms)"].startswith("FAILED") and rows["terms"]["share of A"] == "-"
-    assert tables.client_cost_table(races.find(FULL, rally_home=HOME)) is None  # a race without the calibration
+    assert len(rows) == 18 and all("no difference beyond noise" in r for r in rows)
+    # 30% slower is named wherever it is more than the noise floor in milliseconds (the test-mode fixture has cells
+    # of a few ms, where it is not)
+    medians = {r: float(r.split("|")[2].split(",")[0]) for r in rows}
+    assert {r.count(" slower |") for r in rows if 0.3 * medians[r] > uncertainty.NOISE_FLOOR_MS * 1.1} == {1}
+    assert {r.count(" slower |") for r in rows if 0.3 * medians[r] < uncertainty.NOISE_FLOOR_MS * 0.9} <= {0}
 
 
 def test_ingest_time_is_split_between_elasticsearch_the_connection_and_the_load_driver(tmp_path):

@@ -53,7 +53,7 @@ def test_a_failed_terms_cell_is_never_the_crossover():
     the width it could not judge."""
     race = race_of(sweep(terms=[300, 150, 200], msearch=[190, 344, 2000]), failed={(3000, "D_td", "terms")})
     width, statement = widths.crossover(race, widths.width_cells(race), "D_td", "msearch")
-    assert width == 300 and statement.endswith("(no verdict at 3000: a failed cell has no verdict)")  # the claim stops at 300
+    assert width == 300 and statement.endswith("(no verdict at 3000: FAILED)")  # the claim stops at 300
     header, body = widths.width_table(race)
     assert body[-1][header.index("terms (ms)")].startswith("FAILED")
 
@@ -69,7 +69,9 @@ def test_without_samples_there_is_a_ratio_but_no_verdict():
     width, statement = widths.crossover(race, widths.width_cells(race), "D_td", "msearch")
     assert width is None and statement.startswith("no verdict")
     header, body = widths.crossover_table(race)
-    assert body[0][header.index("terms / msearch at 300")].startswith("0.436 (medians; no verdict")
+    assert body[0][header.index("terms / msearch at 300")] == "0.436 (medians)"  # a figure and a short word
+    note = widths.crossover_note(race)
+    assert note.count("no record of its measured coverages") == 1 and "without a verdict" in note
 
 
 def test_the_table_says_why_serial_is_missing_above_its_cap_and_the_note_estimates_it():
@@ -111,7 +113,7 @@ def test_a_race_that_ended_early_is_read_from_its_samples():
     cells = widths.width_cells(race)
     assert cells[(300, "D_td", "terms")]["service_time"]["50_0"] == pytest.approx(150, rel=0.05)
     assert cells[(3000, "D_td", "terms")]["error_rate"] == 1.0
-    assert "no verdict at 3000: a failed cell has no verdict" in widths.crossover(race, cells, "D_td", "msearch")[1]
+    assert "no verdict at 3000: FAILED" in widths.crossover(race, cells, "D_td", "msearch")[1]
 
 
 def test_hdr_over_terms_is_capped_by_width_and_the_table_says_why():
@@ -128,4 +130,4 @@ def test_a_failed_widest_cell_is_named_and_left_out_of_the_claim():
     race = race_of(sweep(terms=[300, 150, 100], msearch=[190, 344, 2000]), failed={(3000, "D_td", "msearch")})
     width, statement = widths.crossover(race, widths.width_cells(race), "D_td", "msearch")
     assert width == 300
-    assert statement == "terms overtakes between 30 and 300 nodes (faster from 300 on) (no verdict at 3000: a failed cell has no verdict)"
+    assert statement == "terms overtakes between 30 and 300 nodes (faster from 300 on) (no verdict at 3000: FAILED)"

@@ -3,9 +3,11 @@ agree with their runners. Unit tests (no node): the track is rendered by Rally's
 
 import pytest
 
-from conftest import REPO, rendered_tasks, rendered_track
+from conftest import REPO, STANDARD_SHAPE, rendered_challenges, rendered_tasks, rendered_track
+from runners import records
 from runners.operations import OPERATIONS
-from runners.tasks import KIND_TAGS, STUDY_TAGS
+from runners.queries import INGEST_CHANGE_BASELINE
+from runners.tasks import KIND_TAGS, STUDY_TAGS, VERIFY_DOC_COUNT, bulk_task_name, ingest_change_task_name
 
 TRACK = REPO / "tracks" / "cluster-metrics"
 
@@ -41,7 +43,7 @@ def test_every_task_is_tagged_with_one_kind_and_at_most_one_study(params):
             # a study's challenge tags all of its tasks with that study
             if challenge["name"] in ("rtt-sweep", "ccs-roundtrips", "network-faults"):
                 assert studies == ["network"], task["operation"]["name"]
-            if challenge["name"] in ("full", "query-decomposition", "ingest-baseline"):
+            if challenge["name"] in ("full", "query-decomposition", "ingest-baseline", "ingest-changes"):
                 assert not studies and kinds, task["operation"]["name"]
 
 
@@ -55,3 +57,67 @@ def test_operation_types_and_runner_names_agree():
     names = {t["operation"]["name"] for c in rendered_track()["challenges"] for t in rendered_tasks(c)}
     for single in ("ingest-cost-start", "verify-doc-count", "verify-corpus", "check-layouts", "register-remote", "remove-remote"):
         assert single in names
+
+
+# the baseline, then the seed's changes as the vocabulary orders them: all of them together last
+CHANGE_ORDER = (INGEST_CHANGE_BASELINE, "bulk-size", "clients", "refresh", "translog", "all")
+
+
+def ingest_change_tasks(params):
+    """ingest-changes rendered: {ingest: {task name without its prefix: task}} in schedule order, and every task."""
+    tasks = list(rendered_tasks(rendered_challenges(params)["ingest-changes"]))
+    found = {}
+    for task in tasks:
+        name = task["operation"]["name"]
+        ingest = next((n for n in CHANGE_ORDER if name.startswith(ingest_change_task_name(n, ""))), None)
+        if ingest:
+            found.setdefault(ingest, {})[name.removeprefix(ingest_change_task_name(ingest, ""))] = task
+    return found, tasks
+
+
+def test_ingest_changes_ingests_the_baseline_then_each_change_alone_with_its_settings():
+    params = {"bulk_size": 500, "tuned_bulk_size": 250, "tuned_clients": 2, "tuned_refresh_interval": "30s"}
+    params["ingest_changes"] = ["all", "translog", "refresh", "clients", "bulk-size"]  # run in the vocabulary's order
+    refresh, translog = {"index.refresh_interval": "30s"}, {"index.translog.durability": "async"}
+    expected = {  # ingest: docs per bulk, clients, the index settings during its ingest; the baseline last
+        "bulk-size": (250, 1, {}),
+        "clients": (500, 2, {}),
+        "refresh": (500, 1, refresh),
+        "translog": (500, 1, translog),
+        "all": (250, 2, {**refresh, **translog}),
+        INGEST_CHANGE_BASELINE: (500, 1, {}),
+    }
+    found, tasks = ingest_change_tasks(params)
+    names = [t["operation"]["name"] for t in tasks]
+    assert len(names) == len(set(names)) and list(found) == list(expected)
+    # the index the last ingest leaves is checked: the whole corpus, in the shape the query challenges measure
+    assert names[-1] == "verify-corpus" and tasks[-1]["operation"]["shape"] == STANDARD_SHAPE
+    for ingest, (size, clients, during) in expected.items():
+        mine = found[ingest]
+        assert list(mine)[:3] == ["delete-index", "create-index", "wait-for-index"], ingest  # a fresh index each
+        assert mine["create-index"]["operation"]["settings"] == {"index.number_of_shards": 1, "index.number_of_replicas": 0, **during}
+        bulks = [mine[bulk_task_name(e)] for e in range(1, 6)]
+        assert {(b["operation"]["bulk-size"], b["clients"]) for b in bulks} == {(size, clients)}, ingest
+        assert {t["operation"]["record"] for t in mine.values() if "record" in t["operation"]} == {records.ingest_change_record(ingest)}
+        # what the change set is unset after its ingest (Elasticsearch's default), then refreshed and counted
+        ending = ["restore-index-settings", "refresh-final", VERIFY_DOC_COUNT] if during else [VERIFY_DOC_COUNT]
+        assert list(mine)[-len(ending) :] == ending and ("restore-index-settings" in mine) == bool(during), ingest
+        if during:
+            assert mine["restore-index-settings"]["operation"]["body"] == dict.fromkeys(during), ingest
+
+
+def test_ingest_changes_runs_the_baseline_and_only_the_changes_asked_for():
+    found, _ = ingest_change_tasks({"ingest_changes": "translog"})
+    assert list(found) == ["translog", INGEST_CHANGE_BASELINE]
+
+
+def test_full_is_the_whole_seed_study_in_order():
+    """full: each ingest change alone, the study's baseline ingest (the index the coverages then query), the
+    decomposition's cells taking turns, the profile; every ingest counted."""
+    names = [t["operation"]["name"] for t in rendered_tasks(rendered_challenges({})["full"])]
+    changes = [n for n in names if n.startswith("change-") and n.endswith("-" + bulk_task_name(1))]
+    assert changes == [ingest_change_task_name(c, bulk_task_name(1)) for c in CHANGE_ORDER if c != INGEST_CHANGE_BASELINE]
+    first_cell = names.index("coverage-A-serial")
+    assert max(names.index(c) for c in changes) < names.index(bulk_task_name(1)) < names.index("verify-corpus") < first_cell
+    assert names[-1] == "profile-D_td" and "search-pool" in names[:first_cell]
+    assert sum(n.endswith(VERIFY_DOC_COUNT) for n in names) == len(changes) + 1

@@ -10,7 +10,7 @@ from report.uncertainty import FASTER, MIN_SAMPLES, SAME, SLOWER, compare, media
 
 TRIALS = 2000
 # service times: skewed like the coverage cells' (a lognormal with a 10% spread; its median is exp(MU))
-MU, SIGMA = np.log(20.0), 0.10
+MU, SIGMA = np.log(200.0), 0.10  # a cell well above the noise floor (NOISE_FLOOR_MS); cheap cells: their own test
 
 
 def draws(rng, n, shift=1.0, size=TRIALS):
@@ -81,8 +81,19 @@ def test_a_difference_inside_the_margin_is_not_named():
     """Two percent apart with 1,000 samples each: beyond the samples' noise, but within the race-to-race margin."""
     rng = np.random.default_rng(5)
     a, b = draws(rng, 1000, size=1)[0], draws(rng, 1000, 1.02, size=1)[0]
-    assert compare(a, b, margin=0.0).verdict == SLOWER
-    assert compare(a, b).verdict == SAME
+    assert compare(a, b, margin=0.0, floor_ms=0.0).verdict == SLOWER
+    assert compare(a, b, floor_ms=0.0).verdict == SAME
+
+
+def test_a_cheap_cell_is_not_named_different_below_the_noise_floor():
+    """A cell of 8 ms against one of 11 ms, each tight within its race: the interval excludes 1 and the ratio is far
+    beyond the margin, yet 3 ms is inside what such a cell moves from race to race (NOISE_FLOOR_MS); 20 ms more is
+    beyond it."""
+    rng = np.random.default_rng(7)
+    cheap = rng.lognormal(np.log(8.0), 0.05, 30)
+    assert compare(cheap, cheap * 1.4, floor_ms=0.0).verdict == SLOWER
+    assert compare(cheap, cheap * 1.4).verdict == SAME
+    assert compare(cheap, cheap + 20.0).verdict == SLOWER and uncertainty.NOISE_FLOOR_MS < 20.0
 
 
 def test_wrong_samples_are_refused():

@@ -9,7 +9,7 @@ import pytest
 
 from runners import corpus
 from runners.context import CONTEXT_KEY
-from runners.coverage import EMPTY_EPOCH, ClientCost, ClientCostParamSource, Coverage, CoverageParamSource, validate_coverage
+from runners.coverage import Coverage, CoverageParamSource, validate_coverage
 from stub_client import StubClient
 
 PERCENTS = [0, 50, 90, 100]
@@ -262,53 +262,6 @@ def test_a_failed_sample_carries_no_weight(context):
         StubClient([(429, {"error": {"type": "es_rejected_execution_exception", "reason": "busy"}})]), source(context, "msearch").params()
     )
     assert http["success"] is False and http["weight"] == 0 and http["http-status"] == 429
-
-
-def empty_answers(context, transport, hits=0, bucket=None):
-    """What Elasticsearch answers to the client cost's requests: nothing found (or, to be refused, hits found)."""
-    answer = {
-        "took": 0,
-        "timed_out": False,
-        "_shards": {"total": 1, "successful": 1, "failed": 0},
-        "hits": {"total": {"value": hits, "relation": "eq"}},
-    }
-    if transport == "serial":
-        return [(200, answer) for _ in context.nodes]
-    if transport == "msearch":
-        return [(200, {"took": 1, "responses": [answer for _ in context.nodes]})]
-    buckets = [bucket] if bucket else []
-    return [(200, {**answer, "aggregations": {"per_node": {"sum_other_doc_count": 0, "buckets": buckets}}})]
-
-
-@pytest.mark.parametrize("transport,requests", [("serial", 3), ("msearch", 1), ("terms", 1)])
-def test_client_cost_sends_the_filter_alone_for_an_epoch_no_corpus_has(context, transport, requests):
-    params = ClientCostParamSource(
-        None, {CONTEXT_KEY: context.as_param(), "transport": transport, "name": f"client-cost-{transport}"}
-    ).params()
-    client = StubClient(empty_answers(context, transport))
-    result = asyncio.run(ClientCost()(client, params))
-    assert result["success"] is True, result.get("error-description")
-    assert result["requests"] == len(client.sent) == requests and result["epoch"] == EMPTY_EPOCH and result["hits"] == 0
-    bodies = [json.loads(line) for sent in client.sent for line in sent["body"].splitlines()]
-    searches = [b for b in bodies if "query" in b]
-    assert len(searches) == (1 if transport == "terms" else len(context.nodes))
-    assert all({"term": {"epoch": EMPTY_EPOCH}} in s["query"]["bool"]["filter"] for s in searches)
-    assert all(set(s.get("aggs", {})) <= {"per_node"} for s in searches)  # the A shape: no metric aggregation
-
-
-@pytest.mark.parametrize(
-    "transport,answer,message",
-    [
-        ("serial", {"hits": 7}, "epoch 0 node N001: 7 hits (eq), expected 0"),
-        ("msearch", {"hits": 1}, "epoch 0 node N001: 1 hits (eq), expected 0"),
-        ("terms", {"bucket": {"key": "N001", "doc_count": 3}}, "epoch 0: buckets differ from the nodes (missing none, unexpected N001)"),
-    ],
-)
-def test_client_cost_refuses_an_answer_that_found_something(context, transport, answer, message):
-    params = ClientCostParamSource(None, {CONTEXT_KEY: context.as_param(), "transport": transport}).params()
-    result = asyncio.run(ClientCost()(StubClient(empty_answers(context, transport, **answer)), params))
-    assert result["success"] is False and message in result["error-description"]
-    assert result["error-description"].startswith(f"client-cost/{transport}: ")
 
 
 def test_msearch_takes_max_concurrent_searches_in_its_url_and_names_it_in_failures(context):

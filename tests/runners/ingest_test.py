@@ -61,7 +61,10 @@ def test_epoch_cost_is_the_difference_of_two_snapshots():
 
 def test_start_then_epoch_writes_the_epoch_row(context):
     params = {CONTEXT_KEY: context.as_param()}
-    run(IngestCostStart(), StubClient([(200, stats(10, 0))]), params)
+    settings = {
+        "cluster-metrics": {"settings": {"index.refresh_interval": "-1"}, "defaults": {"index.translog.durability": "REQUEST"}}
+    }  # as Elasticsearch 8.17 lists its default
+    run(IngestCostStart(), StubClient([(200, stats(10, 0)), (200, settings)]), params)
     records.append_line(context.record_dir, f"{records.TOOK_DIR}/ingest/epoch-1-123.txt", "200")
     records.append_line(context.record_dir, f"{records.TOOK_DIR}/ingest/epoch-1-456.txt", "0")
     records.append_line(context.record_dir, f"{records.TOOK_DIR}/ingest-2S1R/epoch-1-789.txt", "999")  # another record
@@ -69,6 +72,11 @@ def test_start_then_epoch_writes_the_epoch_row(context):
     assert result["success"] and result["docs"] == 90 and result["index-ms"] == 50 and result["bulk-took-ms"] == 200
     row = records.read(context.record_dir, records.INGEST)["epochs"]
     assert [r["epoch"] for r in row] == [1] and row[0]["bulk-requests"] == 2
+    # the settings the ingest ran with, the index's own or Elasticsearch's default
+    assert records.read(context.record_dir, records.INGEST)["index-settings"] == {
+        "index.refresh_interval": "-1",
+        "index.translog.durability": "request",
+    }
 
 
 def test_epoch_without_a_start_snapshot_fails(tmp_path, context):
@@ -255,7 +263,7 @@ def test_a_folder_rebuilt_from_sample_meta_counts_every_load_driver_hosts_tooks(
         samples.append(run(EpochBulk(), client, params))
 
     params = {CONTEXT_KEY: context.as_param() | {"record_dir": first}}
-    samples.append(run(IngestCostStart(), StubClient([(200, stats(10, 0))]), params))
+    samples.append(run(IngestCostStart(), StubClient([(200, stats(10, 0)), (200, {"i": {"settings": {}}})]), params))
     bulk(first, 30, 0)
     bulk(second, 12, 1)
     samples.append(run(IngestCostEpoch(), StubClient([(200, stats(60, 2))]), {**params, "epoch": 1}))

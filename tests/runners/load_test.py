@@ -20,7 +20,7 @@ def step_task(context, fraction, clients=4, rate_of="coverage-D_td-msearch-load-
 
 def test_a_calibration_coverage_records_its_duration_and_a_step_runs_at_its_fraction(context, tmp_path):
     context = context.__class__(**{**context.__dict__, "record_dir": str(tmp_path)})
-    params = source(context, "msearch", name="coverage-D_td-msearch-load-calibration", **{"record-rate": True})
+    params = source(context, "msearch", name="coverage-D_td-msearch-load-calibration", **{"record-rate": True, "warmups": 0})
     for _ in range(3):
         p = params.params()
         result = asyncio.run(Coverage()(StubClient(answers(context, "msearch", p["epoch"])), p))
@@ -47,7 +47,7 @@ def test_a_calibration_coverage_records_its_duration_and_a_step_runs_at_its_frac
 def test_a_calibration_records_only_its_measured_coverages(context, tmp_path):
     """The task's 2 warmup coverages are not calibration samples: 5 coverages record 3 durations."""
     context = context.__class__(**{**context.__dict__, "record_dir": str(tmp_path)})
-    params = source(context, "msearch", name="cal", **{"record-rate": True, "record-after": 2})
+    params = source(context, "msearch", name="cal", **{"record-rate": True, "warmups": 2})
     for _ in range(5):
         p = params.params()
         assert asyncio.run(Coverage()(StubClient(answers(context, "msearch", p["epoch"])), p))["success"]
@@ -81,7 +81,7 @@ def test_calibration_and_step_records_travel_as_sample_meta(context, tmp_path):
     come with its coverages, the step's record (made by the scheduler, which returns nothing) with the step's first
     coverage in each process, and the rebuilt folder gives the same rate and step."""
     context = context.__class__(**{**context.__dict__, "record_dir": str(tmp_path / "host")})
-    calibration = source(context, "msearch", name="coverage-D_td-msearch-load-calibration", **{"record-rate": True})
+    calibration = source(context, "msearch", name="coverage-D_td-msearch-load-calibration", **{"record-rate": True, "warmups": 0})
     samples = []
     for _ in range(3):
         p = calibration.params()

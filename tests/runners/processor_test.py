@@ -17,20 +17,20 @@ from conftest import REPO, rendered_tasks
 from runners import corpus, interleave, parameters
 from runners.context import CONTEXT_KEY, RaceContext
 from runners.network import clear_toxics
-from runners.operations import OPERATIONS
+from runners.operations import OPERATIONS, PARAM_SOURCES
 from runners.processor import ClusterMetricsProcessor
 from runners.queries import FETCH_KINDS, TRANSPORTS, VARIANTS
 from runners.tasks import (
     breaker_floor_task_name,
     bulk_task_name,
     ccs_task_name,
-    client_cost_task_name,
     coverage_task_name,
     fault_task_name,
     fetch_task_name,
     healed_task_name,
     memory_cell,
     memory_task_name,
+    profile_task_name,
     rtt_task_name,
     source_task_name,
 )
@@ -72,7 +72,9 @@ def load(root, track_params=None, test_mode=False, race_id="r-1", challenge=None
 
 
 def ours(track, challenge):
-    tasks = next(c for c in track.challenges if c.name == challenge).schedule
+    """The challenge's tasks of this track's operations, those inside a parallel element (the interleaved cells) too."""
+    elements = next(c for c in track.challenges if c.name == challenge).schedule
+    tasks = [t for element in elements for t in (element.tasks if hasattr(element, "tasks") else [element])]
     return [t for t in tasks if t.operation.type in OPERATIONS]
 
 
@@ -158,7 +160,9 @@ def test_bad_parameters_are_named_before_the_cluster_is_touched(corpus_root, tra
 def test_bad_operation_values_of_the_selected_challenge_are_named(corpus_root, track_params, message):
     with pytest.raises(exceptions.SystemSetupError, match=re.escape(message)):
         load(corpus_root, track_params, challenge="profile-breakdown")
-    assert load(corpus_root, track_params, challenge="full")  # another challenge does not use them
+    with pytest.raises(exceptions.SystemSetupError, match=re.escape(message)):
+        load(corpus_root, track_params, challenge="full")  # full ends with the profile
+    assert load(corpus_root, track_params, challenge="query-decomposition")  # another challenge does not use them
 
 
 def test_an_edited_corpus_file_of_the_same_size_is_caught_unless_checksums_are_skipped(tmp_path):
@@ -227,7 +231,7 @@ def test_rendered_task_names_use_the_shared_vocabulary():
         for task in rendered_tasks(challenge):
             operation = task["operation"]
             source = operation.get("param-source")
-            assert source is None or source in OPERATIONS and OPERATIONS[source].param_source, source
+            assert source is None or source in PARAM_SOURCES or source in OPERATIONS and OPERATIONS[source].param_source, source
 
 
 def test_cost_task_names_use_the_shared_patterns():
@@ -245,7 +249,7 @@ def test_cost_task_names_use_the_shared_patterns():
     cells += [memory_cell("D_hdr", t, d) for d in (1, 2, 4, 5) for t in TRANSPORTS if d <= 4 or t == "serial"]
     cells += [memory_cell("D_td", t, compression=c) for c in (50, 200, 500) for t in TRANSPORTS]
     assert [x for c in cells for x in (memory_task_name(c), breaker_floor_task_name(c))] == [
-        n for n in names["aggregation-memory"] if n not in ("verify-corpus", "check-quiet-cluster")
+        n for n in names["aggregation-memory"] if n not in ("verify-corpus", "check-quiet-cluster", "search-pool")
     ]
 
 
@@ -346,7 +350,22 @@ def test_a_calibration_records_after_the_warmup_the_task_really_runs(corpus_root
     # Rally runs its own processors (test mode's among them) before the track's
     track = load(corpus_root, test_mode=test_mode, challenge="coverage-load", before=loader.TestModeTrackProcessor(cfg))
     calibrations = [t for t in ours(track, "coverage-load") if t.operation.params.get("record-rate")]
-    assert calibrations and all(t.operation.params["record-after"] == t.warmup_iterations == (1 if test_mode else 2) for t in calibrations)
+    assert calibrations and all(t.operation.params["warmups"] == t.warmup_iterations == (1 if test_mode else 2) for t in calibrations)
+
+
+@pytest.mark.parametrize("test_mode", [False, True])
+def test_the_profile_pairs_know_their_warmups_and_are_enough_for_an_interval(corpus_root, test_mode):
+    """profile-breakdown's runner marks the warm-up pairs by the warm-up count the processor hands it (after --test-mode's
+    cut to 1), and by default measures profile_iterations pairs: at least 15 samples a side."""
+    cfg = config.Config()
+    cfg.add(config.Scope.application, "track", "test.mode.enabled", test_mode)
+    track = load(corpus_root, test_mode=test_mode, challenge="profile-breakdown", before=loader.TestModeTrackProcessor(cfg))
+    (task,) = [t for t in ours(track, "profile-breakdown") if t.operation.type == "profile-breakdown"]
+    assert task.name == profile_task_name("D_td") and task.operation.param_source == "profile-breakdown"
+    defaults = (parameters.PARAMETERS["warmup_iterations"][0], parameters.PARAMETERS["profile_iterations"][0])
+    warmups, iterations = (1, 1) if test_mode else defaults
+    assert task.operation.params["warmups"] == task.warmup_iterations == warmups and task.iterations == iterations
+    assert test_mode or iterations >= 15
 
 
 def test_a_network_challenge_clears_its_proxies_before_the_benchmark_starts(corpus_root):
@@ -401,12 +420,10 @@ def test_interleaved_cells_get_one_order_of_the_passes_that_run(corpus_root, tes
     )
     (element,) = [t for t in next(c for c in track.challenges if c.name == "query-decomposition").schedule if hasattr(t, "tasks")]
     names = sorted(t.name for t in element.tasks)
-    assert names == sorted(
-        [coverage_task_name(v, t) for v in VARIANTS for t in TRANSPORTS] + [client_cost_task_name(t) for t in TRANSPORTS]
-    )
+    assert names == sorted(coverage_task_name(v, t) for v in VARIANTS for t in TRANSPORTS)
     orders = {json.dumps(t.operation.params[interleave.ORDER_KEY]) for t in element.tasks}
     assert orders == {json.dumps(interleave.order(names, passes, 3))}
-    blocked = load(corpus_root, {}, challenge="query-decomposition")
+    blocked = load(corpus_root, {"schedule": "blocked"}, challenge="query-decomposition")
     assert not any(interleave.ORDER_KEY in t.operation.params for t in ours(blocked, "query-decomposition"))
 
 

@@ -7,8 +7,19 @@ import math
 import pytest
 
 import cmgen
-from report.validation_proof import PERCENTS, SUBSTITUTIONS, caught, rank_distance, substitute, within_precision
+from report.validation_proof import (
+    COUNT_SUBSTITUTIONS,
+    INDISTINGUISHABLE,
+    PERCENTS,
+    SUBSTITUTIONS,
+    caught,
+    count_proof,
+    rank_distance,
+    substitute,
+    within_precision,
+)
 from runners.corpus import FIELDS, OrderStatistics, stored_value
+from runners.queries import HIT_COUNT_THRESHOLD
 from runners.validation import HDR_RANK_SLACK, NodeExpectation, percentile_bounds
 
 
@@ -121,3 +132,42 @@ def test_rank_grid_rounds_outwards():
     assert stats.at_or_below(30) == stored_value(30) and stats.at_or_above(30) == stored_value(30)
     assert stats.at_or_below(-5) == stored_value(0) and stats.at_or_above(20_000) == stored_value(9_999)
     assert stats.at_or_above(9_995) == stored_value(9_999) and stats.at_or_below(9_999) == stored_value(9_999)
+
+
+class AnsweringCluster:
+    """Elasticsearch's answer to variant A's _msearch without track_total_hits: each node's count, capped at the
+    threshold as "gte", as the node would send it."""
+
+    def __init__(self, counts):
+        self.counts = counts
+
+    def post(self, path, body):
+        threshold = HIT_COUNT_THRESHOLD
+        return {
+            "responses": [
+                {
+                    "timed_out": False,
+                    "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
+                    "hits": {"total": {"value": min(c, threshold), "relation": "gte" if c > threshold else "eq"}, "hits": []},
+                }
+                for c in self.counts.values()
+            ]
+        }
+
+
+@pytest.mark.parametrize("counts", [[33_367, 33_301, 33_412], [9_000, 33_301, 10_000]])
+def test_variant_a_wrong_counts_are_caught_and_the_indistinguishable_one_is_named(counts):
+    """At full scale (~33k rows a node) the answer is "gte 10,000" for every node: a wrong count is still caught, the
+    next node's answer is not (and not counted against the proof); below the threshold it is exact, so caught too."""
+    nodes = ["N001", "N002", "N003"]
+    truth = {n: {"count": c} for n, c in zip(nodes, counts)}
+    false_failures, tally = [], {}
+    count_proof(AnsweringCluster(dict(zip(nodes, counts))), "cluster-metrics", 1, nodes, truth, false_failures, tally)
+    assert not false_failures
+    for name in COUNT_SUBSTITUTIONS:
+        caught_, total, _, beyond = tally[(name, "A", "hits.total")]
+        assert caught_ == total > 0 and beyond == 0, name
+    caught_, total, _, beyond = tally[(INDISTINGUISHABLE, "A", "hits.total")]
+    capped = [c > HIT_COUNT_THRESHOLD for c in counts]
+    # node i gets node i+1's answer: caught unless both are capped
+    assert caught_ == sum(not (capped[i] and capped[(i + 1) % 3]) for i in range(3)) and total == 3 and beyond == 0

@@ -1,0 +1,394 @@
+"""Seed 000's answer in its own terms: server `took` against client wall time, per cell and per coverage.
+
+Each table puts the seed's figure beside ours in its own column. Our figures come from each measured coverage's
+record (runners/coverage.py: wall-ms, took, took-sum; warm-ups left out), on every path: a race read from its folder
+or from Rally's metrics store. A figure is a median with its 95% order-statistic interval and sample count
+(report/uncertainty.py); a failed cell is FAILED and is never a baseline, a share or a speedup.
+"""
+
+from report import tables, uncertainty
+from runners.queries import TRANSPORTS, VARIANTS
+from runners.tasks import coverage_task_name
+
+# Seed 000 (Elasticsearch 8.17.2, one node on an 8-core host, 5 x 1,000,000 rows, 15 samples a cell; its means)
+SEED_TOOK_SERIAL = {"A": 19, "B": 192, "C_td": 1070, "C_hdr": 597, "D_td": 1199, "D_hdr": 712}
+SEED_WALL = {  # serial, msearch wall per coverage (ms)
+    "A": (135, 13),
+    "B": (310, 33),
+    "C_td": (1193, 138),
+    "C_hdr": (730, 86),
+    "D_td": (1323, 150),
+    "D_hdr": (845, 101),
+}
+SEED_MSEARCH_TOOK_SUM = {"D_td": 1277}  # the only cell whose summed sub-search took the seed states
+SEED_CORES, SEED_SEARCH_POOL = 8, 13
+SEED_FINAL = [("D_td", "serial", 1323, 1.0), ("D_td", "msearch", 150, 8.8), ("D_hdr", "msearch", 101, 13.1)]
+SEED_DRIFT = "D_td serial 1,199 ms against an earlier baseline of 1,225 ms: 2.1%"
+PRODUCTION = ("D_td", "serial")
+
+NO_INTERVAL = (
+    f"A figure marked (n=N) has no interval: from {uncertainty.min_samples(uncertainty.CONFIDENCE) - 1} samples or fewer "
+    f"there is none, and a saving or speed-up needs {uncertainty.MIN_SAMPLES} a side (a --test-mode race has one).\n"
+)
+WALL, TOOK, TOOK_SUM = "wall-ms", "took", "took-sum"  # the coverage record's fields (runners/coverage.py)
+FAILED, NO_TOOK = "FAILED", "no took"
+
+
+def measured(race, key, field):
+    """The cell's measured values of one record field; None when the cell failed or a value is missing."""
+    return race.measured(coverage_task_name(*key), field)
+
+
+def _cells(race):
+    """The coverage cells the race recorded or Rally reported (a cell whose every request failed records nothing, and
+    is still shown, FAILED); none for a race without coverage records (an older track version)."""
+    recorded = {line.get("task") for line in race.validation}
+    if not recorded:
+        return []
+    return tables.in_study_order(
+        set(tables.coverage_cells(race)) | {(v, t) for v in VARIANTS for t in TRANSPORTS if coverage_task_name(v, t) in recorded}
+    )
+
+
+def _failed(race, key):
+    return tables.failed(race.op_metrics().get(coverage_task_name(*key)))
+
+
+def median_text(values, digits=1):
+    """'median [low, high] n=N' of a cell's values, or the word for why there is none."""
+    if values is None:
+        return NO_TOOK
+    if not values:
+        return "-"
+    interval = uncertainty.median_interval(values)
+    if interval.low is None:  # the table's note says once why there is no interval
+        return f"{interval.median:,.{digits}f} (n={interval.n})"
+    return f"{interval.median:,.{digits}f} " + interval.text(digits)
+
+
+def _median(values):
+    return uncertainty.median_interval(values).median if values else None
+
+
+def _mean(values):
+    return sum(values) / len(values) if values else None
+
+
+def _figure(race, key, field, text):
+    """A cell's figure: FAILED for a failed cell, else text(values) (None when a value is missing)."""
+    return FAILED if _failed(race, key) else text(measured(race, key, field))
+
+
+def took_table(race):
+    """Per cell: server took per coverage (median with its interval, and the mean the seed used), took summed over
+    the coverage's searches, the client's wall time, and the seed's took_avg."""
+    cells = _cells(race)
+    if not cells:
+        return None
+    header = [
+        "variant",
+        "transport",
+        "took (ms) [95%] n",
+        "took mean (ms)",
+        "searches' took summed (ms)",
+        "wall (ms)",
+        "seed took_avg (ms)",
+    ]
+    body = []
+    for v, t in cells:
+        took = None if _failed(race, (v, t)) else measured(race, (v, t), TOOK)
+        row = [
+            v,
+            t,
+            _figure(race, (v, t), TOOK, median_text),
+            FAILED if _failed(race, (v, t)) else (_mean(took) if took is not None else NO_TOOK),
+            _figure(race, (v, t), TOOK_SUM, median_text),
+            _figure(race, (v, t), WALL, median_text),
+            SEED_TOOK_SERIAL.get(v) if t == "serial" else SEED_MSEARCH_TOOK_SUM.get(v) if t == "msearch" else None,
+        ]
+        body.append(row)
+    return header, body
+
+
+TOOK_NOTE = (
+    "took: Elasticsearch's own time for the coverage (serial: the 30 searches' tooks summed, as the seed's took_avg; "
+    "_msearch: the response's took; terms: its one search's). searches' took summed: _msearch's sub-searches' tooks "
+    "added up, the server work the seed compared with serial's sum. wall: the client's timed window, first request "
+    "to last byte. Each a median of the measured coverages with its 95% order-statistic interval; from 5 samples or "
+    "fewer there is no interval (a --test-mode race has one). The seed's column is its mean of 15 (serial; for "
+    "_msearch it states D_td's summed sub-search took only).\n"
+) + NO_INTERVAL
+
+
+def difference(a, b):
+    """b's median minus a's, with an interval holding at 95% (each median's at 97.5%, as in the ratio of two cells):
+    (value, low, high); low and high None with too few samples."""
+    ia, ib = uncertainty.median_interval(a, uncertainty.SIDE_CONFIDENCE), uncertainty.median_interval(b, uncertainty.SIDE_CONFIDENCE)
+    value = ib.median - ia.median
+    if ia.low is None or ib.low is None:
+        return value, None, None
+    return value, ib.low - ia.high, ib.high - ia.low
+
+
+def _difference_text(value, low, high):
+    return f"{value:,.1f}" + ("" if low is None else f" [{low:,.1f}, {high:,.1f}]")
+
+
+ATTRIBUTION = [  # (component, variant, minus, the production query its share is of, the seed's ms and share)
+    ("filter + framework (A)", "A", None, "D_td", 19, "< 2%"),
+    ("3x sum (B - A)", "B", "A", "D_td", 173, "14%"),
+    ("3x t-digest percentiles (C_td - A)", "C_td", "A", "D_td", 1051, "88%"),
+    ("3x HDR percentiles (C_hdr - A)", "C_hdr", "A", "D_hdr", 578, "-"),
+]
+
+
+def took_attribution_table(race):
+    """The seed's subtractive attribution on serial took per coverage (each aggregation family's cost is its variant
+    less the filter alone), with its share of the production query's took; _msearch's summed sub-search took beside
+    it when the race has it."""
+    transports = [t for t in ("serial", "msearch") if all((v, t) in _cells(race) for v in ("A", "B", "C_td", "C_hdr", "D_td"))]
+    if not transports:
+        return None
+    fields = {"serial": TOOK, "msearch": TOOK_SUM}
+    header = ["component"]
+    for t in transports:
+        header += [f"{t} {'took' if t == 'serial' else 'sub-searches took summed'} (ms) [95%]", f"{t} share"]
+    header += ["seed took (ms)", "seed share"]
+    body = []
+    for label, variant, minus, production, seed_ms, seed_share in ATTRIBUTION:
+        row = [label]
+        for t in transports:
+            keys = [(variant, t)] + ([(minus, t)] if minus else [])
+            if any(_failed(race, k) for k in keys + [(production, t)]):
+                row += [FAILED, "-"]
+                continue
+            values = measured(race, (variant, t), fields[t])
+            base = measured(race, (minus, t), fields[t]) if minus else [0.0] * len(values or [])
+            whole = measured(race, (production, t), fields[t])
+            if not values or not base or not whole:
+                row += [NO_TOOK, "-"]
+                continue
+            value, low, high = difference(base, values)
+            row += [_difference_text(value, low, high), tables.pct(value / _median(whole)) + f" of {production}"]
+        body.append(row + [seed_ms, seed_share])
+    return header, body
+
+
+ATTRIBUTION_NOTE = (
+    "Each component is its variant's median took less variant A's (the filter alone), per 30-node coverage; the "
+    "interval holds at 95% (each median's at 97.5%). share: the component over the production query's median took "
+    "(D_td; HDR's over D_hdr). The shares of one query need not add up to 100%: the seed's 88% + 14% + < 2% did not "
+    "either (aggregations share the collection loop). The seed's figures are its means over 15 samples on 8 cores.\n"
+) + NO_INTERVAL
+
+
+def transport_saving_table(race):
+    """Serial against _msearch wall per variant: each median with its interval, and the saving (1 - msearch / serial)
+    with its 95% interval and verdict (report/uncertainty.py)."""
+    cells = _cells(race)
+    variants = [v for v in VARIANTS if (v, "serial") in cells and (v, "msearch") in cells]
+    if not variants:
+        return None
+    header = [
+        "variant",
+        "serial wall (ms) [95%]",
+        "msearch wall (ms) [95%]",
+        "saving [95%]",
+        "seed serial (ms)",
+        "seed msearch (ms)",
+        "seed saving",
+    ]
+    body = []
+    for v in variants:
+        serial, msearch = (None if _failed(race, (v, t)) else measured(race, (v, t), WALL) for t in ("serial", "msearch"))
+        seed_serial, seed_msearch = SEED_WALL[v]
+        body.append(
+            [
+                v,
+                _figure(race, (v, "serial"), WALL, median_text),
+                _figure(race, (v, "msearch"), WALL, median_text),
+                _saving(serial, msearch),
+                seed_serial,
+                seed_msearch,
+                tables.pct(1 - seed_msearch / seed_serial),
+            ]
+        )
+    return header, body
+
+
+def _saving(serial, msearch):
+    if not serial or not msearch:
+        return "no verdict: a failed cell"
+    comparison = uncertainty.compare(serial, msearch)
+    if comparison.verdict is None:
+        return f"{1 - _median(msearch) / _median(serial):.1%} (n={min(len(serial), len(msearch))})"
+    return f"{1 - comparison.ratio:.1%} [{1 - comparison.high:.1%}, {1 - comparison.low:.1%}] {comparison.verdict}"
+
+
+def parallelism_table(race):
+    """_msearch and terms: the searches' took summed against the coverage's wall, per coverage; their ratio is the
+    effective parallelism (the median of the coverages' ratios, with its interval), beside the node's search pool
+    and allocated processors (the search-pool task of every query challenge)."""
+    cells = [k for k in _cells(race) if k[1] in ("msearch", "terms")]
+    if not cells:
+        return None
+    node = ((race.search_pool or {}).get("nodes") or [{}])[0]
+    pool, processors = node.get("search-pool-size", "not recorded"), node.get("allocated-processors", "not recorded")
+    header = [
+        "variant",
+        "transport",
+        "searches' took summed (ms)",
+        "wall (ms)",
+        "effective parallelism [95%]",
+        "search pool",
+        "allocated processors",
+        "seed",
+    ]
+    body = []
+    for v, t in cells:
+        row = [v, t]
+        if _failed(race, (v, t)):
+            body.append(row + [FAILED, FAILED, FAILED, pool, processors, None])
+            continue
+        took, wall = measured(race, (v, t), TOOK_SUM), measured(race, (v, t), WALL)
+        ratios = [a / b for a, b in zip(took, wall) if b] if took and wall else None
+        seed = (
+            f"{SEED_MSEARCH_TOOK_SUM[v] / SEED_WALL[v][1]:.1f}x ({SEED_CORES} cores, pool ~{SEED_SEARCH_POOL})"
+            if (t == "msearch" and v in SEED_MSEARCH_TOOK_SUM)
+            else None
+        )
+        row += [median_text(took), median_text(wall), median_text(ratios, 2) if ratios else NO_TOOK, pool, processors, seed]
+        body.append(row)
+    return header, body
+
+
+def parallelism_note(race):
+    node = ((race.search_pool or {}).get("nodes") or [{}])[0]
+    cores = node.get("allocated-processors")
+    here = (
+        f"This node has {cores} allocated processors and a search pool of {node.get('search-pool-size')} threads against the "
+        f"seed's {SEED_CORES} cores and ~{SEED_SEARCH_POOL}: the parallelism the seed saw (8.5x) cannot appear here; "
+        f"the work itself runs on at most {cores} cores at once. "
+        if cores
+        else "This race did not record the node's search pool (a race from before the search-pool task). "
+    )
+    return (
+        here + "A sub-search's took runs from its own start on the node to its end, so a sub-search queued behind "
+        "others in the search pool counts its wait too: above the core count, the ratio measures the queue as well as "
+        "concurrent work. terms is one search on one shard: its ratio is took over wall, below 1 by the client's and "
+        "the network's share.\n" + NO_INTERVAL
+    )
+
+
+def client_table(race):
+    """wall - took per cell, per coverage: what the client and the connection add to Elasticsearch's own time (the
+    seed's measure of client and network)."""
+    cells = _cells(race)
+    if not cells:
+        return None
+    header = ["variant", "transport", "wall - took (ms) [95%]", "share of wall", "seed"]
+    body = []
+    for v, t in cells:
+        if _failed(race, (v, t)):
+            body.append([v, t, FAILED, "-", None])
+            continue
+        took, wall = measured(race, (v, t), TOOK), measured(race, (v, t), WALL)
+        gaps = [w - k for w, k in zip(wall, took)] if took and wall else None
+        share = tables.pct(_median(gaps) / _median(wall)) if gaps and _median(wall) else "-"
+        seed = None
+        if (v, t) == PRODUCTION:
+            seed = f"{SEED_WALL[v][0] - SEED_TOOK_SERIAL[v]} ms ({1 - SEED_TOOK_SERIAL[v] / SEED_WALL[v][0]:.0%}; one call: 4.9 ms, 11%)"
+        body.append([v, t, median_text(gaps) if gaps else NO_TOOK, share, seed])
+    return header, body
+
+
+CLIENT_NOTE = (
+    "wall - took of each measured coverage: the client (sending, receiving the bytes; decoding and checking come "
+    "after the timed window), the connection and what Elasticsearch does outside its took (HTTP handling, writing the "
+    "response). Serial pays it per request (30 per coverage). The seed: D_td serial 1,323 - 1,199 ms per coverage, "
+    "and 45.7 - 40.8 ms for one call. took is in whole milliseconds, so a cell of a few ms has a coarse gap.\n"
+) + NO_INTERVAL
+
+
+def recommendation_table(race):
+    """The seed's final table: the production query and the configurations a user should run, each with its wall per
+    coverage and its speed-up over production (the ratio of medians with its 95% interval and verdict)."""
+    cells = _cells(race)
+    if PRODUCTION not in cells:
+        return None
+    if _failed(race, PRODUCTION):
+        return f"the production cell D_td serial {FAILED}: no speed-up can be measured against it"
+    base = measured(race, PRODUCTION, WALL)
+    candidates = [(v, t) for v, t, _, _ in SEED_FINAL]
+    fastest = _fastest(race, cells)
+    if fastest and fastest not in candidates:
+        candidates.append(fastest)
+    seed = {(v, t): (ms, x) for v, t, ms, x in SEED_FINAL}
+    header = ["configuration", "wall per coverage (ms) [95%]", "speed-up over production [95%]", "seed wall (ms)", "seed speed-up"]
+    body = []
+    for key in candidates:
+        if key not in cells:
+            continue
+        label = f"{key[0]} {key[1]}" + (
+            " (production)" if key == PRODUCTION else " (fastest here)" if key == fastest and key not in seed else ""
+        )
+        values = None if _failed(race, key) else measured(race, key, WALL)
+        speedup = FAILED if values is None else ("1.0x (baseline)" if key == PRODUCTION else _speedup(base, values))
+        body.append([label, _figure(race, key, WALL, median_text), speedup, *(seed.get(key) or (None, None))])
+    return header, body
+
+
+def _fastest(race, cells):
+    valid = {k: _median(measured(race, k, WALL)) for k in cells if not _failed(race, k) and measured(race, k, WALL)}
+    return min(valid, key=valid.get) if valid else None
+
+
+def _speedup(base, values):
+    """production / cell: compare(cell, production) is the ratio production over cell; its 'slower' is the
+    production's, so the cell is faster."""
+    comparison = uncertainty.compare(values, base)
+    if comparison.verdict is None:
+        return f"{_median(base) / _median(values):.1f}x (n={min(len(base), len(values))})"
+    word = {uncertainty.SLOWER: "faster", uncertainty.FASTER: "slower"}.get(comparison.verdict, comparison.verdict)
+    return f"{comparison.ratio:.1f}x [{comparison.low:.1f}, {comparison.high:.1f}] {word}"
+
+
+RECOMMENDATION_NOTE = (
+    "Read on this cluster, at this width (30 nodes) and round-trip time (loopback): over a network serial pays the "
+    "round trip 30 times per coverage (the RTT sweep's section), and at other widths the crossover section says where "
+    "terms overtakes _msearch. Both changes are the client's: no Elasticsearch setting, mapping or re-ingest.\n"
+) + NO_INTERVAL
+
+
+def drift_table(race, baseline):
+    """Every cell of this race against the same cell of an earlier race (make report BASELINE=<id>): the ratio of
+    medians with its 95% interval and the verdict rule of report/uncertainty.py; the seed's sanity check is D_td
+    serial's drift."""
+    keys = tables.in_study_order(set(_cells(race)) & set(_cells(baseline)))
+    if not keys:
+        return f"race {baseline.race_id[:8]} shares no coverage cell with this race"
+    header = ["cell", f"baseline {baseline.race_id[:8]} (ms)", "this race (ms)", "drift", "ratio [95%] verdict"]
+    body = []
+    for key in keys:
+        then, now = (None if _failed(r, key) else measured(r, key, WALL) for r in (baseline, race))
+        if not then or not now:
+            body.append(
+                [
+                    coverage_task_name(*key),
+                    _figure(baseline, key, WALL, median_text),
+                    _figure(race, key, WALL, median_text),
+                    "-",
+                    "no verdict: a failed cell",
+                ]
+            )
+            continue
+        drift = _median(now) / _median(then) - 1
+        body.append([coverage_task_name(*key), median_text(then), median_text(now), f"{drift:+.1%}", uncertainty.compare(then, now).text()])
+    return header, body
+
+
+def drift_note(_race):
+    return f"The seed's sanity check: {SEED_DRIFT}. {uncertainty.VERDICT_RULE}\n" + NO_INTERVAL
+
+
+SAVING_NOTE = "saving: 1 - msearch / serial, the ratio's 95% interval and its verdict. " + NO_INTERVAL
