@@ -213,3 +213,21 @@ def test_the_report_holds_every_study_table_from_the_records(tmp_path):
     ):
         assert f"## {title}" in text or title in text
     assert "no verdict without each sample" not in text
+
+
+def test_what_to_run_offers_only_configurations_that_answer_the_production_question(tmp_path):
+    """A msearch is the fastest cell (the filter alone) but computes nothing production needs: never recommended; a D
+    cell faster than the seed's picks is added."""
+    race = make_race(tmp_path, "eeeeeeee-0000-0000-0000-000000000000")
+    labels = [r[0] for r in study.recommendation_table(race)[1]]
+    assert labels[:3] == ["D_td serial (production)", "D_td msearch", "D_hdr msearch"] and not any(
+        l.startswith(("A ", "B ", "C_")) for l in labels
+    )
+
+    # D_hdr over terms made the fastest production-answering cell
+    def faster_terms(line):
+        if line["task"] == coverage_task_name("D_hdr", "terms"):
+            line["wall-ms"] = 20.0
+
+    race = make_race(tmp_path / "2", "ffffffff-0000-0000-0000-000000000000", change=faster_terms)
+    assert [r[0] for r in study.recommendation_table(race)[1]][-1] == "D_hdr terms (fastest here)"
