@@ -189,9 +189,11 @@ def width_lines(race, path):
                 op = cells.get((w, v, t))
                 if op is None or tables.failed(op):
                     continue
-                median = tables.service_ms(op, "median")
                 samples = widths._samples(race, (w, v, t))
                 interval = uncertainty.median_interval(samples) if samples else None
+                # the point and its bar from the same samples (the coverage's recorded wall time, or Rally's service
+                # time from a store): Rally's median from race.json can lie a hair outside the records' interval
+                median = interval.median if interval else tables.service_ms(op, "median")
                 low, high = (interval.low, interval.high) if interval and interval.low is not None else (median, median)
                 points.append((w, median, median - low, high - median))
             if points:

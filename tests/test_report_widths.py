@@ -131,3 +131,12 @@ def test_a_failed_widest_cell_is_named_and_left_out_of_the_claim():
     width, statement = widths.crossover(race, widths.width_cells(race), "D_td", "msearch")
     assert width == 300
     assert statement == "terms overtakes between 30 and 300 nodes (faster from 300 on) (no verdict at 3000: FAILED)"
+
+
+def test_the_width_chart_draws_each_point_from_its_own_samples(tmp_path):
+    """Rally's median (race.json) a hair above every recorded sample of the cell: the point and its bar come from the
+    samples, so the bar never turns negative (a full-scale sweep's report died on it)."""
+    race = race_of(sweep(terms=[300, 150, 400], msearch=[190, 344, 2000]), spread=0.0)
+    for op in race.data["results"]["op_metrics"]:
+        op["service_time"]["50_0"] *= 1.01
+    assert charts.width_lines(race, tmp_path / "width.png") and (tmp_path / "width.png").stat().st_size > 0
