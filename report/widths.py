@@ -80,8 +80,11 @@ def width_table(race):
                     row.append(tables.failed_label(op))
                 else:
                     samples = _samples(race, (w, v, t))
-                    median = tables.service_ms(op, "median")
-                    row.append(f"{tables.fmt(median)} {uncertainty.median_interval(samples).text()}" if samples else tables.fmt(median))
+                    if samples:  # the median and its interval from the same samples
+                        interval = uncertainty.median_interval(samples)
+                        row.append(f"{tables.fmt(interval.median)} {interval.text()}")
+                    else:
+                        row.append(tables.fmt(tables.service_ms(op, "median")))
             body.append(row)
     return header, body
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from report import races, study, uncertainty
+from report import races, study, tables, uncertainty
 from report.__main__ import main as report_main
 from runners import records
 from runners.queries import TRANSPORTS, VARIANTS
@@ -231,3 +231,14 @@ def test_what_to_run_offers_only_configurations_that_answer_the_production_quest
 
     race = make_race(tmp_path / "2", "ffffffff-0000-0000-0000-000000000000", change=faster_terms)
     assert [r[0] for r in study.recommendation_table(race)[1]][-1] == "D_hdr terms (fastest here)"
+
+
+def test_a_cells_median_and_interval_come_from_the_same_samples(tmp_path):
+    """The coverage table's median beside its interval is the recorded samples' (Rally's race.json median, from its
+    own service times, can lie a hair outside their interval)."""
+    race = make_race(tmp_path, "abababab-0000-0000-0000-000000000000")
+    header, body = tables.coverage_table(race)
+    row = next(r for r in body if r[0] == "D_td")
+    samples = race.samples[coverage_task_name("D_td", "serial")]
+    interval = uncertainty.median_interval(samples)
+    assert row[header.index("serial median (ms)")] == interval.median and row[header.index("serial 95% interval (ms)")] == interval.text()

@@ -120,13 +120,20 @@ def test_a_race_through_the_daemon_into_the_store_reports_what_its_files_report(
     assert len(cells) == len(VARIANTS_RACED) * len(TRANSPORTS) and tables.coverage_cells(from_store) == cells
     for v, t in cells:
         assert len(from_store.samples[coverage_task_name(v, t)]) == 1  # test mode: one measured iteration
-    # the samples: Rally's service times from the store, each coverage's recorded wall time from the files; in test
-    # mode one a cell either way, so the tables agree, each cell saying it has no interval
+    # the samples: Rally's service times from the store, each coverage's recorded wall time from the files (in test
+    # mode one a cell either way, so no interval); each table's median is its own samples', the p90 Rally's
     header, body = tables.coverage_table(from_store)
-    assert (header, body) == tables.coverage_table(from_files)
-    assert sum("interval" in name for name in header) == len(TRANSPORTS) and all("n=1 (interval from 6 samples)" in row for row in body)
-    for v, t in cells:
-        assert len(from_files.samples[coverage_task_name(v, t)]) == 1
+    files_header, files_body = tables.coverage_table(from_files)
+    assert header == files_header and sum("interval" in name for name in header) == len(TRANSPORTS)
+    assert all("n=1 (interval from 6 samples)" in row for row in body + files_body)
+    for race, rows in ((from_store, body), (from_files, files_body)):
+        for row in rows:
+            for t in TRANSPORTS:
+                (sample,) = race.samples[coverage_task_name(row[0], t)]
+                assert row[header.index(f"{t} median (ms)")] == sample
+    assert [[row[header.index(f"{t} p90 (ms)")] for t in TRANSPORTS] for row in body] == [
+        [row[header.index(f"{t} p90 (ms)")] for t in TRANSPORTS] for row in files_body
+    ]
 
     # the samples carry the track's figures as Rally's request meta-data
     def meta(task):
