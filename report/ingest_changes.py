@@ -12,11 +12,10 @@ from dataclasses import dataclass
 from scipy import stats
 
 from report import tables
+from report.uncertainty import CONFIDENCE
 from runners import records
 from runners.queries import INGEST_CHANGE_BASELINE, INGEST_CHANGES
 from runners.tasks import VERIFY_DOC_COUNT, bulk_task_name, ingest_change_task_name
-
-CONFIDENCE = 0.95
 
 # seed 000's table "change | expected savings | trade-off", in its own words, per change of the vocabulary; the seed
 # has no row for the changes together
@@ -164,10 +163,6 @@ def _settings_read(race, name):
     return ", ".join(f"{key.removeprefix('index.')} {value}" for key, value in found.items()) if found else "-"
 
 
-def _percent(x):
-    return None if x is None else f"{100 * x:.1f}%"
-
-
 def changes_table(race):
     """Per ingest (the baseline, then each change): its wall per epoch (mean) and in total, bulk took and /_stats
     indexing in total, its saving against the baseline (saving()), and seed 000's change, expected saving and
@@ -217,9 +212,9 @@ def changes_table(race):
                 if s is None
                 else [
                     s.seconds,
-                    _percent(s.mean),
-                    f"{_percent(s.low)} .. {_percent(s.high)}" if s.low is not None else f"none: {s.n} epoch",
-                    f"{_percent(s.smallest)} .. {_percent(s.largest)}",
+                    tables.pct(s.mean),
+                    f"{tables.pct(s.low)} .. {tables.pct(s.high)}" if s.low is not None else f"none: {s.n} epoch",
+                    f"{tables.pct(s.smallest)} .. {tables.pct(s.largest)}",
                 ]
             )
         seed = SEED_BASELINE if name == INGEST_CHANGE_BASELINE else SEED_CHANGES[name]
@@ -260,12 +255,12 @@ def segment_table(race):
     header = ["segment", "seed 000 (s per epoch)", "seed 000 share"]
     for label, _, _ in columns:
         header += [f"{label} (s per epoch)", f"{label} share"]
-    seed = {**SEED_SEGMENTS, "wall": (SEED_WALL_S, "100%"), "took": (SEED_TOOK_S, _percent(SEED_TOOK_S / SEED_WALL_S))}
+    seed = {**SEED_SEGMENTS, "wall": (SEED_WALL_S, "100%"), "took": (SEED_TOOK_S, tables.pct(SEED_TOOK_S / SEED_WALL_S))}
     body = []
     for key, label in SEGMENTS:
         row = [label, *seed[key]]
         for _, parts, problem in columns:
-            row += ["FAILED", "-"] if problem else [parts[key], _percent(parts[key] / parts["wall"] if parts["wall"] else None)]
+            row += ["FAILED", "-"] if problem else [parts[key], tables.pct(parts[key] / parts["wall"] if parts["wall"] else None)]
         body.append(row)
     return header, body
 

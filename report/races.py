@@ -1,5 +1,6 @@
 """Finding and loading races of this track in a Rally home."""
 
+import functools
 import json
 import os
 import tempfile
@@ -67,8 +68,17 @@ class Race:
         op = self.op_metrics().get(task)
         if op is not None and (op.get("error_rate") or 0) > 0:
             return None
-        values = [line.get(field) for line in self.validation if line.get("task") == task and line.get("measured")]
+        values = [line.get(field) for line in self._measured_lines.get(task, [])]
         return None if any(v is None for v in values) else values
+
+    @functools.cached_property
+    def _measured_lines(self):
+        """{task: its measured coverages' validation lines}, indexed once: the report asks per cell and field."""
+        by_task = {}
+        for line in self.validation:
+            if line.get("measured"):
+                by_task.setdefault(line.get("task"), []).append(line)
+        return by_task
 
 
 def record_samples(race):
