@@ -19,6 +19,14 @@ SEED ?= 42
 # race
 CHALLENGE ?= full
 TARGET_HOSTS ?= 127.0.0.1:$(PORT)
+# how every race and tool reaches the cluster (TLS, credentials): Rally's --client-options, inline or a .json file
+# (README: Your own cluster). The shell reads it from the environment, so make never echoes a secret.
+CLIENT_OPTIONS ?=
+export CLIENT_OPTIONS
+CLIENT_ARGS := $${CLIENT_OPTIONS:+--client-options="$$CLIENT_OPTIONS"}
+# the cluster reached as a race would, before Rally (whose version check ends in a traceback): TLS, credentials and an
+# unreachable host named with their fix
+CHECK_CLUSTER = $(VPY) -m report.cluster --target-hosts $(1) $(CLIENT_ARGS)
 TRACK_PARAMS ?=
 RACE_ARGS ?=
 RACE ?=
@@ -43,7 +51,7 @@ TOXIPROXY := $(PYTHON) local-es/toxiproxy_launcher.py
 WAIT_FOR_RALLY := for i in $$(seq 120); do pgrep -f '[e]srally race' >/dev/null || pgrep -x esrally >/dev/null || break; sleep 1; done
 
 .PHONY: lint format venv es-start es-stop es-status es-wipe corpus race repeat layout-sweep test it test-fast report accuracy validation-proof compare metrics-store metrics-store-stop \
-	toxiproxy proxy-start proxy-stop proxy-status remote-start remote-stop rtt-sweep network-faults ccs-roundtrips \
+	toxiproxy proxy-start proxy-clear proxy-stop proxy-status remote-start remote-stop rtt-sweep network-faults ccs-roundtrips \
 	source-cost aggregation-memory width-corpora coverage-width
 
 venv: $(VENV)/.installed
@@ -78,9 +86,10 @@ coverage-width: width-corpora race
 # the main job: venv, local node, corpus, then the default race (the whole seed study) in your Rally home
 race: venv es-start corpus
 	$(if $(filter yes,$(METRICS_STORE)),$(VPY) -m report.store --check)
+	$(call CHECK_CLUSTER,$(TARGET_HOSTS))
 	$(WAIT_FOR_RALLY)
 	$(ESRALLY) race --track-path=tracks/cluster-metrics --challenge=$(CHALLENGE) --pipeline=benchmark-only \
-	  --offline --target-hosts=$(TARGET_HOSTS) $(if $(TRACK_PARAMS),--track-params="$(TRACK_PARAMS)") $(RALLY_CONFIG) $(RACE_ARGS)
+	  --offline --target-hosts=$(TARGET_HOSTS) $(CLIENT_ARGS) $(if $(TRACK_PARAMS),--track-params="$(TRACK_PARAMS)") $(RALLY_CONFIG) $(RACE_ARGS)
 
 # the challenge RUNS times, one race after the other, then one report of the set: each cell's race medians, their
 # run-to-run spread and the pooled interval (reports/repeat-<ids>/); compare sets with make compare RACES="a,b,c d,e,f"
@@ -109,9 +118,13 @@ layout-sweep: race
 # Toxiproxy: installed with `go install` into .tools/ on first use; started on 127.0.0.1:$(TOXIPROXY_PORT)
 toxiproxy:
 	$(TOXIPROXY) install
+# proxy-start also clears the track's toxics off its proxies: only a killed race (kill -9) leaves one (proxy-clear)
 proxy-start:
 	$(TOXIPROXY) start --api-port $(TOXIPROXY_PORT)
 	$(TOXIPROXY) proxy --api-port $(TOXIPROXY_PORT) --role http --listen $(PROXY_PORT) --upstream $(PORT)
+	$(TOXIPROXY) clear --api-port $(TOXIPROXY_PORT)
+proxy-clear:
+	$(TOXIPROXY) clear --api-port $(TOXIPROXY_PORT)
 proxy-stop:
 	$(TOXIPROXY) stop --api-port $(TOXIPROXY_PORT)
 proxy-status:
@@ -126,20 +139,22 @@ remote-stop:
 # ingest-baseline first unless INGEST=no (the index must hold this corpus; the race checks it before timing)
 rtt-sweep network-faults: venv es-start corpus proxy-start
 	$(if $(filter yes,$(INGEST)),$(MAKE) --no-print-directory race CHALLENGE=ingest-baseline TRACK_PARAMS="$(TRACK_PARAMS)")
+	$(call CHECK_CLUSTER,127.0.0.1:$(PROXY_PORT))
 	$(WAIT_FOR_RALLY)
 	$(ESRALLY) race --track-path=tracks/cluster-metrics --challenge=$@ --pipeline=benchmark-only --offline \
-	  --target-hosts=127.0.0.1:$(PROXY_PORT) $(if $(TRACK_PARAMS),--track-params="$(TRACK_PARAMS)") $(RACE_ARGS)
+	  --target-hosts=127.0.0.1:$(PROXY_PORT) $(CLIENT_ARGS) $(if $(TRACK_PARAMS),--track-params="$(TRACK_PARAMS)") $(RACE_ARGS)
 	$(VPY) -m report
 
 # seed 001: searches sent to the local cluster, the index (CCS_SHARDS shards) on the remote, through the proxy
 ccs-roundtrips: venv es-start remote-start corpus proxy-start
 	$(TOXIPROXY) proxy --api-port $(TOXIPROXY_PORT) --role remote --listen $(REMOTE_PROXY_PORT) --upstream $$(( $(REMOTE_PORT) + 100 ))
 	$(if $(filter yes,$(INGEST)),$(ESRALLY) race --track-path=tracks/cluster-metrics --challenge=ingest-baseline \
-	  --pipeline=benchmark-only --offline --target-hosts=127.0.0.1:$(REMOTE_PORT) \
+	  --pipeline=benchmark-only --offline --target-hosts=127.0.0.1:$(REMOTE_PORT) $(CLIENT_ARGS) \
 	  --track-params="number_of_shards:$(CCS_SHARDS)$(if $(TRACK_PARAMS),$(comma)$(TRACK_PARAMS))" $(RACE_ARGS))
+	$(call CHECK_CLUSTER,127.0.0.1:$(PORT))
 	$(WAIT_FOR_RALLY)
 	$(ESRALLY) race --track-path=tracks/cluster-metrics --challenge=$@ --pipeline=benchmark-only --offline \
-	  --target-hosts='{"default": ["127.0.0.1:$(PORT)"], "$(REMOTE_ALIAS)": ["127.0.0.1:$(REMOTE_PORT)"]}' \
+	  --target-hosts='{"default": ["127.0.0.1:$(PORT)"], "$(REMOTE_ALIAS)": ["127.0.0.1:$(REMOTE_PORT)"]}' $(CLIENT_ARGS) \
 	  $(if $(TRACK_PARAMS),--track-params="$(TRACK_PARAMS)") $(RACE_ARGS)
 	$(VPY) -m report
 
@@ -179,11 +194,11 @@ report: venv
 	$(VPY) -m report $(if $(RACE),--race $(RACE)) $(if $(BASELINE),--baseline $(BASELINE)) $(RALLY_CONFIG)
 
 accuracy: venv
-	$(VPY) -m report.accuracy --target-hosts $(TARGET_HOSTS)
+	$(VPY) -m report.accuracy --target-hosts $(TARGET_HOSTS) $(CLIENT_ARGS)
 
 # the coverage validation fed the cluster's real answers and wrong ones (run it on a full-scale ingest)
 validation-proof: venv
-	$(VPY) -m report.validation_proof --target-hosts $(TARGET_HOSTS)
+	$(VPY) -m report.validation_proof --target-hosts $(TARGET_HOSTS) $(CLIENT_ARGS)
 
 compare: venv
 	$(VPY) -m report $(foreach r,$(RACES),--race $(r)) --compare $(RALLY_CONFIG)

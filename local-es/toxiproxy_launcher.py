@@ -165,12 +165,23 @@ def proxy(args):
     return 0
 
 
+def clear(args):
+    """Every toxic of this track (runners/toxiproxy.py OUR_TOXICS) off each proxy of this track that exists: what a
+    killed race can leave behind. A user's own toxics and proxies are left alone."""
+    toxiproxy = api(args.api_port)
+    for name in sorted(PROXIES.values()):
+        if toxiproxy.proxy(name) is not None:
+            toxiproxy.clear(name)
+            log(f"proxy {name}: the track's toxics cleared")
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    commands = {"install": install, "start": start, "stop": stop, "status": status, "proxy": proxy}
+    commands = {"install": install, "start": start, "stop": stop, "status": status, "proxy": proxy, "clear": clear}
     parsers = {name: sub.add_parser(name) for name in commands}
-    for name in ("start", "stop", "status", "proxy"):
+    for name in ("start", "stop", "status", "proxy", "clear"):
         parsers[name].add_argument("--api-port", type=int, default=DEFAULT_API_PORT)
     parsers["proxy"].add_argument(
         "--role",

@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 from report import ReportError
-from report.cluster import Cluster
+from report.cluster import add_arguments as cluster_arguments
+from report.cluster import from_arguments
 from report.tables import fmt, markdown
 from runners import corpus, queries
 
@@ -64,12 +65,12 @@ def table(errors):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--target-hosts", default="127.0.0.1:9200")
+    cluster_arguments(parser)
     parser.add_argument("--data-root", default=None, help="default: Rally's data dir ($RALLY_HOME/.rally/benchmarks/data)")
     parser.add_argument("--hdr-digits", type=int, default=queries.DEFAULT_HDR_DIGITS)
     parser.add_argument("--out", default="reports")
     args = parser.parse_args(argv)
-    cluster = Cluster(args.target_hosts)
+    cluster = from_arguments(parser, args)
     with cluster.command_line():
         section, errors = measure(cluster, args.data_root or corpus.data_root(), args.hdr_digits)
     header, rows = table(errors)

@@ -7,14 +7,16 @@ never touches) that points at a local node; `esrally --configuration-name=CONFIG
 integration tests do with theirs. A team's store is the same [reporting] section in their own rally.ini.
 """
 
-import base64
 import configparser
 import json
-import urllib.error
 from pathlib import Path
 
+from elastic_transport import TransportError
+from elasticsearch import ApiError
+from esrally import config as rally_config
+
 from report import ReportError
-from report.cluster import Cluster
+from report.cluster import Cluster, Fixes, unusable
 from runners import records
 from runners.corpus import rally_home as default_rally_home
 
@@ -30,8 +32,6 @@ def config_path(rally_home=None, config_name=None):
 
 def write_config(rally_home, host, port):
     """A Rally configuration (Rally's own default file, its [reporting] section pointed at the store)."""
-    from esrally import config as rally_config
-
     template = Path(rally_config.__file__).parent / "resources" / "rally.ini"
     values = {"datastore.type": "elasticsearch", "datastore.host": host, "datastore.port": str(port), "datastore.secure": "False"}
     lines = []
@@ -66,35 +66,104 @@ def local_metrics_template():
     return template
 
 
-class Store:
-    """One metrics store, reached with the live-cluster tools' client."""
+class _RallyConfigFile(rally_config.ConfigFile):
+    """Rally's configuration file, found as Rally finds it ($RALLY_HOME or the home directory), or in `rally_home`."""
 
-    def __init__(self, host, port, secure=False, user=None, password=None):
-        self.cluster = Cluster(f"{host}:{port}", scheme="https" if secure else "http")
-        if user:
-            self.cluster.headers["authorization"] = "Basic " + base64.b64encode(f"{user}:{password or ''}".encode()).decode()
-        self.address = self.cluster.url
+    def __init__(self, config_name=None, rally_home=None, **kwargs):
+        super().__init__(config_name, **kwargs)
+        self.rally_home = rally_home
+
+    @property
+    def config_dir(self):
+        return str(Path(self.rally_home) / ".rally") if self.rally_home else super().config_dir
+
+
+def store_fixes(config=None):
+    """Where a store's user fixes each failure: the [reporting] section of the configuration `config`."""
+    where = f"the [reporting] section of {config or 'the Rally configuration that names it'}"
+    return Fixes(
+        unreachable="cannot read Rally's metrics store",
+        start="start the local one with make metrics-store",
+        address=f"datastore.host/datastore.port in {where}",
+        settings=where,
+        ca=(
+            f"give the CA that signed the store's certificate as datastore.ssl.certificate_authorities in {where}, "
+            "or datastore.ssl.verification_mode = none to skip verification"
+        ),
+        plain=f"if it speaks plain HTTP, set datastore.secure = False in {where}",
+        https=f"if it speaks HTTPS, set datastore.secure = True (and datastore.ssl.certificate_authorities) in {where}",
+        credentials=(
+            f"correct datastore.user/datastore.password or datastore.api_key in {where}, "
+            "or RALLY_REPORTING_DATASTORE_USER/_PASSWORD/_API_KEY"
+        ),
+    )
+
+
+def _unreadable(path, error):
+    """Why Rally cannot read the configuration, in words that quote none of its values (a password may be one)."""
+    if isinstance(error, (configparser.InterpolationError, ValueError, KeyError)):
+        why = "a value holding % or $ is written %% or $$ there"
+    elif isinstance(error, configparser.DuplicateOptionError):
+        why = f"{error.option} is given twice in [{error.section}]"
+    else:
+        why = type(error).__name__ + (f" at line {error.lineno}" if getattr(error, "lineno", None) else "")
+    return ReportError(f"Rally cannot read {path}: {why}")
+
+
+def resolve(rally_home=None, config_name=None):
+    """(hosts, client options, configuration file) of the metrics store a Rally configuration names, as Rally's metrics
+    store resolves them (its own code: [reporting] datastore.*, RALLY_REPORTING_DATASTORE_*), or None when it keeps
+    results in memory. No request is made (no cluster version probe)."""
+    from esrally import exceptions, metrics
+    from esrally.client import factory
+
+    cfg = rally_config.Config(config_name=config_name, config_file_class=_RallyConfigFile, rally_home=rally_home)
+    path = Path(cfg.config_file.location)
+    if not path.is_file():
+        if config_name:
+            raise ReportError(f"no Rally configuration {path}: make metrics-store writes it")
+        return None
+    try:
+        cfg.load_config()
+    except (configparser.Error, ValueError, KeyError) as e:
+        raise _unreadable(path, e) from None
+    if cfg.opts("reporting", "datastore.type", default_value="in-memory", mandatory=False) != "elasticsearch":
+        return None
+    cfg.add(rally_config.Scope.applicationOverride, "reporting", "datastore.probe.cluster_version", False)
+    resolved = []
+
+    def recording(hosts, client_options, **kwargs):
+        resolved.append((hosts, dict(client_options), path))
+        return factory.EsClientFactory(hosts, client_options, **kwargs)
+
+    try:
+        metrics.EsClientFactory(cfg, client_factory=recording)
+    except (ValueError, KeyError, TypeError, OSError, exceptions.RallyError) as e:
+        raise unusable(e, store_fixes(path), resolved[0][1] if resolved else None) from None
+    return resolved[0]
+
+
+class Store:
+    """One metrics store, reached with the live-cluster tools' client; `config` is the file that names it."""
+
+    def __init__(self, cluster, config=None):
+        self.cluster, self.config = cluster, config
+        self.address = cluster.url
+
+    @classmethod
+    def local(cls, host, port):
+        """The local node make metrics-store starts (plain HTTP, no credentials, as its configuration says)."""
+        return cls(Cluster.of([{"host": host, "port": port}], {}, store_fixes()))
 
     @classmethod
     def from_config(cls, rally_home=None, config_name=None):
-        """The store a Rally configuration names, or None when it keeps results in memory (and on the local disk)."""
-        path = config_path(rally_home, config_name)
-        if not path.is_file():
-            if config_name:
-                raise ReportError(f"no Rally configuration {path}: make metrics-store writes it")
+        """The store a Rally configuration names, reached as Rally reaches it (see `resolve`), or None when it keeps
+        results in memory (and on the local disk)."""
+        resolved = resolve(rally_home, config_name)
+        if resolved is None:
             return None
-        parser = configparser.ConfigParser(interpolation=None)
-        parser.read(path)
-        reporting = parser["reporting"] if parser.has_section("reporting") else {}
-        if reporting.get("datastore.type", "in-memory") != "elasticsearch":
-            return None
-        return cls(
-            reporting.get("datastore.host"),
-            reporting.get("datastore.port"),
-            reporting.get("datastore.secure", "False").lower() == "true",
-            reporting.get("datastore.user") or None,
-            reporting.get("datastore.password") or None,
-        )
+        hosts, client_options, path = resolved
+        return cls(Cluster.of(hosts, client_options, store_fixes(path)), path)
 
     def prepare_local_node(self):
         """Makes a local node (local-es/) able to hold Rally's metrics: see local_metrics_template."""
@@ -106,11 +175,11 @@ class Store:
     def _request(self, method, path, body):
         try:
             return self.cluster.send(method, path, body)
-        except urllib.error.URLError as e:
-            raise ReportError(
-                f"cannot read Rally's metrics store at {self.address} ({getattr(e, 'reason', e)}): start it with make "
-                f"metrics-store, or correct the [reporting] section of the Rally configuration that names it"
-            ) from e
+        except (ApiError, TransportError) as e:
+            message = self.cluster.failure(e)
+            if message is None:
+                raise
+            raise ReportError(message) from None
 
     def race_count(self):
         """How many races the store holds (any answer proves it is reachable)."""
@@ -183,7 +252,7 @@ def main(argv=None):
         return
     if args.port is None:
         parser.error("--port is needed")
-    Store(args.host, args.port).prepare_local_node()
+    Store.local(args.host, args.port).prepare_local_node()
     path = write_config(args.rally_home, args.host, args.port)
     print(f"Rally's metrics store: http://{args.host}:{args.port}; Rally configuration: {path}")
     print(f"race, report and compare into it: make race METRICS_STORE=yes (esrally --configuration-name={CONFIG_NAME})")

@@ -11,7 +11,7 @@ It does the same for the fetch: the real top FETCH_SIZE hits of every epoch and 
 values) must pass, and each of FETCH_SUBSTITUTIONS, one hit changed by as little as a hundredth, must be caught.
 Writes reports/validation-proof.md and .json. Run it at full scale: that is where wrong answers are closest.
 
-    python -m report.validation_proof [--target-hosts 127.0.0.1:9200] [--data-root DIR] [--out reports]
+    python -m report.validation_proof [--target-hosts 127.0.0.1:9200] [--client-options OPTIONS] [--data-root DIR] [--out reports]
 """
 
 import argparse
@@ -20,7 +20,8 @@ import json
 import sys
 from pathlib import Path
 
-from report.cluster import Cluster
+from report.cluster import add_arguments as cluster_arguments
+from report.cluster import from_arguments
 from report.tables import markdown
 from runners import corpus, queries
 from runners.corpus import FIELDS, OrderStatistics, stored_value
@@ -345,11 +346,11 @@ def report(section, checked, false_failures, tally, checked_fetches, fetch_tally
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--target-hosts", default="127.0.0.1:9200")
+    cluster_arguments(parser)
     parser.add_argument("--data-root", default=None, help="default: Rally's data dir ($RALLY_HOME/.rally/benchmarks/data)")
     parser.add_argument("--out", default="reports")
     args = parser.parse_args(argv)
-    cluster = Cluster(args.target_hosts)
+    cluster = from_arguments(parser, args)
     with cluster.command_line():
         result = prove(cluster, args.data_root or corpus.data_root())
     text = report(*result)

@@ -8,6 +8,7 @@ def register(registry):
     from runners.load import SCHEDULER, RelativeRateScheduler
     from runners.operations import OPERATIONS, PARAM_SOURCES
     from runners.processor import ClusterMetricsProcessor
+    from runners.scope import Scoped
 
     # a custom processor replaces Rally's default preparator (decompression, file checks) unless it is registered too;
     # ours first, so that each load-driver host's corpus check names the fix before Rally's preparator looks
@@ -16,7 +17,8 @@ def register(registry):
     for name, operation in OPERATIONS.items():
         if operation.param_source:
             registry.register_param_source(name, operation.param_source)
-        registry.register_runner(name, operation.runner(), async_runner=True)
+        # every runner with the scoped changes its parameters ask for (a remote registration, a fault) around each call
+        registry.register_runner(name, Scoped(operation.runner()), async_runner=True)
     for name, param_source in PARAM_SOURCES.items():
         registry.register_param_source(name, param_source)
     registry.register_scheduler(SCHEDULER, RelativeRateScheduler)

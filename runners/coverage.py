@@ -7,7 +7,7 @@ import time
 
 import elasticsearch
 
-from runners import interleave, load, parameters, queries, records, results
+from runners import interleave, load, parameters, queries, records, results, scope
 from runners.context import CONTEXT_KEY, RaceContext
 from runners.validation import (
     CoverageErrors,
@@ -67,6 +67,7 @@ class CoverageParamSource:
         }
         if "assertions" in params:
             self._fixed["assertions"] = params["assertions"]
+        self._fixed.update(scope.carried(params))  # a fault or a remote registration around each call (runners/scope.py)
         # the task's warm-up count (set by the track processor for iteration-based tasks): which coverages are measured
         self._warmups = params.get(WARMUPS_KEY)
         self._record_rate = bool(params.get("record-rate"))

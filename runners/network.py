@@ -1,11 +1,12 @@
 """The network between the track and the cluster (or between two clusters), set through Toxiproxy: a round-trip time,
-a fault, and a remote cluster registered for cross-cluster search through a proxy."""
+and a remote cluster registered for cross-cluster search through a proxy (made and taken back around one operation's
+call by runners/scope.py, as a fault is)."""
 
 import asyncio
 import time
 
 from runners import parameters, restore
-from runners.toxiproxy import DEFAULT_API, FAULTS, NO_FAULT, Toxiproxy, ToxiproxyError
+from runners.toxiproxy import DEFAULT_API, Toxiproxy, ToxiproxyError
 
 PATH_CHECKS = ("http", "ccs", "none")
 PROBE_RTT_MS = 50  # the path check's round-trip time: far above loopback's noise, small enough to cost nothing
@@ -62,20 +63,6 @@ async def _probe(es, check, remote_index):
     return (time.perf_counter() - start) * 1000
 
 
-class SetFault:
-    """Puts one fault of runners.toxiproxy.FAULTS on a Toxiproxy proxy, or heals it ("none"). Untimed; returns 1 op.
-    The coverages that follow record what a client sees as failed samples."""
-
-    async def __call__(self, es, params):
-        es.on_request_start()  # no Elasticsearch request: Rally's service time is the Toxiproxy call's
-        await asyncio.to_thread(Toxiproxy(params["toxiproxy-url"]).set_fault, params["proxy"], params["fault"])
-        es.on_request_end()
-        return {"weight": 1, "unit": "ops", "success": True, "fault": params["fault"]}
-
-    def __repr__(self):
-        return "set-fault"
-
-
 def clear_toxics(params):
     """Every toxic of this track off each proxy a clear-toxics task names (its operation parameters)."""
     toxiproxy = Toxiproxy(params["toxiproxy-url"])
@@ -86,9 +73,10 @@ def clear_toxics(params):
 
 class ClearToxics:
     """Removes every toxic of this track from each named Toxiproxy proxy: the first and last task of every network
-    challenge, so that a race that ended early (--on-error=abort, a crash) leaves nothing on the link for the next
-    one, whichever way that one is raced. (The track processor clears them once more before the benchmark starts,
-    ahead of Rally's own telemetry requests.) Untimed; returns 1 op."""
+    challenge. A fault never outlives its operation (runners/scope.py); a round-trip time set by set-rtt lasts until
+    the next one, so a race that ended early leaves at most a latency, which the next network race clears here (and
+    the track processor once more before the benchmark starts, ahead of Rally's own telemetry requests). Untimed;
+    returns 1 op."""
 
     async def __call__(self, es, params):
         es.on_request_start()  # no Elasticsearch request: Rally's service time is Toxiproxy's
@@ -105,61 +93,57 @@ def remote_settings(alias):
     return [f"cluster.remote.{alias}.mode", f"cluster.remote.{alias}.proxy_address"]
 
 
-class RegisterRemote:
+async def register_remote(es, registration):
     """Registers a remote cluster for cross-cluster search in proxy mode, so that every connection to it goes through
-    one address (proxy-address, or, if empty, the listen address of the Toxiproxy proxy named proxy), and waits until
-    it is connected (at most 60 s). Sniff mode would connect to the remote's published addresses and bypass the proxy.
-    Before it changes anything: a registration an aborted race of this track left is removed (its notes,
+    one address (registration "proxy-address", or, if empty, the listen address of the Toxiproxy proxy "proxy"), and
+    waits until every proxy socket is connected (at most 60 s), so that no connection is still being opened while a
+    search is timed. Sniff mode would connect to the remote's published addresses and bypass the proxy.
+    Before it changes anything: a registration a killed race of this track left is removed (its notes,
     runners/restore.py), a remote of the user's under the same alias is refused (nothing of it is touched), and the
-    settings are noted on the cluster, so that remove-remote, or the next race, takes them away again.
-    Returns 1 op with the remote's connection count."""
-
-    async def __call__(self, es, params):
-        alias, address = params["alias"], params.get("proxy-address")
-        if not address:  # the proxy's own listen address, from Toxiproxy
-            proxy = await asyncio.to_thread(Toxiproxy(params["toxiproxy-url"]).require_proxy, params["proxy"])
-            address = proxy["listen"]
-        await restore.leftovers(es)
-        prefix = f"cluster.remote.{alias}."
-        theirs = {k: v for k, v in (await restore.persistent_settings(es)).items() if k.startswith(prefix)}
-        if theirs:
-            raise RemoteInUseError(
-                f"a remote cluster {alias!r} is registered on this cluster ({theirs}) and no race of this track noted "
-                f"it: a remote of your own keeps its registration; give the track parameter ccs_alias another name (or, "
-                f'if an older version of this track left it, remove it: PUT _cluster/settings {{"persistent": {{"{prefix}*": null}}}})'
-            )
-        mode, proxy_address = remote_settings(alias)
-        for setting in (mode, proxy_address):
-            await restore.note(es, setting, None)
-        await es.cluster.put_settings(persistent={mode: "proxy", proxy_address: address})
-        deadline = time.monotonic() + 60
-        info = {}
-        while time.monotonic() < deadline:
-            info = (await es.perform_request("GET", "/_remote/info")).body.get(alias, {})
-            if info.get("connected"):
-                return {"weight": 1, "unit": "ops", "success": True, "alias": alias, "connections": info.get("num_proxy_sockets_connected")}
-            await asyncio.sleep(0.5)
-        raise NetworkPathError(
-            f"remote cluster {alias!r} at {address} did not connect within 60 s ({info}): start "
-            "the remote cluster and its transport proxy (make ccs-roundtrips), or give the track "
-            "parameter ccs_proxy_address"
+    settings are noted on the cluster, so that remove_remote, or the next race, takes them away again. Called only
+    inside the operation that uses the remote (runners/scope.py). Returns the remote's connection count."""
+    alias, address = registration["alias"], registration.get("proxy-address")
+    if not address:  # the proxy's own listen address, from Toxiproxy
+        proxy = await asyncio.to_thread(Toxiproxy(registration["toxiproxy-url"]).require_proxy, registration["proxy"])
+        address = proxy["listen"]
+    await restore.leftovers(es)
+    prefix = f"cluster.remote.{alias}."
+    theirs = {k: v for k, v in (await restore.persistent_settings(es)).items() if k.startswith(prefix)}
+    if theirs:
+        raise RemoteInUseError(
+            f"a remote cluster {alias!r} is registered on this cluster ({theirs}) and no race of this track noted "
+            f"it: a remote of your own keeps its registration; give the track parameter ccs_alias another name (or, "
+            f'if an older version of this track left it, remove it: PUT _cluster/settings {{"persistent": {{"{prefix}*": null}}}})'
         )
+    mode, proxy_address = remote_settings(alias)
+    for setting in (mode, proxy_address):
+        await restore.note(es, setting, None)
+    await restore.put_settings(es, {mode: "proxy", proxy_address: address})
+    deadline = time.monotonic() + 60
+    info = {}
+    while time.monotonic() < deadline:
+        info = restore.body_of(await es.perform_request("GET", "/_remote/info")).get(alias, {})
+        sockets, wanted = info.get("num_proxy_sockets_connected", 0), info.get("max_proxy_socket_connections", 0)
+        if info.get("connected") and sockets >= wanted:
+            return sockets
+        await asyncio.sleep(REMOTE_POLL_SECONDS)
+    if info.get("connected"):
+        return info.get("num_proxy_sockets_connected")
+    await remove_remote(es, alias)
+    raise NetworkPathError(
+        f"remote cluster {alias!r} at {address} did not connect within 60 s ({info}): start "
+        "the remote cluster and its transport proxy (make ccs-roundtrips), or give the track "
+        "parameter ccs_proxy_address"
+    )
 
-    def __repr__(self):
-        return "register-remote"
+
+REMOTE_POLL_SECONDS = 0.02
 
 
-class RemoveRemote:
-    """Removes the remote cluster registration this track made, reads it back and deletes its notes
-    (runners/restore.py: a failure names the request that removes it by hand). Returns 1 op."""
-
-    async def __call__(self, es, params):
-        alias = params["alias"]
-        await restore.put_back(es, {setting: None for setting in remote_settings(alias)})
-        return {"weight": 1, "unit": "ops", "success": True, "alias": alias}
-
-    def __repr__(self):
-        return "remove-remote"
+async def remove_remote(es, alias):
+    """Removes the remote cluster registration register_remote made, reads it back and deletes its notes
+    (runners/restore.py: a failure names the request that removes it by hand)."""
+    await restore.put_back(es, {setting: None for setting in remote_settings(alias)})
 
 
 class RemoteInUseError(Exception):
@@ -170,23 +154,17 @@ def validate_latency(params, clients, context):
     parameters.check_operation_value("rtt-ms", [params.get("rtt-ms")], "rtt_ms")
     if params.get("path-check", "http") not in PATH_CHECKS:
         raise ValueError(f"path-check must be one of {', '.join(PATH_CHECKS)}, got {params.get('path-check')!r}")
-    _check_proxy(params)
-
-
-def validate_fault(params, clients, context):
-    if params.get("fault") not in (*FAULTS, NO_FAULT):
-        raise ValueError(f"fault must be one of {', '.join((*FAULTS, NO_FAULT))}, got {params.get('fault')!r}")
-    _check_proxy(params)
+    check_proxy(params)
 
 
 def validate_clear(params, clients, context):
     if not isinstance(params.get("proxies"), list) or not params["proxies"]:
         raise ValueError(f"proxies must be a non-empty list of Toxiproxy proxy names, got {params.get('proxies')!r}")
     for proxy in params["proxies"]:
-        _check_proxy(dict(params, proxy=proxy))
+        check_proxy(dict(params, proxy=proxy))
 
 
-def _check_proxy(params):
+def check_proxy(params):
     """Load time, before anything changes on the cluster: Toxiproxy answers and has the proxy."""
     parameters.check_operation_value("proxy", params.get("proxy"), "network_proxy")
     try:
@@ -200,4 +178,4 @@ def validate_remote(params, clients, context):
     if "proxy-address" in params:
         parameters.check_operation_value("proxy-address", params["proxy-address"], "ccs_proxy_address")
     if params.get("proxy-address") == "":
-        _check_proxy(params)
+        check_proxy(params)

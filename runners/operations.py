@@ -21,17 +21,8 @@ from runners.index_checks import VerifyCorpus, VerifyDocCount
 from runners.ingest import EpochBulk, EpochBulkParamSource, IngestCostEpoch, IngestCostStart, validate_bulk
 from runners.layouts import CheckLayouts, LayoutStats, validate_layout_stats, validate_layouts
 from runners.memory import BreakerFloor, BreakerFloorParamSource, CheckQuietCluster, validate_breaker_floor
-from runners.network import (
-    ClearToxics,
-    RegisterRemote,
-    RemoveRemote,
-    SetFault,
-    SetRtt,
-    validate_clear,
-    validate_fault,
-    validate_latency,
-    validate_remote,
-)
+from runners.network import ClearToxics, SetRtt, validate_clear, validate_latency
+from runners.privileges import CheckPrivileges
 from runners.profile import ProfileBreakdown, ProfileParamSource, validate_profile
 from runners.storage import SourceStorage, validate_storage_stats
 from runners.widths import SearchPool
@@ -65,9 +56,7 @@ OPERATIONS = {
     "check-layouts": Operation(CheckLayouts, validate=validate_layouts),
     "layout-stats": Operation(LayoutStats, validate=validate_layout_stats),
     "set-rtt": Operation(SetRtt, validate=validate_latency),
-    "set-fault": Operation(SetFault, validate=validate_fault),
     "clear-toxics": Operation(ClearToxics, validate=validate_clear),
-    "register-remote": Operation(RegisterRemote, validate=validate_remote),
-    "remove-remote": Operation(RemoveRemote, validate=validate_remote),
     "search-pool": Operation(SearchPool, reads_corpus=False),
+    "check-privileges": Operation(CheckPrivileges, reads_corpus=False),
 }

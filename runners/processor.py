@@ -23,7 +23,7 @@ from esrally import exceptions, paths
 from esrally.track import loader
 from esrally.track import track as track_model
 
-from runners import corpus, coverage, interleave, parameters, queries, records
+from runners import corpus, coverage, interleave, parameters, privileges, queries, records, scope
 from runners.context import CONTEXT_KEY, RaceContext
 from runners.network import ClearToxics, clear_toxics
 from runners.operations import OPERATIONS
@@ -84,9 +84,11 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
                 if operation is None or context is None:
                     continue
                 # only the challenge that runs is checked: another's needs (a proxy, a remote) are not this race's
-                if operation.validate and challenge is selected:
+                if challenge is selected:
                     try:
-                        operation.validate(task.operation.params, task.clients, context)
+                        scope.validate(task.operation.params)
+                        if operation.validate:
+                            operation.validate(task.operation.params, task.clients, context)
                     except ValueError as e:
                         raise exceptions.SystemSetupError(f"Task [{task.name}]: {e}.") from None
                 if context.index not in as_params:
@@ -96,6 +98,7 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
                     # the warmup as it runs (after --test-mode's reduction): Rally does not tell a runner which samples
                     # are warmup, and the coverage records each sample as measured or not (runners/coverage.py)
                     task.operation.params[coverage.WARMUPS_KEY] = task.warmup_iterations or 0
+        _set_privileges(selected, main or next(iter(widths.values()), None))
 
     def on_prepare_track(self, track, data_root_dir):
         """Before the benchmark starts, on each load-driver host (Rally's track preparator there, with that host's
@@ -127,6 +130,20 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
             _set_counts(data_set, entry)
             epochs.append(epoch)
         return set_context(manifest, root, epochs, test_mode, verified, paths.race_root(self.cfg, race_id))
+
+
+def _set_privileges(challenge, context):
+    """Hands the challenge's check-privileges task what the challenge asks of the target cluster (runners/privileges.py);
+    the tasks of another cluster (a remote's, by its alias) are not the target's."""
+    tasks = [
+        (task.operation.type, task.operation.params, task.operation.params.get("index") or (context.index if context else None))
+        for task in _tasks(challenge)
+        if task.operation.params.get("cluster") in (None, "default")
+    ]
+    needs = privileges.needs(tasks)
+    for task in _tasks(challenge):
+        if task.operation.type == "check-privileges":
+            task.operation.params.update(needs, challenge=challenge.name)
 
 
 def _entry(manifest, epoch, test_mode):

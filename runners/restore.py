@@ -45,7 +45,12 @@ async def persistent(es, setting):
 
 
 async def put(es, setting, value):
-    await es.perform_request("PUT", "/_cluster/settings", body={"persistent": {setting: value}}, headers=JSON)
+    await put_settings(es, {setting: value})
+
+
+async def put_settings(es, persistent):
+    """Sets these persistent settings in one request (some only make sense together: a remote's mode and address)."""
+    await es.perform_request("PUT", "/_cluster/settings", body={"persistent": persistent}, headers=JSON)
 
 
 async def note(es, setting, original):

@@ -205,8 +205,8 @@ def run_rally(home, *args, timeout=1200):
     return subprocess.run([ESRALLY, *args], capture_output=True, text=True, env=dict(os.environ, RALLY_HOME=str(home)), timeout=timeout)
 
 
-def run_race(home, challenge, *extra, track=None, port=TEST_PORT, test_mode=True, target_hosts=None):
-    """A real `esrally race`, after the previous Rally of this suite has exited."""
+def race_args(challenge, *extra, track=None, port=TEST_PORT, test_mode=True, target_hosts=None):
+    """The arguments of `esrally race` for a challenge of the track (test mode unless told)."""
     track_args = track or [f"--track-path={REPO / 'tracks' / 'cluster-metrics'}"]
     cmd = [
         "race",
@@ -217,8 +217,26 @@ def run_race(home, challenge, *extra, track=None, port=TEST_PORT, test_mode=True
         f"--target-hosts={target_hosts or f'127.0.0.1:{port}'}",
         *extra,
     ]
-    if test_mode:
-        cmd.append("--test-mode")
+    return cmd + (["--test-mode"] if test_mode else [])
+
+
+def start_race(home, challenge, *extra, **kwargs):
+    """A real `esrally race` started in the background (a test that interrupts it), after the previous Rally of this
+    suite has exited."""
+    wait_for_our_rally()
+    RALLY_HOMES.add(home)
+    return subprocess.Popen(
+        [ESRALLY, *race_args(challenge, *extra, **kwargs)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=dict(os.environ, RALLY_HOME=str(home)),
+    )
+
+
+def run_race(home, challenge, *extra, track=None, port=TEST_PORT, test_mode=True, target_hosts=None):
+    """A real `esrally race`, after the previous Rally of this suite has exited."""
+    cmd = race_args(challenge, *extra, track=track, port=port, test_mode=test_mode, target_hosts=target_hosts)
     races = home / ".rally" / "benchmarks" / "races"
     before = set(races.glob("*/race.json")) if races.exists() else set()
     log_file = home / ".rally" / "logs" / "rally.log"

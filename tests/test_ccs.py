@@ -3,6 +3,8 @@ started for this module alone (and stopped right after it) behind a proxy on its
 
 import json
 import math
+import signal
+import time
 
 import pytest
 
@@ -15,13 +17,15 @@ from conftest import (
     rendered_challenges,
     rendered_tasks,
     run_race,
+    start_race,
     toxiproxy_launcher,
     track_params,
+    wait_for_our_rally,
     with_rally_client,
 )
 from report import network as network_report
 from report import races
-from runners import restore
+from runners import network, restore
 from runners.network import remote_settings
 from runners.operations import OPERATIONS
 from runners.parameters import PARAMETERS
@@ -62,7 +66,7 @@ def ccs_race(rally_home, remote_cluster):
 def test_ccs_roundtrips_runs_clean_and_takes_its_registration_back(ccs_race):
     tasks = list(rendered_tasks(rendered_challenges(PARAMS)["ccs-roundtrips"]))
     assert_clean(ccs_race, [t["operation"]["name"] for t in tasks if t["operation"]["operation-type"] in OPERATIONS])
-    assert http("GET", "/_remote/info")[1] == {}  # the registration is removed at the end
+    assert http("GET", "/_remote/info")[1] == {}  # each operation took its registration back
     assert doc_count(port=REMOTE_PORT) == 5000
 
 
@@ -81,14 +85,48 @@ def test_the_round_trip_model_is_a_floor_through_the_proxy(ccs_race):
             assert op["service_time"]["mean"] >= round_trips * rtt, (transport, minimize, op["service_time"])
 
 
-def test_a_remote_behind_no_proxy_is_refused(rally_home, remote_cluster):
+def test_a_remote_behind_no_proxy_is_refused_and_its_registration_taken_back(rally_home, remote_cluster):
+    before = http("GET", "/_cluster/settings?flat_settings=true")[1]
     direct = f"127.0.0.1:{remote_cluster + 100}"  # the remote's own transport port: no latency can reach it
     race = run_race(rally_home, "ccs-roundtrips", track_params(rtt_ms=[0], ccs_proxy_address=direct), target_hosts=hosts(remote_cluster))
     assert race.returncode != 0 and "remote cluster is not reached through it" in race.output
-    # the race ended before remove-remote: the registration stays, noted, and the next race takes it away
-    assert ALIAS in http("GET", "/_remote/info")[1]
+    # the path check failed inside the operation that registered the remote: its finally took the registration back
+    assert http("GET", "/_remote/info")[1] == {}
+    assert http("GET", "/_cluster/settings?flat_settings=true")[1] == before
+    assert http("POST", f"/{restore.NOTES_INDEX}/_search", {"size": 10})[1]["hits"]["hits"] == []
+
+
+def test_a_registration_a_killed_race_left_is_put_back_by_the_next_one(rally_home, remote_cluster):
+    """kill -9 in the middle of an operation: the registration and its notes stay (made here as the operation makes
+    them); the next race of this track (its verify-corpus, or the next registration) puts the settings back."""
+    registration = {"alias": ALIAS, "proxy-address": f"127.0.0.1:{REMOTE_PROXY_PORT}"}
+    assert with_rally_client(lambda es: network.register_remote(es, registration)) > 0
     notes = http("POST", f"/{restore.NOTES_INDEX}/_search", {"size": 10})[1]["hits"]["hits"]
     assert {n["_source"]["setting"]: n["_source"]["original"] for n in notes} == dict.fromkeys(remote_settings(ALIAS))
     assert with_rally_client(restore.leftovers) == [f"{setting}=None" for setting in remote_settings(ALIAS)]
+    assert http("GET", "/_remote/info")[1] == {}
+    assert http("POST", f"/{restore.NOTES_INDEX}/_search", {"size": 10})[1]["hits"]["hits"] == []
+
+
+def test_ctrl_c_in_the_middle_of_ccs_roundtrips_leaves_the_cluster_settings_as_they_were(rally_home, remote_cluster):
+    """The race is interrupted (SIGINT, as Ctrl-C sends it) while a coverage holds the remote's registration: the
+    operation's finally takes it back, and the cluster's settings equal those before the race."""
+    before = http("GET", "/_cluster/settings?flat_settings=true")[1]
+    # at 200 ms each operation holds the registration for a second or more: a window the poll below cannot miss
+    race = start_race(rally_home, "ccs-roundtrips", track_params(rtt_ms=[200], rtt_variants=["D_hdr"]), target_hosts=hosts(remote_cluster))
+    try:
+        deadline, seen = time.monotonic() + 300, False
+        while not seen and race.poll() is None and time.monotonic() < deadline:
+            seen = f"cluster.remote.{ALIAS}.mode" in http("GET", "/_cluster/settings?flat_settings=true")[1]["persistent"]
+            time.sleep(0.05)
+        assert seen, "the race never registered the remote"
+        race.send_signal(signal.SIGINT)
+        output = race.communicate(timeout=300)[0]
+    finally:
+        if race.poll() is None:
+            race.kill()
+    assert race.returncode != 0 and "cancel" in output.lower(), output[-2000:]
+    wait_for_our_rally()
+    assert http("GET", "/_cluster/settings?flat_settings=true")[1] == before
     assert http("GET", "/_remote/info")[1] == {}
     assert http("POST", f"/{restore.NOTES_INDEX}/_search", {"size": 10})[1]["hits"]["hits"] == []

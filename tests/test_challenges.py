@@ -125,7 +125,7 @@ def test_exclude_by_tag_runs_every_task_but_the_excluded(shared_races):
     """--exclude-tasks=tag:check: every task of query-decomposition ran but the check, which Rally never started."""
     race = challenge_race(shared_races, "query-decomposition")
     kept = [n for n, t in zip(ours("query-decomposition"), tasks("query-decomposition")) if "check" not in t["tags"]]
-    assert len(kept) == len(tasks("query-decomposition")) - 2  # verify-corpus and search-pool
+    assert len(kept) == len(tasks("query-decomposition")) - 3  # check-privileges, verify-corpus and search-pool
     assert_clean(race, kept)
     assert sorted(race.error_rates()) == sorted(kept)
 

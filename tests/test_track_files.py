@@ -55,7 +55,7 @@ def test_operation_types_and_runner_names_agree():
     assert types <= set(OPERATIONS) | rallys_own, types - set(OPERATIONS) - rallys_own
     # where a task is the one instance of its operation, the two share the name
     names = {t["operation"]["name"] for c in rendered_track()["challenges"] for t in rendered_tasks(c)}
-    for single in ("ingest-cost-start", "verify-doc-count", "verify-corpus", "check-layouts", "register-remote", "remove-remote"):
+    for single in ("ingest-cost-start", "verify-doc-count", "verify-corpus", "check-layouts", "check-privileges"):
         assert single in names
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from runners import network
 from runners.restore import NOTES_INDEX
-from runners.toxiproxy import FAULTS, ToxiproxyError
+from runners.toxiproxy import ToxiproxyError
 from stub_client import Response, StubClient, _meta
 
 
@@ -21,9 +21,6 @@ class RecordingToxiproxy:
 
     def set_rtt(self, proxy, rtt):
         self.calls.append(("rtt", proxy, rtt))
-
-    def set_fault(self, proxy, fault):
-        self.calls.append(("fault", proxy, fault))
 
     def require_proxy(self, name):
         if name not in self.proxies:
@@ -91,28 +88,6 @@ def test_the_ccs_path_check_searches_the_remote_index(recording_toxiproxy):
     assert client.sent[0]["path"] == "/metrics-remote:cluster-metrics/_search"
 
 
-@pytest.mark.parametrize("fault", [*FAULTS, "none"])
-def test_a_fault_goes_on_the_named_proxy(recording_toxiproxy, fault):
-    client = StubClient([])
-    result = asyncio.run(
-        network.SetFault()(client, {"proxy": "cluster-metrics-http", "fault": fault, "toxiproxy-url": "http://127.0.0.1:8474"})
-    )
-    assert result["success"] and recording_toxiproxy.calls == [("fault", "cluster-metrics-http", fault)]
-    assert client.marks == ["start", "end"] and not client.sent  # timed, yet nothing sent to Elasticsearch
-
-
-@pytest.mark.parametrize(
-    "params,message",
-    [
-        ({"fault": "flood", "proxy": "cluster-metrics-http"}, "fault must be one of reset, black-hole"),
-        ({"fault": "reset", "proxy": "elsewhere"}, "no proxy named 'elsewhere'"),
-    ],
-)
-def test_bad_fault_operations_are_refused_at_load(params, message):
-    with pytest.raises(ValueError, match=message):
-        network.validate_fault({"toxiproxy-url": "http://127.0.0.1:8474", **params}, 1, None)
-
-
 @pytest.mark.parametrize("rtt,message", [(-1, "rtt-ms must be a non-empty list of round-trip times"), ("50", "rtt-ms must be")])
 def test_bad_round_trip_times_are_refused_at_load(rtt, message):
     with pytest.raises(ValueError, match=message):
@@ -145,7 +120,8 @@ class SettingsCluster:
             return Response({"persistent": dict(self.persistent), "transient": {}})
         if path == "/_remote/info":
             alias = next((k.split(".")[2] for k in self.persistent if k.endswith(".proxy_address")), None)
-            return Response({alias: {"connected": True, "num_proxy_sockets_connected": 18}} if alias else {})
+            info = {"connected": True, "num_proxy_sockets_connected": 18, "max_proxy_socket_connections": 18}
+            return Response({alias: info} if alias else {})
         if path == f"/{NOTES_INDEX}":
             self.notes = {} if self.notes is None else self.notes
             return Response({"acknowledged": True})
@@ -170,12 +146,11 @@ MODE, ADDRESS = network.remote_settings("metrics-remote")
 
 def test_the_remote_is_noted_then_registered_at_the_proxy_listen_address_and_removed_as_it_was():
     cluster = SettingsCluster()
-    result = asyncio.run(network.RegisterRemote()(cluster, dict(REMOTE)))
-    assert result["connections"] == 18
+    assert asyncio.run(network.register_remote(cluster, dict(REMOTE))) == 18
     assert cluster.persistent == {MODE: "proxy", ADDRESS: "127.0.0.1:9290"}
     # noted on the cluster before the change: a load driver killed now leaves what the next race needs to undo it
     assert {k: v["original"] for k, v in cluster.notes.items()} == {MODE: None, ADDRESS: None}
-    asyncio.run(network.RemoveRemote()(cluster, dict(REMOTE)))
+    asyncio.run(network.remove_remote(cluster, REMOTE["alias"]))
     assert cluster.persistent == {} and cluster.notes == {}
     assert cluster.puts[-1] == {MODE: None, ADDRESS: None}  # mode and address together: one without the other is refused
 
@@ -184,7 +159,7 @@ def test_a_registration_an_aborted_race_left_is_removed_before_registering_afres
     left = {MODE: "proxy", ADDRESS: "127.0.0.1:9999", "indices.breaker.request.limit": "1024b"}
     notes = {k: {"setting": k, "original": v} for k, v in ((MODE, None), (ADDRESS, None), ("indices.breaker.request.limit", None))}
     cluster = SettingsCluster(left, notes)
-    asyncio.run(network.RegisterRemote()(cluster, dict(REMOTE)))
+    asyncio.run(network.register_remote(cluster, dict(REMOTE)))
     assert cluster.puts[0] == {MODE: None, ADDRESS: None, "indices.breaker.request.limit": None}  # every leftover, at once
     assert cluster.persistent == {MODE: "proxy", ADDRESS: "127.0.0.1:9290"}
 
@@ -193,5 +168,5 @@ def test_a_remote_of_the_users_under_the_same_alias_is_refused_and_left_alone():
     theirs = {MODE: "sniff", "cluster.remote.metrics-remote.seeds": ["10.0.0.1:9300"]}
     cluster = SettingsCluster(theirs)
     with pytest.raises(network.RemoteInUseError, match="give the track parameter ccs_alias another name"):
-        asyncio.run(network.RegisterRemote()(cluster, dict(REMOTE)))
+        asyncio.run(network.register_remote(cluster, dict(REMOTE)))
     assert cluster.persistent == theirs and cluster.puts == [] and not cluster.notes

@@ -20,6 +20,7 @@ from runners.network import clear_toxics
 from runners.operations import OPERATIONS, PARAM_SOURCES
 from runners.processor import ClusterMetricsProcessor
 from runners.queries import FETCH_KINDS, TRANSPORTS, VARIANTS
+from runners.restore import NOTES_INDEX
 from runners.tasks import (
     breaker_floor_task_name,
     bulk_task_name,
@@ -249,7 +250,7 @@ def test_cost_task_names_use_the_shared_patterns():
     cells += [memory_cell("D_hdr", t, d) for d in (1, 2, 4, 5) for t in TRANSPORTS if d <= 4 or t == "serial"]
     cells += [memory_cell("D_td", t, compression=c) for c in (50, 200, 500) for t in TRANSPORTS]
     assert [x for c in cells for x in (memory_task_name(c), breaker_floor_task_name(c))] == [
-        n for n in names["aggregation-memory"] if n not in ("verify-corpus", "check-quiet-cluster", "search-pool")
+        n for n in names["aggregation-memory"] if n not in ("check-privileges", "verify-corpus", "check-quiet-cluster", "search-pool")
     ]
 
 
@@ -520,3 +521,23 @@ def test_corpus_checksums_are_read_once_per_race_and_an_edit_is_still_caught(tmp
     victim.write_bytes(bytes(data))  # same size, new modification time
     with pytest.raises(exceptions.SystemSetupError, match="sha256 differs from the manifest"):
         load(tmp_path, race_id="r-once")
+
+
+def check_privileges_params(track, challenge):
+    (task,) = [t for t in ours(track, challenge) if t.operation.type == "check-privileges"]
+    return task.operation.params
+
+
+def test_the_privilege_check_gets_what_the_challenge_that_runs_asks_of_the_cluster(corpus_root):
+    params = check_privileges_params(load(corpus_root, challenge="aggregation-memory"), "aggregation-memory")
+    assert params["challenge"] == "aggregation-memory" and params["cluster"] == ["manage", "monitor"]
+    assert params["index"] == {"cluster-metrics": ["read", "view_index_metadata"], NOTES_INDEX: ["create_index", "read", "write"]}
+    assert params["needed-by"]["cluster:manage"] == ["breaker-floor"]
+    query = check_privileges_params(load(corpus_root, challenge="production-comparison"), "production-comparison")
+    assert query["cluster"] == ["monitor"] and query["index"] == {"cluster-metrics": ["read", "view_index_metadata"]}
+
+
+def test_the_privilege_check_names_the_indices_the_race_really_uses(width_root):
+    params = check_privileges_params(load(width_root, WIDTH_PARAMS, test_mode=True, challenge="coverage-width"), "coverage-width")
+    assert sorted(params["index"]) == sorted(corpus.width_set(w, 2400) for w in WIDTH_PARAMS["widths"])
+    assert all({"create_index", "index", "read"} <= set(p) for p in params["index"].values())
