@@ -135,8 +135,13 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
 def _set_privileges(challenge, context):
     """Hands the challenge's check-privileges task what the challenge asks of the target cluster (runners/privileges.py);
     the tasks of another cluster (a remote's, by its alias) are not the target's."""
+
+    def index_of(params):  # Rally's operations name it; ours carry their corpus set's context (a width's, for one)
+        own = RaceContext.of(params) if CONTEXT_KEY in params else context
+        return params.get("index") or (own.index if own else None)
+
     tasks = [
-        (task.operation.type, task.operation.params, task.operation.params.get("index") or (context.index if context else None))
+        (task.operation.type, task.operation.params, index_of(task.operation.params))
         for task in _tasks(challenge)
         if task.operation.params.get("cluster") in (None, "default")
     ]

@@ -393,6 +393,21 @@ def toxiproxy(es_node):
     assert stopped.returncode == 0, stopped.stdout + stopped.stderr
 
 
+# a secured cluster's TLS (tests/secure_stand_in.py): a CA made for the session, and another that signed nothing of ours
+@pytest.fixture(scope="session")
+def certs(tmp_path_factory):
+    from secure_stand_in import make_ca
+
+    return make_ca(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture(scope="session")
+def other_certs(tmp_path_factory):
+    from secure_stand_in import make_other_ca
+
+    return make_other_ca(tmp_path_factory.mktemp("other-tls"))
+
+
 def pytest_collection_modifyitems(items):
     """A test that uses the node or a Rally home (directly or through another fixture) is an integration test; a
     test that starts a node of its own says so with its own mark."""

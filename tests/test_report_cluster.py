@@ -12,21 +12,11 @@ from loopback_es import LoopbackElasticsearch, closed_port
 
 from report import ReportError, accuracy
 from report.cluster import Cluster
-from secure_stand_in import ADMIN, ADMIN_API_KEY, RESTRICTED, Identity, SecuredStandIn, authorize, make_ca, make_other_ca
+from secure_stand_in import ADMIN, ADMIN_API_KEY, RESTRICTED, Identity, SecuredStandIn, authorize
 
 PASSWORD = "s3cret-Pa55word"  # no identity's: a wrong password, a wrong API key
 SECRETS = [PASSWORD, ADMIN.password, RESTRICTED.password, ADMIN_API_KEY.api_key, ADMIN_API_KEY.encoded_api_key]
 NDJSON = b'{"index": "cluster-metrics"}\n{"size": 0}\n{"index": "cluster-metrics"}\n{"size": 0}\n'
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory):
-    return make_ca(tmp_path_factory.mktemp("tls"))
-
-
-@pytest.fixture(scope="module")
-def other_certs(tmp_path_factory):
-    return make_other_ca(tmp_path_factory.mktemp("other-tls"))
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from esrally import config as rally_config
 from loopback_es import LoopbackElasticsearch
 
 from report import ReportError, races, store
-from secure_stand_in import Identity, SecuredStandIn, authorize, make_ca, make_other_ca
+from secure_stand_in import Identity, SecuredStandIn, authorize
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,16 +66,6 @@ def test_racing_into_a_store_that_is_not_set_up_is_refused_with_the_fix(tmp_path
 
 PASSWORD = "s3cret-Pa55word"
 READER = Identity("rally", password=PASSWORD, roles=["rally_reader"], indices=[(["rally-*"], ["read"])])  # reads the store
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory):
-    return make_ca(tmp_path_factory.mktemp("tls"))
-
-
-@pytest.fixture(scope="module")
-def other_certs(tmp_path_factory):
-    return make_other_ca(tmp_path_factory.mktemp("other-tls"))
 
 
 @pytest.fixture

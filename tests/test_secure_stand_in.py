@@ -13,17 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from secure_stand_in import (
-    ADMIN,
-    ADMIN_API_KEY,
-    DEFAULT_IDENTITIES,
-    RESTRICTED,
-    WWW_AUTHENTICATE,
-    Identity,
-    SecuredStandIn,
-    make_ca,
-    make_other_ca,
-)
+from secure_stand_in import ADMIN, ADMIN_API_KEY, DEFAULT_IDENTITIES, RESTRICTED, WWW_AUTHENTICATE, Identity, SecuredStandIn
 
 
 class EchoUpstream:
@@ -79,16 +69,6 @@ class EchoUpstream:
     def close(self):
         self.server.shutdown()
         self.server.server_close()
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory):
-    return make_ca(tmp_path_factory.mktemp("tls"))
-
-
-@pytest.fixture(scope="module")
-def other_certs(tmp_path_factory):
-    return make_other_ca(tmp_path_factory.mktemp("other-tls"))
 
 
 @pytest.fixture

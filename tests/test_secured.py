@@ -29,15 +29,10 @@ from conftest import (
 from report import races, store
 from runners.restore import NOTES_INDEX
 from runners.toxiproxy import PROXIES
-from secure_stand_in import ADMIN, ADMIN_API_KEY, RESTRICTED, SecuredStandIn, make_ca, make_other_ca
+from secure_stand_in import ADMIN, ADMIN_API_KEY, RESTRICTED, SecuredStandIn
 
 STORE_PORT = 9262  # the secured metrics store's node: the suite's own, apart from a user's 9210
 SECURED_PROXY = "cluster-metrics-secured"  # a Toxiproxy proxy of this module's, in front of the stand-in
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory):
-    return make_ca(tmp_path_factory.mktemp("ca"))
 
 
 @pytest.fixture(scope="module")
@@ -171,15 +166,14 @@ def accuracy(secured, options, tmp_path, home):
     )
 
 
-def test_accuracy_through_tls(shared_races, secured, certs, tmp_path):
+def test_accuracy_through_tls(shared_races, secured, certs, other_certs, tmp_path):
     ensure_test_index(shared_races)
     done = accuracy(secured, client_options(tmp_path, certs, RESTRICTED), tmp_path, shared_races.home)
     assert done.returncode == 0, done.stdout + done.stderr
     found = json.loads((tmp_path / "accuracy.json").read_text())
     assert found and "t-digest" in json.dumps(found)
     # the same cluster with a CA it was not signed by, and with a wrong password: each named, no traceback
-    other = make_other_ca(tmp_path / "other")
-    untrusted = accuracy(secured, client_options(tmp_path, other, ADMIN), tmp_path, shared_races.home)
+    untrusted = accuracy(secured, client_options(tmp_path, other_certs, ADMIN), tmp_path, shared_races.home)
     assert untrusted.returncode != 0 and "TLS to" in untrusted.stderr and "ca_certs" in untrusted.stderr, untrusted.stderr
     wrong = dataclasses.replace(ADMIN, password="not-the-password")
     refused = accuracy(secured, client_options(tmp_path, certs, wrong), tmp_path, shared_races.home)
@@ -241,12 +235,11 @@ def test_the_report_reads_a_metrics_store_behind_tls(shared_races, secured_store
     assert stand_in.counters()["per_identity"].get(ADMIN.label, 0) > 0  # Rally and the report both went through TLS
 
 
-def test_a_store_with_a_ca_the_report_does_not_trust_is_named(secured_store, rally_home, certs, tmp_path):
+def test_a_store_with_a_ca_the_report_does_not_trust_is_named(secured_store, rally_home, certs, other_certs, tmp_path):
     path = store.config_path(rally_home, store.CONFIG_NAME)
     text = path.read_text()
-    other = make_other_ca(tmp_path)
     try:
-        path.write_text(text.replace(str(certs.ca_cert), str(other.ca_cert)))
+        path.write_text(text.replace(str(certs.ca_cert), str(other_certs.ca_cert)))
         done = subprocess.run(
             [PYTHON, "-m", "report", "--rally-home", str(rally_home), "--configuration-name", store.CONFIG_NAME, "--out", str(tmp_path)],
             capture_output=True,

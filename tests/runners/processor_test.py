@@ -540,4 +540,4 @@ def test_the_privilege_check_gets_what_the_challenge_that_runs_asks_of_the_clust
 def test_the_privilege_check_names_the_indices_the_race_really_uses(width_root):
     params = check_privileges_params(load(width_root, WIDTH_PARAMS, test_mode=True, challenge="coverage-width"), "coverage-width")
     assert sorted(params["index"]) == sorted(corpus.width_set(w, 2400) for w in WIDTH_PARAMS["widths"])
-    assert all({"create_index", "index", "read"} <= set(p) for p in params["index"].values())
+    assert all({"create_index", "index", "read"} <= set(p) for p in params["index"].values()), params["index"]
