@@ -145,16 +145,17 @@ rtt-sweep network-faults: venv es-start corpus proxy-start
 	  --target-hosts=127.0.0.1:$(PROXY_PORT) $(CLIENT_ARGS) $(if $(TRACK_PARAMS),--track-params="$(TRACK_PARAMS)") $(RACE_ARGS)
 	$(VPY) -m report
 
-# seed 001: searches sent to the local cluster, the index (CCS_SHARDS shards) on the remote, through the proxy
+# seed 001: searches sent to the local cluster, the index (CCS_SHARDS shards) on the remote, through the proxy; both
+# clusters are the local nodes it starts (two secured clusters: esrally race with --client-options keyed by cluster,
+# track README "Over a network")
 ccs-roundtrips: venv es-start remote-start corpus proxy-start
 	$(TOXIPROXY) proxy --api-port $(TOXIPROXY_PORT) --role remote --listen $(REMOTE_PROXY_PORT) --upstream $$(( $(REMOTE_PORT) + 100 ))
 	$(if $(filter yes,$(INGEST)),$(ESRALLY) race --track-path=tracks/cluster-metrics --challenge=ingest-baseline \
-	  --pipeline=benchmark-only --offline --target-hosts=127.0.0.1:$(REMOTE_PORT) $(CLIENT_ARGS) \
+	  --pipeline=benchmark-only --offline --target-hosts=127.0.0.1:$(REMOTE_PORT) \
 	  --track-params="number_of_shards:$(CCS_SHARDS)$(if $(TRACK_PARAMS),$(comma)$(TRACK_PARAMS))" $(RACE_ARGS))
-	$(call CHECK_CLUSTER,127.0.0.1:$(PORT))
 	$(WAIT_FOR_RALLY)
 	$(ESRALLY) race --track-path=tracks/cluster-metrics --challenge=$@ --pipeline=benchmark-only --offline \
-	  --target-hosts='{"default": ["127.0.0.1:$(PORT)"], "$(REMOTE_ALIAS)": ["127.0.0.1:$(REMOTE_PORT)"]}' $(CLIENT_ARGS) \
+	  --target-hosts='{"default": ["127.0.0.1:$(PORT)"], "$(REMOTE_ALIAS)": ["127.0.0.1:$(REMOTE_PORT)"]}' \
 	  $(if $(TRACK_PARAMS),--track-params="$(TRACK_PARAMS)") $(RACE_ARGS)
 	$(VPY) -m report
 

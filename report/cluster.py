@@ -19,6 +19,7 @@ from esrally.utils import opts
 
 from report import ReportError
 from runners import corpus
+from runners.results import error_reason
 
 DEFAULT_TARGET_HOSTS = "127.0.0.1:9200"
 DEFAULT_CLIENT_OPTIONS = opts.ClientOptions.DEFAULT_CLIENT_OPTIONS
@@ -51,11 +52,11 @@ def failure(error, address, fixes=CLUSTER, secrets=()):
     if isinstance(error, UnsupportedProductError):
         text = f"{address} does not answer as Elasticsearch ({error.message}): correct {fixes.address}"
     elif isinstance(error, AuthenticationException):
-        text = f"bad credentials: {address} answered 401 ({_reason(error)}): {fixes.credentials}"
+        text = f"bad credentials: {address} answered 401 ({error_reason(error)}): {fixes.credentials}"
     elif isinstance(error, AuthorizationException):
-        text = f"the identity lacks a privilege: {address} answered 403 ({_reason(error)})"
+        text = f"the identity lacks a privilege: {address} answered 403 ({error_reason(error)})"
     elif isinstance(error, ApiError):
-        text = f"{address} answered {error.meta.status} ({_reason(error)})"
+        text = f"{address} answered {error.meta.status} ({error_reason(error)})"
     elif isinstance(error, (elastic_transport.ConnectionError, elastic_transport.ConnectionTimeout)):
         causes = _causes(error)
         reason = _cause_reason(error, causes)
@@ -83,16 +84,6 @@ def unusable(error, fixes=CLUSTER, client_options=None):
     else:
         reason = f"{type(error).__name__}: {error.message if isinstance(error, rally_exceptions.RallyError) else error}"
     return ReportError(_scrub(f"cannot use {fixes.settings} ({reason})", secrets_of(options)))
-
-
-def _reason(error):
-    """Elasticsearch's own reason for an error answer (for a 403: the action and the privileges that grant it)."""
-    body = error.body
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        return body["error"].get("reason") or body["error"].get("type") or error.message
-    if isinstance(body, dict) and body.get("error"):
-        return str(body["error"])
-    return str(error.message)
 
 
 def _causes(error):

@@ -46,6 +46,8 @@ class CoverageParamSource:
     (set by the track processor to the task's warmup-iterations); interleave (the cell takes turns with the other
     cells of that group, in the order the track processor sets: runners/interleave.py)."""
 
+    carries_scope = True  # hands a fault or a remote registration on to each call (runners/scope.py)
+
     def __init__(self, track, params, **kwargs):
         context = RaceContext.of(params)
         self.transport = params["transport"]  # checked at load: validate_coverage
@@ -67,7 +69,7 @@ class CoverageParamSource:
         }
         if "assertions" in params:
             self._fixed["assertions"] = params["assertions"]
-        self._fixed.update(scope.carried(params))  # a fault or a remote registration around each call (runners/scope.py)
+        self._fixed.update(scope.carried(params))
         # the task's warm-up count (set by the track processor for iteration-based tasks): which coverages are measured
         self._warmups = params.get(WARMUPS_KEY)
         self._record_rate = bool(params.get("record-rate"))

@@ -119,6 +119,15 @@ async def register_remote(es, registration):
     for setting in (mode, proxy_address):
         await restore.note(es, setting, None)
     await restore.put_settings(es, {mode: "proxy", proxy_address: address})
+    try:
+        return await _connected(es, alias, address)
+    except BaseException:  # Ctrl-C (cancelled) or a failure while it connects: the registration goes with it
+        await remove_remote(es, alias)
+        raise
+
+
+async def _connected(es, alias, address):
+    """The remote's proxy socket count once every socket is connected (or once it is connected, at the deadline)."""
     deadline = time.monotonic() + 60
     info = {}
     while time.monotonic() < deadline:
@@ -129,7 +138,6 @@ async def register_remote(es, registration):
         await asyncio.sleep(REMOTE_POLL_SECONDS)
     if info.get("connected"):
         return info.get("num_proxy_sockets_connected")
-    await remove_remote(es, alias)
     raise NetworkPathError(
         f"remote cluster {alias!r} at {address} did not connect within 60 s ({info}): start "
         "the remote cluster and its transport proxy (make ccs-roundtrips), or give the track "

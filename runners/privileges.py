@@ -4,7 +4,7 @@ asks the cluster for them before anything changes.
 NEEDS is the one table: what each operation type sends, as Elasticsearch 8's privilege names (cluster privileges,
 index privileges on the task's index, and on the restore-notes index for an operation that changes cluster
 settings). The track processor sums a challenge's needs into its check-privileges task, the first task of every
-challenge; the track README's privilege table is the same sum (tests/test_privileges.py keeps them equal).
+challenge; the track README's privilege table is the same sum (tests/runners/processor_test.py keeps them equal).
 """
 
 import logging
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import elasticsearch
 
 from runners import restore
+from runners.results import error_reason
 
 LOG = logging.getLogger(__name__)
 
@@ -36,7 +37,12 @@ RALLY = Need("Rally's version check and cluster telemetry (GET /, node info and 
 NEEDS = {
     # Rally's own operations, as this track uses them
     "create-index": Need("creates the index", index=("create_index",)),
-    "delete-index": Need("deletes the index it is about to create", index=("delete_index",)),
+    "delete-index": Need(
+        "deletes the index it is about to create; Rally's runner lifts the transient cluster setting "
+        "action.destructive_requires_name around the delete and puts it back",
+        ("manage",),
+        ("delete_index", "view_index_metadata"),
+    ),
     "cluster-health": Need("waits for the index's health", ("monitor",)),
     "refresh": Need("refreshes the index", index=("maintenance",)),
     "raw-request": Need("changes index settings (ingest changes: refresh interval, translog)", index=("manage",)),
@@ -47,7 +53,11 @@ NEEDS = {
     "ingest-cost-start": Need("reads index stats and settings", index=("monitor", "view_index_metadata")),
     "ingest-cost-epoch": Need("reads index stats", index=("monitor",)),
     "verify-doc-count": Need("counts the index's documents", index=("read",)),
-    "verify-corpus": Need("reads the index's mapping, settings and counts", index=("read", "view_index_metadata")),
+    "verify-corpus": Need(
+        "reads the index's mapping, settings and counts, and the notes an aborted race left",
+        index=("read", "view_index_metadata"),
+        notes=("read",),
+    ),
     "coverage": Need("searches the index", index=("read",)),
     "fetch-coverage": Need("searches the index", index=("read",)),
     "profile-breakdown": Need("searches the index with profile on", index=("read",)),
@@ -133,17 +143,16 @@ class CheckPrivileges:
             answer = restore.body_of(await es.perform_request("POST", "/_security/user/_has_privileges", body=body, headers=restore.JSON))
         except elasticsearch.AuthenticationException as e:
             raise PrivilegeError(
-                f"Challenge [{challenge}]: the cluster refused the credentials Rally sent (HTTP 401: {_reason(e)}): bad credentials. "
+                f"Challenge [{challenge}]: the cluster refused the credentials Rally sent (HTTP 401: {error_reason(e)}): bad credentials. "
                 "Correct basic_auth_user and basic_auth_password, or api_key, in --client-options. Nothing was changed on the cluster"
             ) from None
         except elasticsearch.ApiError as e:
-            if e.status_code == 403:
+            if not security_off(e):
                 raise PrivilegeError(
-                    f"Challenge [{challenge}]: the cluster refused to say which privileges the user has (HTTP 403: {_reason(e)}). "
-                    "Nothing was changed on the cluster"
+                    f"Challenge [{challenge}]: the cluster did not say which privileges the user has (HTTP {e.status_code}: "
+                    f"{error_reason(e)}). Nothing was changed on the cluster"
                 ) from None
-            # no security on this cluster (no such endpoint, or security disabled): every request is allowed
-            LOG.info("cluster-metrics: no privilege check on this cluster (%s %s)", e.status_code, _reason(e))
+            LOG.info("cluster-metrics: no privilege check on this cluster (%s %s)", e.status_code, error_reason(e))
             return {"weight": 1, "unit": "ops", "success": True, "security": False}
         needed_by = params.get("needed-by", {})
         missing = [
@@ -164,10 +173,12 @@ class CheckPrivileges:
         return "check-privileges"
 
 
-def _reason(error):
-    body = error.body if isinstance(error.body, dict) else {}
-    cause = body.get("error") if isinstance(body.get("error"), dict) else {}
-    return cause.get("reason") or str(error.body or error)[:200]
+def security_off(error):
+    """The answer of a cluster without security to a security API: no handler (no security module, as the local
+    node built without x-pack), or security disabled. Everything else (a 429, a 5xx, an unknown privilege) is not."""
+    reason = error_reason(error).lower()
+    no_handler = error.status_code in (400, 404, 405) and "no handler found" in reason
+    return no_handler or "security is not enabled" in reason or "security must be explicitly enabled" in reason
 
 
 def _why(operation_types):

@@ -86,7 +86,7 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
                 # only the challenge that runs is checked: another's needs (a proxy, a remote) are not this race's
                 if challenge is selected:
                     try:
-                        scope.validate(task.operation.params)
+                        scope.validate(task.operation.params, operation.param_source)
                         if operation.validate:
                             operation.validate(task.operation.params, task.clients, context)
                     except ValueError as e:

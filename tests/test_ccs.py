@@ -120,7 +120,7 @@ def test_ctrl_c_in_the_middle_of_ccs_roundtrips_leaves_the_cluster_settings_as_t
             seen = f"cluster.remote.{ALIAS}.mode" in http("GET", "/_cluster/settings?flat_settings=true")[1]["persistent"]
             time.sleep(0.05)
         assert seen, "the race never registered the remote"
-        race.send_signal(signal.SIGINT)
+        race.send_signal(signal.SIGINT)  # as a terminal's Ctrl-C: Rally's actors run in a session of their own
         output = race.communicate(timeout=300)[0]
     finally:
         if race.poll() is None:

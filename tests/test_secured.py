@@ -77,7 +77,12 @@ def test_ingest_through_tls_loses_nothing(shared_races, secured, certs, tmp_path
     [
         ("production-comparison", ADMIN_API_KEY, {}),
         ("coverage-load", ADMIN, {"load_steps": [100]}),
-        ("aggregation-memory", ADMIN_API_KEY, {"memory_variants": ["A"], "memory_transports": ["msearch"]}),
+        # one light cell (no extra HDR digits or compressions): the node's heap is the rest of the suite's too
+        (
+            "aggregation-memory",
+            ADMIN_API_KEY,
+            {"memory_variants": ["A"], "memory_transports": ["msearch"], "memory_hdr_digits": [], "memory_tdigest_compression": []},
+        ),
     ],
     ids=["query", "load", "costs"],
 )
@@ -111,24 +116,32 @@ def test_a_role_with_what_the_challenge_needs_races_it(shared_races, secured, ce
 
 
 @pytest.mark.smoke
-def test_a_missing_privilege_is_named_before_anything_changes(shared_races, secured, certs, tmp_path):
-    """The restricted role has no cluster manage: aggregation-memory, which bisects a cluster setting, stops at its
-    first task naming the privilege, what needs it and the challenge; the cluster is as it was."""
+@pytest.mark.parametrize(
+    "challenge,needed_by",
+    [
+        ("aggregation-memory", "breaker-floor: bisects the request breaker's limit"),
+        ("ingest-baseline", "delete-index: deletes the index it is about to create; Rally's runner lifts"),
+    ],
+)
+def test_a_missing_privilege_is_named_before_anything_changes(shared_races, secured, certs, tmp_path, challenge, needed_by):
+    """The restricted role has no cluster manage: aggregation-memory bisects a cluster setting, and Rally's own
+    delete-index (every ingest) lifts a transient one around the delete. Each stops at its first task naming the
+    privilege, what needs it and the challenge; the cluster is as it was."""
     ensure_test_index(shared_races)
     http("DELETE", f"/{NOTES_INDEX}")
     settings = http("GET", "/_cluster/settings?flat_settings=true")[1]
     seen = len(secured.log)
-    race = race_through(secured, shared_races.home, "aggregation-memory", client_options(tmp_path, certs, RESTRICTED))
+    race = race_through(secured, shared_races.home, challenge, client_options(tmp_path, certs, RESTRICTED))
     assert_refused_before_any_timed_task(
         race,
-        "Challenge [aggregation-memory] needs privileges that user [restricted] lacks",
-        "cluster privilege manage (breaker-floor: bisects the request breaker's limit",
+        f"Challenge [{challenge}] needs privileges that user [restricted] lacks",
+        f"cluster privilege manage ({needed_by}",
         "Nothing was changed on the cluster",
     )
     sent = secured.log[seen:]
     assert not [e for e in sent if e.method in ("PUT", "POST", "DELETE") and "_has_privileges" not in e.path], sent
     assert http("GET", "/_cluster/settings?flat_settings=true")[1] == settings
-    assert http("HEAD", f"/{NOTES_INDEX}")[0] == 404
+    assert http("HEAD", f"/{NOTES_INDEX}")[0] == 404 and holds_the_test_corpus(shared_races.home)
 
 
 def test_bad_credentials_are_named_as_such(shared_races, secured, certs, tmp_path):
@@ -253,7 +266,7 @@ def test_a_store_with_a_ca_the_report_does_not_trust_is_named(secured_store, ral
     assert "make metrics-store" not in done.stderr.split("TLS to")[1].split(".")[0]
 
 
-@pytest.mark.parametrize("target", ["race", "accuracy", "validation-proof", "rtt-sweep", "ccs-roundtrips"])
+@pytest.mark.parametrize("target", ["race", "accuracy", "validation-proof", "rtt-sweep", "network-faults"])
 def test_make_passes_the_client_options_without_echoing_them(target):
     """CLIENT_OPTIONS reaches every race and live-cluster tool as --client-options, read by the shell from the
     environment: what make prints never holds the secret."""

@@ -1,70 +1,35 @@
-"""The privileges each challenge needs (runners/privileges.py) and the check that asks the cluster for them, with a
-stub client (seconds; through the secured stand-in in tests/test_secured.py)."""
+"""The privileges operations need (runners/privileges.py) and the check that asks the cluster for them, with a stub
+client (seconds; each challenge's sum through the track processor in processor_test.py, the check through the secured
+stand-in in tests/test_secured.py)."""
 
 import asyncio
-import re
-from pathlib import Path
 
 import pytest
 
-from conftest import rendered_challenges, rendered_tasks
-from runners import privileges
+from runners import privileges, scope
 from runners.restore import NOTES_INDEX
 from stub_client import StubClient
 
-TRACK_README = Path(__file__).resolve().parents[2] / "tracks" / "cluster-metrics" / "README.md"
 CORPUS_INDEX = "cluster-metrics"
 
 
-def challenge_needs(challenge):
-    """What the track processor hands the challenge's check-privileges task, on the rendered challenge."""
-    tasks = [
-        (t["operation"]["operation-type"], t["operation"], t["operation"].get("index") or CORPUS_INDEX)
-        for t in rendered_tasks(challenge)
-        if t["operation"].get("cluster") in (None, "default")
-    ]
-    return privileges.needs(tasks)
+def test_a_challenges_needs_are_the_sum_of_its_operations_and_rallys_own():
+    needs = privileges.needs([("verify-corpus", {}, CORPUS_INDEX), ("breaker-floor", {}, CORPUS_INDEX)])
+    assert needs["cluster"] == ["manage", "monitor"]  # monitor: Rally's own version check and telemetry
+    assert needs["index"] == {CORPUS_INDEX: ["read", "view_index_metadata"], NOTES_INDEX: ["create_index", "read", "write"]}
+    assert needs["needed-by"]["cluster:monitor"] == ["rally", "breaker-floor"]
 
 
-def test_every_operation_of_every_challenge_has_its_privileges_declared():
-    for name, challenge in rendered_challenges().items():
-        assert challenge_needs(challenge)["cluster"], name  # raises KeyError naming an operation without an entry
+def test_a_search_of_a_remote_index_needs_its_index_privileges_there_and_cross_cluster_search_here():
+    params = {"remote": "metrics-remote", scope.REMOTE_KEY: {"alias": "metrics-remote"}}
+    needs = privileges.needs([("coverage", params, CORPUS_INDEX)])
+    assert CORPUS_INDEX not in needs["index"] and "manage" in needs["cluster"]
+    assert needs["needed-by"]["cluster:manage"] == ["coverage (cross-cluster search)"]
 
 
-def test_a_challenge_that_changes_cluster_settings_needs_manage_and_its_notes_index():
-    needs = challenge_needs(rendered_challenges()["aggregation-memory"])
-    assert needs["cluster"] == ["manage", "monitor"]
-    assert needs["index"][NOTES_INDEX] == ["create_index", "read", "write"]
-    assert "breaker-floor" in needs["needed-by"]["cluster:manage"]
-    ccs = challenge_needs(rendered_challenges()["ccs-roundtrips"])
-    assert "manage" in ccs["cluster"] and any("cross-cluster search" in t for t in ccs["needed-by"]["cluster:manage"])
-
-
-def test_a_query_challenge_needs_only_to_read():
-    needs = challenge_needs(rendered_challenges()["production-comparison"])
-    assert needs["cluster"] == ["monitor"] and needs["index"] == {CORPUS_INDEX: ["read", "view_index_metadata"]}
-
-
-def readme_table():
-    """{challenge: (cluster privileges, corpus index privileges, notes index privileges)} from the track README."""
-    text = TRACK_README.read_text()
-    section = text[text.index("## Privileges") :]
-    rows = {}
-    for line in section.splitlines()[1:]:
-        if line.startswith("## "):
-            break
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if line.startswith("| `") and len(cells) == 4:
-            rows[cells[0].strip("`")] = tuple(sorted(re.findall(r"`([a-z_]+)`", c)) for c in cells[1:])
-    return rows
-
-
-def test_the_readme_table_is_what_each_challenge_asks_for():
-    expected = {}
-    for name, challenge in rendered_challenges().items():
-        needs = challenge_needs(challenge)
-        expected[name] = (needs["cluster"], needs["index"].get(CORPUS_INDEX, []), needs["index"].get(NOTES_INDEX, []))
-    assert readme_table() == {name: tuple(sorted(x) for x in row) for name, row in expected.items()}
+def test_an_operation_without_an_entry_is_named():
+    with pytest.raises(KeyError, match="operation type 'new-operation' has no entry"):
+        privileges.needs([("new-operation", {}, CORPUS_INDEX)])
 
 
 PARAMS = {
@@ -132,3 +97,15 @@ def test_a_cluster_without_security_allows_everything():
     body = {"error": "no handler found for uri [/_security/user/_has_privileges] and method [POST]"}
     result = asyncio.run(privileges.CheckPrivileges()(StubClient([(400, body)]), dict(PARAMS)))
     assert result["success"] and result["security"] is False
+
+
+@pytest.mark.parametrize(
+    "status,body",
+    [
+        (429, {"error": {"type": "es_rejected_execution_exception", "reason": "rejected"}}),
+        (500, {"error": {"type": "x", "reason": "boom"}}),
+    ],
+)
+def test_a_check_that_gets_no_answer_is_no_pass(status, body):
+    with pytest.raises(privileges.PrivilegeError, match=f"did not say which privileges the user has \\(HTTP {status}"):
+        asyncio.run(privileges.CheckPrivileges()(StubClient([(status, body)]), dict(PARAMS)))

@@ -534,10 +534,56 @@ def test_the_privilege_check_gets_what_the_challenge_that_runs_asks_of_the_clust
     assert params["index"] == {"cluster-metrics": ["read", "view_index_metadata"], NOTES_INDEX: ["create_index", "read", "write"]}
     assert params["needed-by"]["cluster:manage"] == ["breaker-floor"]
     query = check_privileges_params(load(corpus_root, challenge="production-comparison"), "production-comparison")
-    assert query["cluster"] == ["monitor"] and query["index"] == {"cluster-metrics": ["read", "view_index_metadata"]}
+    assert query["cluster"] == ["monitor"] and query["index"] == {"cluster-metrics": ["read", "view_index_metadata"], NOTES_INDEX: ["read"]}
+    # Rally's delete-index lifts a transient cluster setting around the delete: every ingest needs cluster manage
+    ingest = check_privileges_params(load(corpus_root, challenge="ingest-baseline"), "ingest-baseline")
+    assert ingest["cluster"] == ["manage", "monitor"] and ingest["needed-by"]["cluster:manage"] == ["delete-index"]
 
 
 def test_the_privilege_check_names_the_indices_the_race_really_uses(width_root):
     params = check_privileges_params(load(width_root, WIDTH_PARAMS, test_mode=True, challenge="coverage-width"), "coverage-width")
-    assert sorted(params["index"]) == sorted(corpus.width_set(w, 2400) for w in WIDTH_PARAMS["widths"])
-    assert all({"create_index", "index", "read"} <= set(p) for p in params["index"].values()), params["index"]
+    assert sorted(params["index"]) == sorted([NOTES_INDEX, *(corpus.width_set(w, 2400) for w in WIDTH_PARAMS["widths"])])
+    widths = [p for name, p in params["index"].items() if name != NOTES_INDEX]
+    assert all({"create_index", "index", "read"} <= set(p) for p in widths), params["index"]
+
+
+TRACK_README = TRACK_DIR / "README.md"
+
+
+def readme_privileges():
+    """{challenge: (cluster privileges, the corpus index's, the notes index's)} of the track README's table."""
+    text = TRACK_README.read_text()
+    section = text[text.index("## Privileges") :]
+    rows = {}
+    for line in section.splitlines()[1:]:
+        if line.startswith("## "):
+            break
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| `") and len(cells) == 4:
+            rows[cells[0].strip("`")] = tuple(sorted(re.findall(r"`([a-z_]+)`", c)) for c in cells[1:])
+    return rows
+
+
+class AnyProxy:
+    """Toxiproxy with every proxy a network challenge names (its load-time check), for loading those challenges."""
+
+    def __init__(self, url, timeout=10.0):
+        pass
+
+    def require_proxy(self, name):
+        return {"name": name, "listen": "127.0.0.1:9290"}
+
+
+def test_the_track_readme_privilege_table_is_what_the_processor_hands_each_challenges_check(corpus_root, width_root, monkeypatch):
+    from runners import network
+
+    monkeypatch.setattr(network, "Toxiproxy", AnyProxy)
+    found = {}
+    for challenge in [c["name"] for c in json.loads(loader.render_template_from_file(str(TRACK_DIR / "track.json"), {}))["challenges"]]:
+        root, params, test_mode = (width_root, WIDTH_PARAMS, True) if challenge == "coverage-width" else (corpus_root, {}, False)
+        needs = check_privileges_params(load(root, params, test_mode, challenge=challenge), challenge)
+        corpus_index = sorted({p for name, privileges in needs["index"].items() if name != NOTES_INDEX for p in privileges})
+        found[challenge] = (needs["cluster"], corpus_index, needs["index"].get(NOTES_INDEX, []))
+    cell = lambda privileges: ", ".join(f"`{p}`" for p in privileges) or "-"  # noqa: E731
+    table = "\n".join(f"| `{name}` | {' | '.join(cell(p) for p in row)} |" for name, row in sorted(found.items()))
+    assert readme_privileges() == found, f"the track README's rows, as the processor sums them:\n{table}"

@@ -148,3 +148,47 @@ def test_a_parameter_source_carries_only_the_scoped_changes_asked_for():
 def test_bad_scoped_changes_are_refused_at_load(params, message):
     with pytest.raises(ValueError, match=message):
         scope.validate(params)
+
+
+def test_a_registration_cancelled_while_it_connects_is_taken_back():
+    """Ctrl-C while the remote's sockets are still connecting: the settings are made, the block never entered."""
+
+    class Connecting(SettingsCluster):
+        async def perform_request(self, method, path, *args, **kwargs):
+            if path == "/_remote/info":
+                self.polled = True
+                return type("Response", (), {"body": {REMOTE["alias"]: {"connected": False}}})()
+            return await super().perform_request(method, path, *args, **kwargs)
+
+    cluster, runner = Connecting(), Seen()
+    cluster.polled = False
+
+    async def call():
+        task = asyncio.ensure_future(scope.Scoped(runner)(cluster, {scope.REMOTE_KEY: dict(REMOTE, proxy="cluster-metrics-http")}))
+        while not cluster.polled:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        await task
+
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(call())
+    assert runner.during is None  # the runner never ran
+    assert cluster.persistent == {} and cluster.notes == {}
+
+
+def test_the_schedule_spells_the_scoped_parameters_as_the_runners_read_them():
+    from conftest import rendered_challenges, rendered_tasks
+
+    challenges = rendered_challenges()
+    faulted = [t["operation"] for t in rendered_tasks(challenges["network-faults"]) if t["operation"]["name"].startswith("fault-")]
+    remote = [t["operation"] for t in rendered_tasks(challenges["ccs-roundtrips"]) if t["operation"]["name"].startswith("ccs-")]
+    assert faulted and all(scope.carried(op) and op[scope.FAULT_KEY] != "none" for op in faulted)
+    assert remote and all(scope.REMOTE_KEY in scope.carried(op) for op in remote)
+
+
+def test_a_scoped_change_on_an_operation_whose_parameter_source_drops_it_is_refused():
+    from runners.operations import OPERATIONS
+
+    with pytest.raises(ValueError, match="fault would not reach this operation's runner"):
+        scope.validate(dict(FAULTED), OPERATIONS["epoch-bulk"].param_source)
+    scope.validate(dict(FAULTED), OPERATIONS["coverage"].param_source)  # a coverage hands it on
