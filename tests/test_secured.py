@@ -76,15 +76,16 @@ def test_ingest_through_tls_loses_nothing(shared_races, secured, certs, tmp_path
     "challenge,identity,params",
     [
         ("production-comparison", ADMIN_API_KEY, {}),
-        ("coverage-load", ADMIN, {"load_steps": [100]}),
-        # one light cell (no extra HDR digits or compressions): the node's heap is the rest of the suite's too
+        # light cells (A; D_hdr with 1 digit; no extra compression), before the load race: the 1 GB node's heap is the
+        # rest of the suite's too, and a parent-breaker trip at the node's own limit fails a cell
         (
             "aggregation-memory",
             ADMIN_API_KEY,
-            {"memory_variants": ["A"], "memory_transports": ["msearch"], "memory_hdr_digits": [], "memory_tdigest_compression": []},
+            {"memory_variants": ["A"], "memory_transports": ["msearch"], "memory_hdr_digits": [1], "memory_tdigest_compression": [100]},
         ),
+        ("coverage-load", ADMIN, {"load_steps": [100]}),
     ],
-    ids=["query", "load", "costs"],
+    ids=["query", "costs", "load"],
 )
 def test_each_family_races_through_the_secured_cluster(shared_races, secured, certs, tmp_path, challenge, identity, params):
     ensure_test_index(shared_races)
