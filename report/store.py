@@ -18,7 +18,6 @@ from esrally import config as rally_config
 from report import ReportError
 from report.cluster import Cluster, Fixes, unusable
 from runners import records
-from runners.corpus import rally_home as default_rally_home
 
 CONFIG_NAME = "cluster-metrics-store"
 SERVICE_TIME = "service_time"
@@ -26,8 +25,9 @@ PAGE = 10_000
 
 
 def config_path(rally_home=None, config_name=None):
-    """The Rally configuration file: rally.ini, or rally-<name>.ini for esrally --configuration-name=<name>."""
-    return Path(rally_home or default_rally_home()) / ".rally" / (f"rally-{config_name}.ini" if config_name else "rally.ini")
+    """The Rally configuration file: rally.ini, or rally-<name>.ini for esrally --configuration-name=<name>, where Rally
+    looks for it ($RALLY_HOME or the home directory), or in `rally_home`."""
+    return Path(_RallyConfigFile(config_name, rally_home).location)
 
 
 def write_config(rally_home, host, port):
@@ -118,7 +118,7 @@ def resolve(rally_home=None, config_name=None):
     from esrally.client import factory
 
     cfg = rally_config.Config(config_name=config_name, config_file_class=_RallyConfigFile, rally_home=rally_home)
-    path = Path(cfg.config_file.location)
+    path = config_path(rally_home, config_name)
     if not path.is_file():
         if config_name:
             raise ReportError(f"no Rally configuration {path}: make metrics-store writes it")

@@ -92,7 +92,7 @@ def validate(params, param_source=None):
     """Load time, before anything changes: the scoped changes an operation asks for are well formed and reachable, and
     reach its runner (an operation without a parameter source gets its parameters as they are; one with a parameter
     source only if that source hands them on: `carries_scope`)."""
-    asked = [key for key in (REMOTE_KEY, FAULT_KEY) if params.get(key, NO_FAULT) not in (None, NO_FAULT)]
+    asked = [key for key in (REMOTE_KEY, FAULT_KEY) if key in carried(params)]
     if asked and param_source is not None and not getattr(param_source, "carries_scope", False):
         raise ValueError(f"{' and '.join(asked)} would not reach this operation's runner: its parameter source does not carry them")
     fault = params.get(FAULT_KEY, NO_FAULT)

@@ -200,9 +200,14 @@ def wait_for_our_rally(timeout=180):
 def run_rally(home, *args, timeout=1200):
     """Any Rally command of the suite (race, info, list) with its own Rally home, after the previous one of the
     suite has exited: Rally refuses to start beside another Rally process, whatever its command."""
+    return _rally(home, args, subprocess.run, capture_output=True, timeout=timeout)
+
+
+def _rally(home, args, start, **how):
+    """esrally with these arguments and its own Rally home, once the previous Rally of the suite has exited."""
     wait_for_our_rally()
     RALLY_HOMES.add(home)
-    return subprocess.run([ESRALLY, *args], capture_output=True, text=True, env=dict(os.environ, RALLY_HOME=str(home)), timeout=timeout)
+    return start([ESRALLY, *args], text=True, env=dict(os.environ, RALLY_HOME=str(home)), **how)
 
 
 def race_args(challenge, *extra, track=None, port=TEST_PORT, test_mode=True, target_hosts=None):
@@ -223,15 +228,7 @@ def race_args(challenge, *extra, track=None, port=TEST_PORT, test_mode=True, tar
 def start_race(home, challenge, *extra, **kwargs):
     """A real `esrally race` started in the background (a test that interrupts it), after the previous Rally of this
     suite has exited."""
-    wait_for_our_rally()
-    RALLY_HOMES.add(home)
-    return subprocess.Popen(
-        [ESRALLY, *race_args(challenge, *extra, **kwargs)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=dict(os.environ, RALLY_HOME=str(home)),
-    )
+    return _rally(home, race_args(challenge, *extra, **kwargs), subprocess.Popen, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
 def run_race(home, challenge, *extra, track=None, port=TEST_PORT, test_mode=True, target_hosts=None):
