@@ -10,6 +10,12 @@ ESRALLY := $(VENV)/bin/esrally
 NODES ?= 1
 HEAP ?= 1g
 PORT ?= 9200
+# COORDINATING=yes: a coordinating-only node (node.roles []) in front of the NODES data nodes; it takes PORT, the data
+# nodes PORT+1.. (local-es/esnode.py), so a race's requests all go through it. Default no (yes for layout-sweep).
+# PIN_CORES=yes: each data node's JVM under taskset on a core of its own, node.processors 1 (needs taskset)
+PIN_CORES ?= no
+ES_TOPOLOGY = $(if $(filter-out yes no,$(COORDINATING) $(PIN_CORES)),$(error COORDINATING and PIN_CORES take yes or no)) \
+  $(if $(filter yes,$(COORDINATING)),--coordinating 1) $(if $(filter yes,$(PIN_CORES)),--pin-cores)
 # corpus (defaults: the seed's scale)
 EPOCHS ?= 5
 ROWS ?= 1000000
@@ -43,16 +49,21 @@ TOXIPROXY_PORT ?= 8474
 PROXY_PORT ?= 9290
 REMOTE_PORT ?= 9400
 REMOTE_PROXY_PORT ?= 9590
-CCS_SHARDS ?= 50
+# seed 001's point: the remote's index in 200 shards; its corpus one epoch (1M rows: 200 shards of 5,000 on a 1 GB
+# node; the seed had 500,000 documents), also asked directly, near and through a proxy in front of its HTTP port
+CCS_SHARDS ?= 200
+CCS_EPOCHS ?= 1
+REMOTE_HTTP_PROXY_PORT ?= 9690
 INGEST ?= yes
 REMOTE_ALIAS := metrics-remote
+FAR_ALIAS := metrics-remote-far
 TOXIPROXY := $(PYTHON) local-es/toxiproxy_launcher.py
 # one Rally at a time: the previous race's processes take a moment to exit (waits, never kills)
 WAIT_FOR_RALLY := for i in $$(seq 120); do pgrep -f '[e]srally race' >/dev/null || pgrep -x esrally >/dev/null || break; sleep 1; done
 
-.PHONY: lint format venv es-start es-stop es-status es-wipe corpus race repeat layout-sweep test it test-fast report accuracy validation-proof compare metrics-store metrics-store-stop \
+.PHONY: lint format venv es-start es-stop es-status es-wipe corpus race repeat layout-sweep node-scaling test it test-fast report accuracy validation-proof compare metrics-store metrics-store-stop \
 	toxiproxy proxy-start proxy-clear proxy-stop proxy-status remote-start remote-stop rtt-sweep network-faults ccs-roundtrips \
-	source-cost aggregation-memory width-corpora coverage-width
+	source-cost source-large aggregation-memory width-corpora coverage-width
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt
@@ -62,7 +73,7 @@ $(VENV)/.installed: requirements.txt
 	touch $@
 
 es-start:
-	$(PYTHON) local-es/esnode.py start --nodes $(NODES) --heap $(HEAP) --http-port $(PORT)
+	$(PYTHON) local-es/esnode.py start --nodes $(NODES) --heap $(HEAP) --http-port $(PORT) $(ES_TOPOLOGY)
 es-stop:
 	$(PYTHON) local-es/esnode.py stop --http-port $(PORT)
 es-status:
@@ -110,10 +121,33 @@ metrics-store: venv
 metrics-store-stop:
 	$(PYTHON) local-es/esnode.py stop --http-port $(STORE_PORT)
 
-# the layout sweep (seed 003) on a local 3-node cluster: make es-stop first if a 1-node cluster runs on PORT
+# the layout sweep (seed 003) on a local cluster of 3 data nodes behind a coordinating-only node, as the seed's JMeter
+# sent every request through its client node (COORDINATING=no: the data nodes alone, Rally sending to the first); the
+# coordinating node takes PORT, which the race targets. make es-stop first if another cluster runs on PORT.
 layout-sweep: NODES = 3
+layout-sweep: COORDINATING ?= yes
 layout-sweep: CHALLENGE = layout-sweep
+layout-sweep: TARGET_HOSTS = 127.0.0.1:$(PORT)
 layout-sweep: race
+
+# node scaling (track README "Node scaling"): the layout sweep's coverage throughput of 1S0R on 1 data node pinned to
+# core 0, then of 2S0R and 1S1R on 2 data nodes pinned to cores 0 and 1 (node.processors 1 each), both behind an
+# unpinned coordinating node on PORT; then one report of the two races (reports/node-scaling-<ids>/). It stops the local
+# cluster on PORT and starts each of the two in turn (the launcher signals only its own pids). TRACK_PARAMS adds to both.
+SCALING_STEPS ?= 1:1S0R 2:2S0R,1S1R
+# make through an alias: make -n runs every recipe line that names the MAKE variable itself (it would stop the cluster)
+SCALING_MAKE = $(MAKE) --no-print-directory
+node-scaling: venv corpus
+	@ids=""; log=$$(mktemp); for step in $(SCALING_STEPS); do \
+	  nodes=$${step%%:*}; layouts=$${step#*:}; \
+	  $(PYTHON) local-es/esnode.py stop --http-port $(PORT) || exit 1; \
+	  params=$$($(VPY) -m report.scaling track-params --layouts $$layouts $(if $(TRACK_PARAMS),--extra "$(TRACK_PARAMS)")) || exit 1; \
+	  $(SCALING_MAKE) race NODES=$$nodes COORDINATING=yes PIN_CORES=yes CHALLENGE=layout-sweep \
+	    TARGET_HOSTS=127.0.0.1:$(PORT) TRACK_PARAMS=$$params > $$log 2>&1; status=$$?; cat $$log; rm -f $$params; \
+	  id=$$(grep -o 'Race id is \[[0-9a-f-]*\]' $$log | tail -1 | tr -d '[]' | cut -d' ' -f4); \
+	  [ $$status -eq 0 ] && [ -n "$$id" ] || { rm -f $$log; echo "node-scaling: the race on $$nodes data node(s) failed"; exit 1; }; \
+	  ids="$$ids --race $$id"; \
+	done; rm -f $$log; $(PYTHON) local-es/esnode.py stop --http-port $(PORT); $(VPY) -m report --node-scaling $$ids $(RALLY_CONFIG)
 
 # Toxiproxy: installed with `go install` into .tools/ on first use; started on 127.0.0.1:$(TOXIPROXY_PORT)
 toxiproxy:
@@ -145,24 +179,38 @@ rtt-sweep network-faults: venv es-start corpus proxy-start
 	  --target-hosts=127.0.0.1:$(PROXY_PORT) $(CLIENT_ARGS) $(if $(TRACK_PARAMS),--track-params="$(TRACK_PARAMS)") $(RACE_ARGS)
 	$(VPY) -m report
 
-# seed 001: searches sent to the local cluster, the index (CCS_SHARDS shards) on the remote, through the proxy; both
-# clusters are the local nodes it starts (two secured clusters: esrally race with --client-options keyed by cluster,
-# track README "Over a network")
+# seed 001: searches sent to the local cluster, the index (CCS_SHARDS shards, CCS_EPOCHS epochs) on the remote,
+# through the proxy; beside them the remote asked directly, near and far (its HTTP proxy); both clusters are the
+# local nodes it starts (two secured clusters: esrally race with --client-options keyed by cluster, track README
+# "Over a network")
+CCS_PARAMS = epochs:$(CCS_EPOCHS)$(if $(TRACK_PARAMS),$(comma)$(TRACK_PARAMS))
 ccs-roundtrips: venv es-start remote-start corpus proxy-start
 	$(TOXIPROXY) proxy --api-port $(TOXIPROXY_PORT) --role remote --listen $(REMOTE_PROXY_PORT) --upstream $$(( $(REMOTE_PORT) + 100 ))
+	$(TOXIPROXY) proxy --api-port $(TOXIPROXY_PORT) --role remote-http --listen $(REMOTE_HTTP_PROXY_PORT) --upstream $(REMOTE_PORT)
 	$(if $(filter yes,$(INGEST)),$(ESRALLY) race --track-path=tracks/cluster-metrics --challenge=ingest-baseline \
 	  --pipeline=benchmark-only --offline --target-hosts=127.0.0.1:$(REMOTE_PORT) \
-	  --track-params="number_of_shards:$(CCS_SHARDS)$(if $(TRACK_PARAMS),$(comma)$(TRACK_PARAMS))" $(RACE_ARGS))
+	  --track-params="number_of_shards:$(CCS_SHARDS)$(comma)$(CCS_PARAMS)" $(RACE_ARGS))
 	$(WAIT_FOR_RALLY)
 	$(ESRALLY) race --track-path=tracks/cluster-metrics --challenge=$@ --pipeline=benchmark-only --offline \
-	  --target-hosts='{"default": ["127.0.0.1:$(PORT)"], "$(REMOTE_ALIAS)": ["127.0.0.1:$(REMOTE_PORT)"]}' \
-	  $(if $(TRACK_PARAMS),--track-params="$(TRACK_PARAMS)") $(RACE_ARGS)
+	  --target-hosts='{"default": ["127.0.0.1:$(PORT)"], "$(REMOTE_ALIAS)": ["127.0.0.1:$(REMOTE_PORT)"], "$(FAR_ALIAS)": ["127.0.0.1:$(REMOTE_HTTP_PROXY_PORT)"]}' \
+	  --track-params="ccs_shards:$(CCS_SHARDS),$(CCS_PARAMS)" $(RACE_ARGS)
 	$(VPY) -m report
 
 # seed 004: what _source costs, stored, synthetic and disabled (each mode ingests the corpus into its own index)
 source-cost: venv es-start corpus
 	$(MAKE) --no-print-directory race CHALLENGE=source-cost
 	$(VPY) -m report
+
+# seed 004 at its scale: 40 documents of 10 MB (an id and one text field) generated, indexed into their own index and
+# fetched 20 at a time, _source returned, excluded or filtered, as JSON and CBOR, then the report; needs no corpus
+# (smaller: TRACK_PARAMS="large_doc_mb:1,large_docs:4,large_fetch_size:2")
+source-large: venv es-start
+	$(if $(filter yes,$(METRICS_STORE)),$(VPY) -m report.store --check)
+	$(call CHECK_CLUSTER,$(TARGET_HOSTS))
+	$(WAIT_FOR_RALLY)
+	$(ESRALLY) race --track-path=tracks/cluster-metrics --challenge=$@ --pipeline=benchmark-only \
+	  --offline --target-hosts=$(TARGET_HOSTS) $(CLIENT_ARGS) $(if $(TRACK_PARAMS),--track-params="$(TRACK_PARAMS)") $(RALLY_CONFIG) $(RACE_ARGS)
+	$(VPY) -m report $(RALLY_CONFIG)
 
 # seed 002: the memory each aggregation cell needs (ingest-baseline first unless INGEST=no)
 aggregation-memory: venv es-start corpus

@@ -1,14 +1,26 @@
 #!/usr/bin/env python3
 """Local Elasticsearch 8.17.2 launcher: builds a node home from Maven Central jars and runs 1..N nodes on loopback.
 
-Commands: start [--nodes N] [--heap 1g] [--http-port 9200], stop, status, wipe.
+Commands: start [--nodes N] [--coordinating C] [--pin-cores] [--heap 1g] [--http-port 9200], stop, status, wipe.
 Stdlib only, so it runs before the project's virtualenv exists.
+
+Ports: without coordinating nodes, node i (1..N) listens on HTTP port + i - 1 (transport: transport port + i - 1).
+With --coordinating C (seed 003's "client node": node.roles [], it holds no shard and routes every request it gets
+to the data nodes), the coordinating nodes coord-1..coord-C take the first ports (the HTTP port itself: where Rally's
+--target-hosts points, so every request of a race goes through one) and the data nodes node-1..node-N the ports after
+them (HTTP port + C + i - 1). stop, status and wipe take the same --http-port either way.
+--pin-cores: each data node's JVM runs under `taskset -c <core>` (node-i on the i-th allowed core, modulo the cores
+this process may use) with node.processors 1, so that Elasticsearch sizes its thread pools for that one core; a
+coordinating node stays unpinned (it shares every core with Rally, as the seed's client node shared its host with
+JMeter). The state file records each node's roles, core and processors.
 
 Layout (under local-es/.state/, git-ignored; override with ES_LOCAL_STATE; as root in a checkout the unprivileged
 node user cannot reach, such as a 0700 folder, under /var/tmp/cluster-metrics-local-es/<checkout hash>/ instead):
   dist/                  the node home shared by every node: lib/, modules/, plugins/, bin/
   cluster-<N>-<port>/node-<i>/  one node: config/, data/, logs/, tmp/, serverargs.bin, node.pid
-  running-<port>.json    what runs on that HTTP port: cluster size, ports, pids (only these pids are ever signalled)
+  cluster-<N>-coord<C>-<port>/{coord-<j>,node-<i>}/  the same with C coordinating-only nodes (its own data)
+  running-<port>.json    what runs on that HTTP port: data node count ("size"), coordinating nodes, pinning, and each
+                         node's ports, roles, core and pid (only these pids are ever signalled)
 Clusters on different HTTP ports (PORT=...) are independent: the test suite runs its own beside yours.
 """
 
@@ -290,17 +302,52 @@ def running_file(http_port):
     return STATE / f"running-{http_port}.json"
 
 
-def node_layout(nodes, http_port, transport_port):
-    cluster_dir = STATE / f"cluster-{nodes}-{http_port}"
-    return [
-        {
-            "name": f"node-{i + 1}",
-            "dir": str(cluster_dir / f"node-{i + 1}"),
-            "http_port": http_port + i,
-            "transport_port": transport_port + i,
-        }
-        for i in range(nodes)
-    ]
+MAX_COORDINATING = 3
+COORDINATING_ROLES = []  # node.roles of a coordinating-only node: no master, no data, no ingest
+PINNED_PROCESSORS = 1  # node.processors of a pinned data node: its thread pools sized for its one core
+
+
+def cluster_dir(nodes, http_port, coordinating=0):
+    """A cluster's folder: its own per data node count and coordinating nodes (a coordinating-only node refuses a
+    data folder that holds shards, so the two layouts never share one)."""
+    return STATE / (f"cluster-{nodes}-coord{coordinating}-{http_port}" if coordinating else f"cluster-{nodes}-{http_port}")
+
+
+def allowed_cores():
+    """The cores this process may run on (its affinity: a container's or taskset's limit, not the host's count)."""
+    return sorted(os.sched_getaffinity(0))
+
+
+def node_layout(nodes, http_port, transport_port, coordinating=0, pin_cores=False, cores=None):
+    """Every node of the cluster: coordinating-only nodes first (they take the HTTP port itself, where the race's
+    requests go), then the data nodes; with pin_cores each data node's core (node-i: the i-th of `cores`, modulo
+    their count) and processors. roles None: Elasticsearch's default roles (master-eligible data node)."""
+    folder = cluster_dir(nodes, http_port, coordinating)
+    cores = cores if cores is not None else (allowed_cores() if pin_cores else [])
+    layout = []
+    for j in range(coordinating):
+        name = f"coord-{j + 1}"
+        layout.append({"name": name, "dir": str(folder / name), "roles": list(COORDINATING_ROLES), "cpu": None, "processors": None})
+    for i in range(nodes):
+        name = f"node-{i + 1}"
+        cpu = cores[i % len(cores)] if pin_cores else None
+        layout.append(
+            {"name": name, "dir": str(folder / name), "roles": None, "cpu": cpu, "processors": PINNED_PROCESSORS if pin_cores else None}
+        )
+    for k, node in enumerate(layout):
+        node.update(http_port=http_port + k, transport_port=transport_port + k)
+    return layout
+
+
+def is_coordinating(node):
+    return node.get("roles") == COORDINATING_ROLES
+
+
+def describe_node(node):
+    """How status and start name a node: its role and, when pinned, its core and processors."""
+    role = "coordinating only" if is_coordinating(node) else "data"
+    pinned = f", core {node['cpu']}, node.processors {node['processors']}" if node.get("cpu") is not None else ""
+    return f"{role}{pinned}"
 
 
 def write_node_config(node, layout):
@@ -318,14 +365,35 @@ def write_node_config(node, layout):
         # a shared benchmark host's disk fill level must not turn the cluster red mid-race
         "cluster.routing.allocation.disk.threshold_enabled: false",
     ]
+    if node.get("roles") is not None:
+        settings.append(f"node.roles: [{', '.join(node['roles'])}]")
+    if node.get("processors"):
+        settings.append(f"node.processors: {node['processors']}")
     if len(layout) == 1:
         settings.append("discovery.type: single-node")
     else:
-        seeds = ", ".join(f'"127.0.0.1:{n["transport_port"]}"' for n in layout)
-        masters = ", ".join(f'"{n["name"]}"' for n in layout)
-        settings += [f"discovery.seed_hosts: [{seeds}]", f"cluster.initial_master_nodes: [{masters}]"]
+        # the master-eligible nodes (the data nodes) bootstrap the cluster; a coordinating node only joins it
+        masters = [n for n in layout if not is_coordinating(n)]
+        seeds = ", ".join(f'"127.0.0.1:{n["transport_port"]}"' for n in masters)
+        names = ", ".join(f'"{n["name"]}"' for n in masters)
+        settings += [f"discovery.seed_hosts: [{seeds}]", f"cluster.initial_master_nodes: [{names}]"]
     (node_dir / "config" / "elasticsearch.yml").write_text("\n".join(settings) + "\n")
     (node_dir / "config" / "log4j2.properties").write_text(LOG4J2)
+
+
+def pin_prefix(node):
+    """`taskset -c <core>` for a pinned node (taskset execs the JVM: the pid Popen returns stays the JVM's)."""
+    return ["taskset", "-c", str(node["cpu"])] if node.get("cpu") is not None else []
+
+
+def check_taskset(layout):
+    if any(n.get("cpu") is not None for n in layout) and not shutil.which("taskset"):
+        raise LauncherError("--pin-cores runs each data node under taskset, which is not installed: apt-get install util-linux.")
+
+
+def node_command(java, node, heap_mb, major, privileges=()):
+    """The whole command of one node: its core pinning, the drop to the unprivileged user, then the JVM."""
+    return pin_prefix(node) + list(privileges) + java_command(java, node, heap_mb, major)
 
 
 def drop_privileges_prefix():
@@ -447,22 +515,36 @@ def wait_for_health(layout, procs, timeout):
     )
 
 
+def shape(nodes, coordinating, pinned):
+    """How start and the state file name a cluster's make-up."""
+    text = f"{nodes} data node(s)"
+    if coordinating:
+        text += f" behind {coordinating} coordinating-only node(s)"
+    return text + (", data nodes pinned to cores" if pinned else "")
+
+
 def start(args):
-    nodes = args.nodes
+    nodes, coordinating, pinned = args.nodes, args.coordinating, args.pin_cores
     if nodes < 1 or nodes > 9:
         raise LauncherError(f"NODES={nodes} is not valid: use 1 to 9.")
+    if coordinating < 0 or coordinating > MAX_COORDINATING:
+        raise LauncherError(f"--coordinating {coordinating} is not valid: use 0 to {MAX_COORDINATING} (make: COORDINATING=yes or no).")
     heap_mb = parse_heap(args.heap)
     running = read_running(args.http_port)
     if running:
-        if running["size"] != nodes:
+        # a state file from before coordinating nodes and pinning: neither
+        found = (running["size"], running.get("coordinating", 0), bool(running.get("pinned")))
+        if found != (nodes, coordinating, pinned):
             raise LauncherError(
-                f"a {running['size']}-node local cluster is already running; " f"run make es-stop before starting one with NODES={nodes}."
+                f"a local cluster of {shape(*found)} is already running on port {args.http_port}; run make es-stop before "
+                f"starting one of {shape(nodes, coordinating, pinned)}."
             )
         health = http_json(running["nodes"][0]["http_port"], "/_cluster/health")
-        log(f"already running: {nodes} node(s), status {health['status']}, " f"http://127.0.0.1:{running['nodes'][0]['http_port']}")
+        log(f"already running: {shape(*found)}, status {health['status']}, " f"http://127.0.0.1:{running['nodes'][0]['http_port']}")
         return 0
     java, javac, major = find_java()
-    layout = node_layout(nodes, args.http_port, args.transport_port)
+    layout = node_layout(nodes, args.http_port, args.transport_port, coordinating, pinned)
+    check_taskset(layout)
     for node in layout:
         for port in (node["http_port"], node["transport_port"]):
             if not port_is_free(port):
@@ -470,7 +552,7 @@ def start(args):
                     f"port {port} on 127.0.0.1 is in use by a process this launcher did not start. "
                     f"Stop that process, or pick other ports with PORT=<http port> (transport uses PORT+100)."
                 )
-    check_memory(heap_mb, nodes)
+    check_memory(heap_mb, len(layout))
     began = time.monotonic()
     built = build_dist(javac)
     prefix, user = drop_privileges_prefix()
@@ -501,7 +583,7 @@ def start(args):
         env = dict(os.environ, LIBFFI_TMPDIR=str(node_dir / "tmp"), ES_TMPDIR=str(node_dir / "tmp"))
         with open(node_dir / "serverargs.bin", "rb") as stdin, open(node_dir / "stdout.log", "wb") as out:
             proc = subprocess.Popen(
-                prefix + java_command(java, node, heap_mb, major),
+                node_command(java, node, heap_mb, major, prefix),
                 stdin=stdin,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -509,9 +591,10 @@ def start(args):
                 env=env,
                 start_new_session=True,
             )
-        node["pid"] = proc.pid  # setpriv execs java, so this is the JVM's pid
+        node["pid"] = proc.pid  # taskset and setpriv exec java, so this is the JVM's pid
         procs.append(proc)
-    running_file(args.http_port).write_text(json.dumps({"size": nodes, "heap_mb": heap_mb, "nodes": layout}, indent=2))
+    state = {"size": nodes, "coordinating": coordinating, "pinned": pinned, "heap_mb": heap_mb, "nodes": layout}
+    running_file(args.http_port).write_text(json.dumps(state, indent=2))
     try:
         health = wait_for_health(layout, procs, float(os.environ.get("ES_START_TIMEOUT", "120")))
     except LauncherError:
@@ -528,10 +611,13 @@ def start(args):
     info = http_json(layout[0]["http_port"], "/")
     took = time.monotonic() - began
     log(
-        f"Elasticsearch {info['version']['number']} is up: {nodes} node(s), status {health['status']}, "
+        f"Elasticsearch {info['version']['number']} is up: {shape(nodes, coordinating, pinned)}, status {health['status']}, "
         f"http://127.0.0.1:{layout[0]['http_port']} ({'cold, node home built' if built else 'warm'} start, {took:.1f} s)"
         f"{STATE_NOTE}"
     )
+    if coordinating or pinned:
+        for node in layout:
+            log(f"  {node['name']}: http://127.0.0.1:{node['http_port']}, {describe_node(node)}")
     return 0
 
 
@@ -571,7 +657,10 @@ def status(args):
         return 3
     for node in running["nodes"]:
         alive = pid_is_our_node(node["pid"])
-        log(f"{node['name']}: pid {node['pid']} {'running' if alive else 'GONE'}, http://127.0.0.1:{node['http_port']}")
+        log(
+            f"{node['name']}: pid {node['pid']} {'running' if alive else 'GONE'}, http://127.0.0.1:{node['http_port']}, "
+            f"{describe_node(node)}"
+        )
     try:
         health = http_json(running["nodes"][0]["http_port"], "/_cluster/health")
         log(f"cluster {health['cluster_name']}: status {health['status']}, {health['number_of_nodes']} node(s)")
@@ -598,6 +687,15 @@ def main(argv=None):
     p_start.add_argument("--nodes", type=int, default=int(os.environ.get("NODES", "1")))
     p_start.add_argument("--heap", default=os.environ.get("HEAP", "1g"))
     p_start.add_argument("--transport-port", type=int, default=None)
+    p_start.add_argument(
+        "--coordinating",
+        type=int,
+        default=0,
+        help="coordinating-only nodes in front of the data nodes (node.roles []): they take the HTTP port",
+    )
+    p_start.add_argument(
+        "--pin-cores", action="store_true", help="each data node's JVM under taskset -c <core>, with node.processors 1 (needs taskset)"
+    )
     others = [
         sub.add_parser("stop", help="stop gracefully, forcibly after 30 s"),
         sub.add_parser("status", help="show the nodes and cluster health"),

@@ -12,7 +12,24 @@ Elasticsearch one, with every sample's service time (intervals, verdicts); other
 import argparse
 from pathlib import Path
 
-from report import ReportError, charts, costs, ingest_changes, load, network, profile, races, repeats, study, tables, uncertainty, widths
+from report import (
+    ReportError,
+    charts,
+    costs,
+    ingest_changes,
+    large_source,
+    load,
+    network,
+    profile,
+    races,
+    repeats,
+    scaling,
+    single_doc,
+    study,
+    tables,
+    uncertainty,
+    widths,
+)
 from report.store import Store
 
 LAYOUT_NOTE = (
@@ -22,7 +39,10 @@ LAYOUT_NOTE = (
     "nodes of one local cluster share one host's cores, so adding a node adds no CPU and the node-count scaling of "
     "the rule cannot appear; what remains visible is the cost of coordination, of replica writes and of uneven "
     "placement. Elasticsearch 8 also routes searches by adaptive replica selection (load-aware), not the round-robin "
-    "the seed describes: the search share column shows where it sent them.\n"
+    "the seed describes: the search share column shows where it sent them. The seed 003 column is its q/s model on "
+    "this race's data nodes (80 q/s per participating node, ~150 for two, 250 for three), normalized to 1S0R as its "
+    "chart is (report/layout_seed.py). make layout-sweep sends every request through a coordinating-only node, as the "
+    "seed's JMeter sent them through its client node; make node-scaling pins each data node to a core of its own.\n"
 )
 
 
@@ -103,6 +123,12 @@ SECTIONS = [
     ("Layout sweep: indexing throughput per layout", tables.layout_ingest_table, "layout sweep", None),
     ("Layout sweep: coverage throughput per layout", tables.layout_query_table, "layout sweep coverages", lambda race: LAYOUT_NOTE),
     ("Layout sweep: where the shards went and who did the work", tables.layout_placement_table, "layout placement", None),
+    (
+        "Layout sweep: single-document indexing per layout",
+        single_doc.single_doc_table,
+        "layout single-document indexing",
+        single_doc.single_doc_note,
+    ),
     ("Over the network: median coverage time (ms) at each round-trip time", network.rtt_table, "RTT sweep", network.rtt_note),
     (
         "Cross-cluster search: median coverage time (ms) at each round-trip time between the clusters",
@@ -110,10 +136,28 @@ SECTIONS = [
         "cross-cluster search",
         network.ccs_note,
     ),
+    (
+        "Cross-cluster search at seed 001's point: took and wall per cell, beside the seed's",
+        network.ccs_point_table,
+        "seed 001's cells",
+        network.ccs_point_note,
+    ),
     ("Under load: latency against offered rate", load.load_table, "coverage load", load.LOAD_NOTE),
     ("Under load: the redline per cell", load.redline_table, "redline", None),
     ("Live: ingest and coverages, each alone and beside the other", load.live_table, "live", load.LIVE_NOTE),
     ("What _source costs: storage, ingest, coverage and fetch per _source mode", costs.source_table, "_source cost", costs.SOURCE_NOTE),
+    (
+        "Large _source (seed 004 at its scale): a fetch per _source mode and response format",
+        large_source.fetch_table,
+        "large _source fetches",
+        large_source.fetch_note,
+    ),
+    (
+        "Large _source: the seed's figures beside this race's",
+        large_source.seed_table,
+        "large _source against the seed",
+        large_source.seed_note,
+    ),
     ("Coverage width: median per coverage (ms) against the monitored nodes", widths.width_table, "coverage width", widths.search_pool_note),
     ("Coverage width: where terms overtakes _msearch", widths.crossover_table, "width crossover", widths.crossover_note),
     ("Coverage width: ingest per width", widths.width_ingest_table, "width ingest", None),
@@ -280,6 +324,11 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--race", action="append", help="race id (a unique prefix works); repeat for --compare")
     parser.add_argument("--compare", action="store_true")
+    parser.add_argument(
+        "--node-scaling",
+        action="store_true",
+        help="the layout sweep's races on 1 and 2 pinned data nodes, side by side (make node-scaling)",
+    )
     parser.add_argument("--rally-home", default=None, help="default: $RALLY_HOME or your home")
     parser.add_argument(
         "--configuration-name", default=None, help="Rally's configuration rally-NAME.ini (as esrally --configuration-name), for its store"
@@ -293,6 +342,13 @@ def main(argv=None):
         return races.from_store(store, race_id) if store else races.find(race_id, args.rally_home)
 
     sets = [[find(race_id) for race_id in arg.split(",") if race_id] for arg in args.race or []]
+    if args.node_scaling:
+        if sum(len(s) for s in sets) < 2:
+            parser.error("--node-scaling needs the races of at least two cluster sizes: make node-scaling (or --race ID1 --race ID2)")
+        path, text = scaling.scaling_report([race for s in sets for race in s], args.out)
+        print(text)
+        print(f"written: {path}")
+        return 0
     if args.compare:
         if len(sets) < 2:
             parser.error('--compare needs at least two races or sets: make compare RACES="id1 id2" (or "a1,a2,a3 b1,b2,b3")')

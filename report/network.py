@@ -7,11 +7,14 @@ remote shard itself, so the cost grows with shards x RTT. The fitted slope (ms o
 the number of round trips the coverage really waited for.
 """
 
+import math
+
 import numpy as np
 
 from report import tables
+from report.study import TOOK, WALL, median_text
 from runners.queries import rtt_samples
-from runners.tasks import ccs_task_name, rtt_task_name
+from runners.tasks import ccs_direct_task_name, ccs_task_name, rtt_task_name
 
 SERIAL_ROUND_TRIPS = 30  # one _search per node of the 30-node coverage
 SEED_001 = (
@@ -56,18 +59,18 @@ def ccs_series(race):
     """{(variant, transport, minimize): [(rtt, op)]} of the cross-cluster tasks this race ran."""
     ops = race.op_metrics()
     series = {}
-    for v in race.param("rtt_variants"):
+    for v in race.param("ccs_variants"):
         for t in race.param("ccs_transports"):
             for minimize in race.param("ccs_minimize_roundtrips"):
-                points = [(r, ops.get(ccs_task_name(v, t, minimize, r))) for r in race.param("rtt_ms")]
+                points = [(r, ops.get(ccs_task_name(v, t, minimize, r))) for r in race.param("ccs_rtt_ms")]
                 if any(op for _, op in points):
                     series[(v, t, minimize)] = points
     return series
 
 
-def _samples_row(race, label_columns):
+def _samples_row(race, label_columns, rtts="rtt_ms", iterations="rtt_iterations"):
     """Measured samples at each RTT, by the track's rule (a --test-mode race runs one)."""
-    counts = [rtt_samples(r, race.param("rtt_iterations")) for r in race.param("rtt_ms")]
+    counts = [rtt_samples(r, race.param(iterations)) for r in race.param(rtts)]
     return ["samples per point", *[""] * (label_columns - 1), *counts]
 
 
@@ -88,14 +91,101 @@ def ccs_table(race):
     series = ccs_series(race)
     if not series:
         return None
-    rtts = race.param("rtt_ms")
+    rtts = race.param("ccs_rtt_ms")
     header = ["variant", "transport", "minimize round trips", *[f"{r} ms" for r in rtts], "fitted ms per ms RTT"]
     body = [
         [v, t, str(m).lower(), *[_cell(op) for _, op in points], _slope([(r, _median(op)) for r, op in points])]
         for (v, t, m), points in series.items()
     ]
-    body.append([*_samples_row(race, 3), ""])
+    body.append([*_samples_row(race, 3, "ccs_rtt_ms", "ccs_iterations"), ""])
     return header, body
+
+
+# Seed 001's own point: 190 ms RTT, 200 shards on the remote, took and curl's wall per cell (ms, the ranges it gives;
+# a far direct request paid a new TCP connection, as curl opens one). Its near cluster is our remote asked without
+# the link (the seed's two clusters held the same index).
+SEED_001_RTT_MS, SEED_001_SHARDS = 190, 200
+SEED_001_CELLS = {
+    "direct-near": ((40, 70), (130, 170)),
+    "direct-far-new-connection": ((40, 70), (520, 550)),
+    "minimize-true": ((240, 270), (330, 360)),
+    "minimize-false": ((8800, 8900), (8900, 9000)),
+}
+
+
+def ccs_cells(race, v, t, rtt):
+    """(cell label, task name) of every cell of one variant, transport and RTT, in the challenge's order."""
+    cells = [(f"direct-{route}", ccs_direct_task_name(v, t, route, rtt)) for route in race.param("ccs_direct")]
+    return cells + [(f"minimize-{str(m).lower()}", ccs_task_name(v, t, m, rtt)) for m in race.param("ccs_minimize_roundtrips")]
+
+
+def model_cell_round_trips(cell, shards):
+    """Round trips over the link one request of the cell waits for in sequence, in the seed's network: none near; one
+    far on a kept-alive connection, two on a new one (the TCP handshake, then the request); one through CCS with
+    minimized round trips; without, the shard list, then the shard requests in waves of 5 per node."""
+    return {
+        "direct-near": 0,
+        "direct-far": 1,
+        "direct-far-new-connection": 2,
+        "minimize-true": 1,
+        "minimize-false": 1 + math.ceil(shards / 5),
+    }[cell]
+
+
+def _range_text(values):
+    return f"{min(values):,.0f}-{max(values):,.0f}"
+
+
+def ccs_point_table(race):
+    """Seed 001's table at each RTT of the race: per variant, transport and cell, took and wall (median [95%] n, and
+    the range as the seed gives it), the model's round trips, and the seed's ranges at its 190 ms."""
+    shards = race.param("ccs_shards")
+    header = ["RTT", "variant", "transport", "cell", "took (ms) [95%] n", "took range", "wall (ms) [95%] n", "wall range"]
+    header += ["model round trips", f"seed 001 took ({SEED_001_RTT_MS} ms)", "seed wall"]
+    body = []
+    ops = race.op_metrics()
+    for rtt in race.param("ccs_rtt_ms"):
+        for v in race.param("ccs_variants"):
+            for t in race.param("ccs_transports"):
+                for cell, task in ccs_cells(race, v, t, rtt):
+                    if task not in ops:
+                        continue
+                    took, wall = race.measured(task, TOOK), race.measured(task, WALL)
+                    seed = SEED_001_CELLS.get(cell)
+                    if tables.failed(ops[task]):
+                        figures = [tables.failed_label(ops[task]), "", "", ""]
+                    else:
+                        figures = [
+                            median_text(took),
+                            _range_text(took) if took else "",
+                            median_text(wall),
+                            _range_text(wall) if wall else "",
+                        ]
+                    body.append(
+                        [f"{rtt} ms", v, t, cell, *figures, model_cell_round_trips(cell, shards)]
+                        + ([_range_text(seed[0]), _range_text(seed[1])] if seed else ["-", "-"])
+                    )
+    return (header, body) if body else None
+
+
+def ccs_point_note(race):
+    """What differs between the seed's point and ours, and what this machine cannot show."""
+    shards = race.param("ccs_shards")
+    return (
+        f"Seed 001: two single-node Elasticsearch 7.2 clusters (t2.medium, Docker) in Ohio and Sydney, {SEED_001_RTT_MS} ms "
+        f"RTT, {SEED_001_SHARDS} shards of 500,000 documents, one geo-grid search by curl (took, and `time` for the wall), "
+        f"1 warm-up then 3 samples. Ours: two single-node 8.17.2 clusters (1 GB heap) on one 2-core host, the RTT added "
+        f"by Toxiproxy, the remote's index in {shards} shards (its corpus: track parameter epochs), the 30-node coverage "
+        "(terms: one search, as the seed's; msearch: 30 sub-searches), Rally's client. took: Elasticsearch's; wall: first "
+        "byte sent to last byte received (curl's wall also held its process start and the seed's own link to Ohio: about "
+        "90 ms of its near cell). Model: a cell's wall is about its took + round trips x RTT. direct-far-new-connection "
+        "opens a new connection per request (the client's connections closed before each, as curl); Toxiproxy accepts the connection itself on "
+        "loopback and dials the cluster at once, so the TCP handshake crosses no latency here: the seed's extra round "
+        "trip (its far cell's 520-550 ms against CCS's 330-360 ms) cannot appear, and the two far cells should match. "
+        "This kernel has no netem to delay the handshake itself. D_hdr (ccs_variants) at 200 shards does not fit 1 GB "
+        "nodes: the remote's parent breaker rejects its shard results, and without minimized round trips the local "
+        "node, which then reduces the 200 shards' histograms itself, outside every breaker, died of OutOfMemoryError.\n"
+    )
 
 
 def model_base(points, round_trips):

@@ -7,7 +7,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from report import ReportError, ingest_changes, widths
+from report import ReportError, ingest_changes, large_source, widths
 from runners import parameters, records
 from runners.corpus import races_root
 from runners.ingest import recount_bulk_tooks
@@ -35,6 +35,7 @@ class Race:
     width_ingest: dict = field(default_factory=dict)  # coverage-width: width -> its ingest record
     search_pool: dict | None = None  # coverage-width: the search pool and _msearch's default concurrency
     ingest_changes: dict = field(default_factory=dict)  # ingest-changes: the baseline or a change -> its ingest record
+    large_source: dict = field(default_factory=dict)  # source-large: what made its documents, and every fetch
     # task -> each measured sample's service time (ms), None when a sample failed: Rally's from a metrics store, else
     # each coverage's wall time from the track's own records (runners/coverage.py), which every race keeps
     samples: dict | None = None
@@ -112,6 +113,7 @@ def load(race_dir, data=None):
     race.profile_calls = _json_lines(race_dir / records.RECORD_DIR / records.PROFILE_CALLS)
     widths.load_records(race, race_dir / records.RECORD_DIR)
     ingest_changes.load_records(race, race_dir / records.RECORD_DIR)
+    large_source.load_records(race, race_dir / records.RECORD_DIR)
     race.samples = record_samples(race)
     return race
 

@@ -4,6 +4,7 @@ no data for it, or a sentence saying why it cannot be built, so that the report 
 A cell (task) with an error rate above 0 answered wrongly or not at all: it is marked FAILED in every table and chart
 and is never a baseline, a speedup or the fastest cell."""
 
+from report import layout_seed
 from report.uncertainty import median_interval
 from runners import layouts as layout_rules
 from runners.queries import TRANSPORTS, VARIANTS
@@ -322,12 +323,20 @@ def layout_ingest_table(race):
     return header, body
 
 
+def layout_data_nodes(race):
+    """The race's data nodes (its search-pool record), else the seed's 3 (the layout sweep's meta data_nodes)."""
+    return (race.search_pool or {}).get("data-nodes") or layout_seed.SEED_DATA_NODES
+
+
 def layout_query_table(race):
-    """Coverage throughput (coverages/s, median, all search clients together) per layout and cell."""
+    """Coverage throughput (coverages/s, median, all search clients together) per layout and cell; beside the mean
+    ratio to 1S0R, seed 003's q/s model on the race's data nodes, normalized to 1S0R as the seed's chart is
+    (report/layout_seed.py)."""
     found = _layout_ops(race)
     if not found:
         return None
-    header = ["layout"] + [f"{v} {t} (cov/s)" for v, t in LAYOUT_CELLS] + [f"mean vs {LAYOUT_BASELINE}"]
+    header = ["layout"] + [f"{v} {t} (cov/s)" for v, t in LAYOUT_CELLS] + [f"mean vs {LAYOUT_BASELINE}", f"seed 003 vs {LAYOUT_BASELINE}"]
+    nodes = layout_data_nodes(race)
 
     def rate(ops, v, t):
         op = ops.get(coverage_task_name(v, t))
@@ -341,7 +350,8 @@ def layout_query_table(race):
         rates = [rate(ops, v, t) for v, t in LAYOUT_CELLS]
         ratios = [_normalized(r, b) for r, b in zip(rates, base)]
         valid = [x for x in ratios if x is not None]
-        body.append([layout] + rates + [sum(valid) / len(valid) if valid and len(valid) == len(ratios) else None])
+        mean = sum(valid) / len(valid) if valid and len(valid) == len(ratios) else None
+        body.append([layout] + rates + [mean, layout_seed.query_ratio(layout, nodes)])
     return header, body
 
 

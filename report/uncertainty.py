@@ -97,6 +97,17 @@ def median_interval(samples, confidence=CONFIDENCE):
     return MedianInterval(values.size, median, float(values[ranks[0]]), float(values[ranks[1]]), confidence)
 
 
+def ratio_interval(a, b):
+    """(ratio of B's median to A's, low, high): the ratio's 95% interval from each median's order-statistic interval at
+    SIDE_CONFIDENCE (both hold at once with CONFIDENCE, as in compare); low and high None with fewer than MIN_SAMPLES a
+    side or a bound of 0 or less. For samples where larger is better (throughput) as much as for service times."""
+    ia, ib = median_interval(a, SIDE_CONFIDENCE), median_interval(b, SIDE_CONFIDENCE)
+    ratio = ib.median / ia.median if ia.median > 0 else None
+    if ia.low is None or ib.low is None or ia.low <= 0 or ratio is None:
+        return ratio, None, None
+    return ratio, ib.low / ia.high, ib.high / ia.low
+
+
 @dataclass(frozen=True)
 class Comparison:
     """B against A: the ratio of medians (B / A), its 95% interval, and the verdict (None: no verdict, see why)."""

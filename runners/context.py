@@ -14,6 +14,7 @@ from pathlib import Path
 from runners import corpus
 
 CONTEXT_KEY = "cluster-metrics"  # the operation parameter that carries the context
+DEFAULT_CLUSTER = "default"  # Rally's name of the --target-hosts cluster without an alias (operation parameter "cluster")
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,27 @@ class RaceContext:
         """Documents of the ingested epochs' files: what the index must hold after ingest."""
         return sum(self.epoch_docs.values())
 
+    @property
+    def has_corpus(self):
+        """False for the context of a challenge that reads no generated corpus (records_only)."""
+        return bool(self.ground_truth)
+
+    @classmethod
+    def records_only(cls, record_dir):
+        """The context of a challenge that reads no generated corpus (source-large makes its own documents): the race's
+        record folder, and no index, epoch or ground truth."""
+        return cls(
+            index="",
+            nodes=(),
+            epochs=(),
+            section="",
+            ground_truth="",
+            ground_truth_sha256="",
+            epoch_docs={},
+            record_dir=record_dir,
+            fingerprint={},
+        )
+
     def as_param(self):
         return asdict(self)
 
@@ -44,6 +66,15 @@ class RaceContext:
     def truth(self):
         """This race's section of the ground truth: {epoch (str): {node: entry}}."""
         return _ground_truth(self.ground_truth, self.ground_truth_sha256)["epochs"][self.section]
+
+    def corpus_file(self, epoch):
+        """The path of one epoch's corpus file as this race ingests it (the file Rally's bulk reads: the -1k sibling in
+        a test-mode section), from the set's manifest beside the ground truth (corpus.ground_truth_path)."""
+        root = Path(self.ground_truth).parent.parent
+        entry = corpus.file_entry(corpus.require_manifest(root, self.index), int(epoch), self.section == corpus.SECTIONS[True])
+        if entry is None:
+            raise corpus.CorpusError(f"The corpus {self.index} under {root} has no epoch {epoch}; {corpus.FIX}.")
+        return corpus.file_path(root, entry)
 
 
 @functools.lru_cache(maxsize=2)

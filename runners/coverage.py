@@ -8,7 +8,7 @@ import time
 import elasticsearch
 
 from runners import interleave, load, parameters, queries, records, results, scope
-from runners.context import CONTEXT_KEY, RaceContext
+from runners.context import CONTEXT_KEY, DEFAULT_CLUSTER, RaceContext
 from runners.validation import (
     CoverageErrors,
     FetchExpectation,
@@ -40,7 +40,9 @@ class CoverageParamSource:
     percents, hdr-digits, tdigest-compression (default: Elasticsearch's, left out of the request), request-timeout
     (seconds), assertions (Rally's, checked with --enable-assertions);
     remote (a remote cluster's alias: the coverage goes through cross-cluster search to <remote>:<index>) and
-    ccs-minimize-roundtrips (true or false, with remote); max-concurrent-searches (msearch: _msearch's, else
+    ccs-minimize-roundtrips (true or false, with remote); cluster (a cluster of Rally's --target-hosts other than
+    "default": the coverage asks it directly, seed 001's direct cells); new-connection (true: every request goes on a
+    new connection, as curl's do); max-concurrent-searches (msearch: _msearch's, else
     Elasticsearch's default); record-rate (true in a load calibration task: each
     successful coverage's duration is recorded for the steps' schedule, runners/load.py) after the task's warm-up coverages (WARMUPS_KEY)
     (set by the track processor to the task's warmup-iterations); interleave (the cell takes turns with the other
@@ -65,6 +67,8 @@ class CoverageParamSource:
             "transport": self.transport,
             "nodes": self.nodes,
             "request-timeout": params.get("request-timeout", 120),
+            "cluster": params.get("cluster", DEFAULT_CLUSTER),
+            "new-connection": bool(params.get("new-connection")),
             **self._query(params),
         }
         if "assertions" in params:
@@ -201,9 +205,20 @@ class Coverage:
     - in an interleaved group, a turn that never came (the coverage holding it never finished).
 
     In an interleaved group the coverage waits for its turn before its first request and passes it on after its
-    answer is checked: neither is in the timed window, which opens at the first request."""
+    answer is checked: neither is in the timed window, which opens at the first request.
+
+    With new-connection, the client's connections are closed before each request (close_connections), so every
+    request opens its own connection, as curl does: the window holds the close of the previous one (well under a
+    millisecond) and the new connection's set-up.
+
+    Rally hands it every cluster's client (multi_cluster); it asks the one its parameters name ("cluster", default
+    "default")."""
+
+    multi_cluster = True
 
     async def __call__(self, es, params):
+        if isinstance(es, dict):
+            es = es[params.get("cluster", DEFAULT_CLUSTER)]
         turn = params.get(interleave.TURN_KEY)
         if turn is None:
             return await self._coverage(es, params)
@@ -225,6 +240,8 @@ class Coverage:
         window_start = time.time()  # wall clock, for the record: when the coverage ran beside other tasks
         started = time.perf_counter()
         for i, (path, query, body, headers) in enumerate(requests):
+            if params.get("new-connection"):
+                await close_connections(es)
             try:
                 response = await client.perform_request("POST", path, params=query, body=body, headers=dict(headers))
             except elasticsearch.ApiError as e:
@@ -307,6 +324,14 @@ class FetchCoverage(Coverage):
         return "fetch-coverage"
 
 
+async def close_connections(es):
+    """Closes every connection of the client (each node's HTTP session): its next request opens a new one. A request
+    asking "Connection: close" is not enough: Elasticsearch closes the connection without saying so in the response,
+    and the client would pool it and send the next request down a socket that is closing."""
+    for node in es.transport.node_pool.all():
+        await node.close()
+
+
 def server_took(decoded, transport):
     """(took, took summed over the searches) of one coverage's decoded answers, in ms, as Elasticsearch reports them:
     serial, both the sum of its searches' tooks; _msearch, the response's own took and the sum of its sub-searches'
@@ -383,6 +408,10 @@ def validate_coverage(params, clients, context):
         parameters.check_operation_value("tdigest-compression", [params["tdigest-compression"]], "memory_tdigest_compression")
     if params.get("remote") is not None:
         parameters.check_operation_value("remote", params["remote"], "ccs_alias")
+    if params.get("cluster", DEFAULT_CLUSTER) != DEFAULT_CLUSTER and params.get("remote") is not None:
+        raise ValueError(f"a coverage asks cluster {params['cluster']!r} directly or goes through cross-cluster search, not both")
+    if not isinstance(params.get("new-connection", False), bool):
+        raise ValueError(f"new-connection must be true or false, got {params['new-connection']!r}")
     if "rate-fraction" in params:
         load.validate_step(params)
     if "ccs-minimize-roundtrips" in params:

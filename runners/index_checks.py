@@ -3,7 +3,7 @@
 import elasticsearch
 
 from runners import restore, results
-from runners.context import RaceContext
+from runners.context import DEFAULT_CLUSTER, RaceContext
 from runners.corpus import FINGERPRINT_KEY, CorpusError
 from runners.queries import SOURCE_MODE_SETTING
 
@@ -44,7 +44,7 @@ class VerifyCorpus:
     Also the index's shape (shape_differences): shards, replicas, _source mode, and no setting or mark that another
     challenge left (the force merge of source-cost, the ingest settings of an aborted ingest-tuned).
 
-    Operation parameters: shape (what to expect: number_of_shards, number_of_replicas, source-mode, altered-by: the
+    Operation parameters: shape (what to expect: number_of_shards, number_of_replicas, source-mode, parameters: the track parameter that sets a key, altered-by: the
     challenge whose alteration is expected here); cluster (default "default"), which of --target-hosts' clusters holds the index (the
     cross-cluster challenge checks the remote cluster's index this way, directly on that cluster); epochs (default:
     the race's), the epochs that must be complete now (the live challenge queries before its last epoch is in)."""
@@ -53,7 +53,7 @@ class VerifyCorpus:
 
     async def __call__(self, es, params):
         context = RaceContext.of(params)
-        cluster = params.get("cluster", "default")
+        cluster = params.get("cluster", DEFAULT_CLUSTER)
         if cluster not in es:
             raise CorpusError(
                 f"--target-hosts names no cluster {cluster!r} (it names {', '.join(sorted(es))}): give "
@@ -160,7 +160,10 @@ def shape_differences(mappings, settings, shape):
     found = []
     for key in ("number_of_shards", "number_of_replicas"):
         if key in shape and str(settings.get(f"index.{key}")) != str(shape[key]):
-            found.append(f"{settings.get(f'index.{key}')} {key.split('_')[-1]}, this race expects {shape[key]} (track parameter {key})")
+            parameter = shape.get("parameters", {}).get(key, key)  # the track parameter that sets it in this challenge
+            found.append(
+                f"{settings.get(f'index.{key}')} {key.split('_')[-1]}, this race expects {shape[key]} (track parameter {parameter})"
+            )
     mode = "disabled" if mappings.get("_source", {}).get("enabled") is False else str(settings.get(SOURCE_MODE_SETTING, "stored")).lower()
     if "source-mode" in shape and mode != shape["source-mode"]:
         found.append(f"_source {mode}, this race expects {shape['source-mode']}")

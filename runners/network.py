@@ -6,6 +6,7 @@ import asyncio
 import time
 
 from runners import parameters, restore
+from runners.context import DEFAULT_CLUSTER
 from runners.toxiproxy import DEFAULT_API, Toxiproxy, ToxiproxyError
 
 PATH_CHECKS = ("http", "ccs", "none")
@@ -20,12 +21,16 @@ class SetRtt:
     """Sets the round-trip time of a Toxiproxy proxy (half upstream, half downstream) for the tasks that follow, after
     proving that the race's traffic goes through it: the same probe, timed with no added latency and with
     PROBE_RTT_MS set (the faster of two each time, after one untimed probe), must take at least half of PROBE_RTT_MS
-    longer the second time (path-check "http": GET / of the target cluster; "ccs": a size-0 search of the remote
-    index through cross-cluster search; "none": no probe). The difference, not the probe's own time, decides: a
+    longer the second time (path-check "http": GET / of the cluster the parameter "cluster" names, by default the
+    target cluster; "ccs": a size-0 search of the remote index through cross-cluster search; "none": no probe). The difference, not the probe's own time, decides: a
     search can take longer than PROBE_RTT_MS by itself. Untimed; returns 1 op with rtt-ms and the latency the probe
     saw added. A proxy or probe failure ends the race with a message that names the fix."""
 
+    multi_cluster = True  # the probe asks the cluster behind the proxy (Rally's --target-hosts alias)
+
     async def __call__(self, es, params):
+        if isinstance(es, dict):
+            es = es[params.get("cluster", DEFAULT_CLUSTER) if params.get("path-check", "http") == "http" else DEFAULT_CLUSTER]
         proxy, rtt, check = params["proxy"], params["rtt-ms"], params.get("path-check", "http")
         toxiproxy = Toxiproxy(params["toxiproxy-url"])
         es.on_request_start()  # Rally times an operation by its client requests; this one starts with Toxiproxy's
@@ -43,13 +48,19 @@ class SetRtt:
             raise NetworkPathError(
                 f"{PROBE_RTT_MS} ms of round-trip time on Toxiproxy proxy {proxy!r} added {added_ms:.1f} ms to a probe: "
                 f"the {'remote cluster' if check == 'ccs' else 'target host'} is not reached through it. Point "
-                f"{'the remote (track parameter ccs_proxy_address)' if check == 'ccs' else '--target-hosts'} at the "
+                f"{'the remote (track parameter ccs_proxy_address)' if check == 'ccs' else _target(params)} at the "
                 "proxy's listen address, or give the track parameter that names the right proxy"
             )
         return {"weight": 1, "unit": "ops", "success": True, "rtt-ms": rtt, "probe-added-ms": added_ms}
 
     def __repr__(self):
         return "set-rtt"
+
+
+def _target(params):
+    """Where the probed cluster's address is given: Rally's --target-hosts, under the task's cluster alias."""
+    cluster = params.get("cluster", DEFAULT_CLUSTER)
+    return "--target-hosts" if cluster == DEFAULT_CLUSTER else f"the cluster {cluster!r} of --target-hosts"
 
 
 async def _probe(es, check, remote_index):

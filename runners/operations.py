@@ -19,11 +19,21 @@ from runners.coverage import (
 from runners.index_body import FreshIndexBodyParamSource
 from runners.index_checks import VerifyCorpus, VerifyDocCount
 from runners.ingest import EpochBulk, EpochBulkParamSource, IngestCostEpoch, IngestCostStart, validate_bulk
+from runners.large_source import (
+    LargeSourceCreateIndex,
+    LargeSourceFetch,
+    LargeSourceFetchParamSource,
+    LargeSourceIndex,
+    LargeSourceVerify,
+    validate_large_fetch,
+    validate_large_source,
+)
 from runners.layouts import CheckLayouts, LayoutStats, validate_layout_stats, validate_layouts
 from runners.memory import BreakerFloor, BreakerFloorParamSource, CheckQuietCluster, validate_breaker_floor
 from runners.network import ClearToxics, SetRtt, validate_clear, validate_latency
 from runners.privileges import CheckPrivileges
 from runners.profile import ProfileBreakdown, ProfileParamSource, validate_profile
+from runners.single_doc import SingleDoc, SingleDocCount, SingleDocParamSource, validate_single_doc, validate_single_doc_count
 from runners.storage import SourceStorage, validate_storage_stats
 from runners.widths import SearchPool
 
@@ -55,8 +65,15 @@ OPERATIONS = {
     "profile-breakdown": Operation(ProfileBreakdown, ProfileParamSource, validate_profile),
     "check-layouts": Operation(CheckLayouts, validate=validate_layouts),
     "layout-stats": Operation(LayoutStats, validate=validate_layout_stats),
+    "single-doc": Operation(SingleDoc, SingleDocParamSource, validate_single_doc),
+    "single-doc-count": Operation(SingleDocCount, validate=validate_single_doc_count),
     "set-rtt": Operation(SetRtt, validate=validate_latency),
     "clear-toxics": Operation(ClearToxics, validate=validate_clear),
     "search-pool": Operation(SearchPool, reads_corpus=False),
     "check-privileges": Operation(CheckPrivileges, reads_corpus=False),
+    # source-large: documents of its own, generated from the track parameters, in an index of its own
+    "large-source-create-index": Operation(LargeSourceCreateIndex, validate=validate_large_source, reads_corpus=False),
+    "large-source-index": Operation(LargeSourceIndex, validate=validate_large_source, reads_corpus=False),
+    "large-source-verify": Operation(LargeSourceVerify, validate=validate_large_source, reads_corpus=False),
+    "large-source-fetch": Operation(LargeSourceFetch, LargeSourceFetchParamSource, validate_large_fetch, reads_corpus=False),
 }

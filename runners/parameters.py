@@ -10,11 +10,14 @@ import numbers
 
 from runners.corpus import FETCH_TRUTH_ROWS, MAX_NODES
 from runners.layouts import parse_layout
-from runners.queries import FETCH_KINDS, FETCH_TRANSPORTS, INGEST_CHANGES, LAYOUTS, SOURCE_MODES, TRANSPORTS, VARIANTS
+from runners.queries import CCS_DIRECT_ROUTES, FETCH_KINDS, FETCH_TRANSPORTS, INGEST_CHANGES, LAYOUTS, SOURCE_MODES, TRANSPORTS, VARIANTS
 from runners.toxiproxy import DEFAULT_API, FAULTS, PROXIES
 
 MAX_HDR_DIGITS = 5  # Elasticsearch accepts number_of_significant_value_digits 0..5
 MIN_RESOLUTION = 0.001  # the request breaker floor's finest relative bracket
+MIB = 2**20  # source-large's MB, Elasticsearch's own: http.max_content_length "100mb" is 100 x 2^20 bytes
+HTTP_MAX_CONTENT_LENGTH = 100 * MIB  # Elasticsearch's default http.max_content_length: one request body at most
+MAX_RESULT_WINDOW = 10_000  # Elasticsearch's default index.max_result_window: one search's size at most
 
 
 class ParameterError(ValueError):
@@ -77,6 +80,17 @@ def _names(vocabulary):
     return check
 
 
+def _names_or_none(vocabulary):
+    def check(value):
+        if value != []:
+            try:
+                _names(vocabulary)(value)
+            except ParameterError:
+                raise ParameterError(f"a list (or comma-separated string) of {', '.join(vocabulary)}, or [] for none") from None
+
+    return check
+
+
 def _percents(value):
     if (
         not isinstance(value, list)
@@ -103,6 +117,16 @@ def _resolution(value):
     # at least MIN_RESOLUTION: a finer bracket than the breaker's own granularity never closes (runners/memory.py)
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not MIN_RESOLUTION <= value < 1:
         raise ParameterError(f"a number from {MIN_RESOLUTION} to 1 (exclusive)")
+
+
+def _document_mb(value):
+    # source-large sends each document in one index request: the request must fit under http.max_content_length
+    largest = HTTP_MAX_CONTENT_LENGTH // MIB - 1
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= largest:
+        raise ParameterError(
+            f"an integer from 1 to {largest} (MB of 2^20 bytes): each document is one index request, and Elasticsearch "
+            f"refuses a request body over http.max_content_length ({HTTP_MAX_CONTENT_LENGTH // MIB}mb by default)"
+        )
 
 
 def _positive_number_or_none(value):
@@ -179,6 +203,10 @@ PARAMETERS = {
     "layout_bulk_clients": (4, _integer(1)),
     "search_clients": (4, _integer(1)),
     "layout_iterations": (20, _integer(1)),
+    # the layout sweep's single-document indexing (seed 003's realtime indexing): clients, and seconds per layout (0
+    # leaves it out)
+    "single_doc_clients": (4, _integer(1, 256)),
+    "single_doc_seconds": (60, _integer(0, 86400)),
     # the network (Toxiproxy): RTT sweep, cross-cluster search, faults
     "toxiproxy_url": (DEFAULT_API, _http_url),
     "network_proxy": (PROXIES["http"], _string),
@@ -191,6 +219,15 @@ PARAMETERS = {
     "ccs_proxy_address": ("", _host_port_or_empty),
     "ccs_transports": (["msearch", "terms"], _names(TRANSPORTS)),
     "ccs_minimize_roundtrips": ([True, False], _list_of(_boolean, "true/false")),
+    # seed 001's point: its round-trip times, its remote asked directly beside CCS, its schedule (1 warm-up)
+    "ccs_shards": (200, _integer(1, 1024)),
+    "ccs_rtt_ms": ([0, 190], _list_of(_integer(0, 60000), "round-trip times in ms (0 to 60000)")),
+    "ccs_variants": (["D_td"], _names(tuple(VARIANTS))),
+    "ccs_direct": (list(CCS_DIRECT_ROUTES), _names_or_none(CCS_DIRECT_ROUTES)),
+    "ccs_far_alias": ("metrics-remote-far", _string),
+    "ccs_far_proxy": (PROXIES["remote-http"], _string),
+    "ccs_warmup_iterations": (1, _integer(0)),
+    "ccs_iterations": (20, _integer(1)),
     "faults": (list(FAULTS), _names(tuple(FAULTS))),
     "fault_request_timeout": (2, _positive_number),
     # load: a target rate and clients for the study's coverages, the load steps and redline, the live challenge
@@ -217,6 +254,13 @@ PARAMETERS = {
     "fetch_size": (500, _integer(1, FETCH_TRUTH_ROWS)),  # the ground truth's top rows per node (within max_result_window)
     "fetch_kinds": (list(FETCH_KINDS), _names(FETCH_KINDS)),
     "fetch_transports": (["msearch"], _names(FETCH_TRANSPORTS)),
+    # source-large (seed 004 at its scale): large_docs documents of large_doc_mb each in an index of their own, and a
+    # fetch of the first large_fetch_size of them per _source mode and response format
+    "large_doc_mb": (10, _document_mb),
+    "large_docs": (40, _integer(1)),
+    "large_fetch_size": (20, _integer(1, MAX_RESULT_WINDOW)),  # at most large_docs: checked with the fetch's operation
+    "large_iterations": (10, _integer(1)),
+    "large_warmup_iterations": (2, _integer(0)),
     "memory_variants": (list(VARIANTS), _names(tuple(VARIANTS))),
     "memory_transports": (list(TRANSPORTS), _names(TRANSPORTS)),
     "memory_hdr_digits": ([1, 2, 3, 4, 5], _list_of(_integer(0, MAX_HDR_DIGITS), f"HDR digits (0 to {MAX_HDR_DIGITS})")),

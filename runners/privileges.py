@@ -71,8 +71,16 @@ NEEDS = {
     ),
     "check-layouts": Need("reads the nodes", ("monitor",)),
     "layout-stats": Need("reads shard-level index stats", ("monitor",), ("monitor",)),
+    "single-doc": Need("indexes one document per request into the layout's single-document index", index=("index",)),
+    "single-doc-count": Need("refreshes and counts the layout's single-document index", index=("maintenance", "read")),
     "set-rtt": Need("probes the target cluster (GET /)", ("monitor",)),
     "clear-toxics": Need("talks to Toxiproxy only"),
+    "large-source-create-index": Need(
+        "reads the nodes' http.max_content_length, creates the index of the large documents", ("monitor",), ("create_index",)
+    ),
+    "large-source-index": Need("indexes the large documents", index=("index",)),
+    "large-source-verify": Need("counts the large documents, reads the index's mapping", index=("read", "view_index_metadata")),
+    "large-source-fetch": Need("searches the index of the large documents", index=("read",)),
 }
 
 

@@ -8,7 +8,8 @@ On every track load for a race it
 - for coverage-width, adds each width's corpus set to the track (its index and corpora, named by the corpus contract)
   and binds the tasks of that width (WIDTH_KEY) to it;
 - writes the corpus fingerprint into each index mapping's _meta, so that query challenges can tell what it holds;
-- validates each of our operations (operations.OPERATIONS) and hands it the race context of its corpus set.
+- validates each of our operations (operations.OPERATIONS) and hands it the race context of its corpus set (a
+  challenge that reads no generated corpus, source-large, gets the race's record folder alone).
 Any problem raises a SystemSetupError whose message names the input and the fix.
 """
 
@@ -24,7 +25,7 @@ from esrally.track import loader
 from esrally.track import track as track_model
 
 from runners import corpus, coverage, interleave, parameters, privileges, queries, records, scope
-from runners.context import CONTEXT_KEY, RaceContext
+from runners.context import CONTEXT_KEY, DEFAULT_CLUSTER, RaceContext
 from runners.network import ClearToxics, clear_toxics
 from runners.operations import OPERATIONS
 
@@ -61,6 +62,8 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
             if any(_reads_main_corpus(t) for t in _tasks(selected)):
                 main = self._context(track, corpus.require_manifest(root), root, test_mode, verified, race_id)
             widths = _width_sets(track, selected, root, test_mode, verified, user_params, race_id, self.cfg)
+            if main is None and not widths:  # a challenge that reads no generated corpus (source-large): its records only
+                main = RaceContext.records_only(os.path.join(paths.race_root(self.cfg, race_id), records.RECORD_DIR))
         except corpus.CorpusError as e:
             # Rally loads the track again on each load-driver host, with that host's rally.ini: say which host
             raise exceptions.SystemSetupError(f"{e} (host {socket.gethostname()})") from None
@@ -73,6 +76,7 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
             interleave.assign(list(_tasks(selected)), parameters.value(user_params, "schedule_seed"), hosts)
         except ValueError as e:
             raise exceptions.SystemSetupError(f"Challenge [{selected.name}]: {e}.") from None
+        clusters = _clusters(self.cfg)
         as_params = {}  # each context's operation parameter, built once
         for challenge in track.challenges:
             for task in _tasks(challenge):
@@ -87,6 +91,7 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
                 if challenge is selected:
                     try:
                         scope.validate(task.operation.params, operation.param_source)
+                        _check_cluster(task.operation.params, clusters)
                         if operation.validate:
                             operation.validate(task.operation.params, task.clients, context)
                     except ValueError as e:
@@ -132,6 +137,24 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
         return set_context(manifest, root, epochs, test_mode, verified, paths.race_root(self.cfg, race_id))
 
 
+def _clusters(cfg):
+    """The cluster aliases of Rally's --target-hosts (None where Rally has none to give, as in esrally info)."""
+    hosts = cfg.opts("client", "hosts", mandatory=False, default_value=None)
+    return set(hosts.all_hosts) if hasattr(hosts, "all_hosts") else None
+
+
+def _check_cluster(params, clusters):
+    """A task that asks another cluster than the target ("cluster": a runner's, or "remote"'s direct cells) names one
+    of --target-hosts, before anything runs."""
+    cluster = params.get("cluster", DEFAULT_CLUSTER)
+    if clusters is not None and cluster not in clusters:
+        raise ValueError(
+            f"it asks the cluster {cluster!r}, which --target-hosts does not name (it names {', '.join(sorted(clusters))}): "
+            f'give it as --target-hosts=\'{{"default": [...], "{cluster}": ["host:port"]}}\' or leave out the cells that '
+            "ask it (track parameter ccs_direct: [])"
+        )
+
+
 def _set_privileges(challenge, context):
     """Hands the challenge's check-privileges task what the challenge asks of the target cluster (runners/privileges.py);
     the tasks of another cluster (a remote's, by its alias) are not the target's."""
@@ -143,7 +166,7 @@ def _set_privileges(challenge, context):
     tasks = [
         (task.operation.type, task.operation.params, index_of(task.operation.params))
         for task in _tasks(challenge)
-        if task.operation.params.get("cluster") in (None, "default")
+        if task.operation.params.get("cluster") in (None, DEFAULT_CLUSTER)
     ]
     needs = privileges.needs(tasks)
     for task in _tasks(challenge):
@@ -289,7 +312,7 @@ def check_load_driver_host(track, data_root_dir):
     same path; for every corpus set the race uses. Raises a CorpusError that names the fix."""
     contexts = {}
     for task in _tasks(track.selected_challenge_or_default):
-        if CONTEXT_KEY in task.operation.params:
+        if CONTEXT_KEY in task.operation.params and RaceContext.of(task.operation.params).has_corpus:
             context = RaceContext.of(task.operation.params)
             contexts.setdefault(context.index, context)
     for context in contexts.values():
@@ -345,7 +368,7 @@ def _check_challenge(challenge, context, user_params):
     memory_parallel_hdr_digits_max digits over msearch or terms, whichever parameter brings the digits in (up to 90
     histograms at once, outside every breaker: 5 digits kill a 1 GB node)."""
     needed = challenge.meta_data.get("min_epochs", 1) if challenge.meta_data else 1
-    if len(context.epochs) < needed:
+    if context.has_corpus and len(context.epochs) < needed:
         raise ValueError(f"needs at least {needed} epochs, this race has {len(context.epochs)} (track parameter epochs)")
     paced = {name: parameters.value(user_params, name) for name in ("coverage_clients", "target_throughput")}
     interleaved = any(interleave.GROUP_KEY in t.operation.params for t in _tasks(challenge))

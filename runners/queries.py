@@ -49,7 +49,12 @@ DEFAULT_COMPRESSION = _MODULE.default_compression  # Elasticsearch's default t-d
 # ingest-changes: each seed change -> the track parameters it ingests with; the baseline's name
 INGEST_CHANGES = {name: tuple(tuned) for name, tuned in _MODULE.ingest_changes.items()}
 INGEST_CHANGE_BASELINE = _MODULE.ingest_change_baseline
+CCS_DIRECT_ROUTES = tuple(_MODULE.ccs_direct_routes)
 FETCH_TRANSPORTS = ("serial", "msearch")  # top_hits in a terms bucket stops at index.max_inner_result_window (100)
+# source-large: its index, what its fetch asks of each hit's _source, the response formats (runners/large_source.py)
+LARGE_SOURCE_INDEX = _MODULE.large_source_index
+LARGE_SOURCE_MODES = tuple(_MODULE.large_source_modes)
+LARGE_SOURCE_FORMATS = tuple(_MODULE.large_source_formats)
 FETCH_SORT_FIELD = "cpu"  # a fetch coverage returns each node's busiest samples: sorted by cpu, descending
 DOC_FIELDS = ("epoch", "node", "task", "cpu", "mem", "net")  # index.json's properties
 

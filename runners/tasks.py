@@ -21,6 +21,11 @@ def layout_task_name(layout, name):
     return f"layout-{layout}-{name}"
 
 
+# the layout sweep's single-document indexing (seed 003's "realtime indexing"), within each layout: the timed task
+# (Rally's throughput in docs/s) and its check that the index holds every acknowledged document
+SINGLE_DOC, SINGLE_DOC_COUNT = "single-doc", "single-doc-count"
+
+
 def ingest_change_task_name(change, name):
     """A task of one ingest of ingest-changes (the baseline or a seed change):
     ingest_change_task_name("clients", bulk_task_name(1)) == "change-clients-bulk-epoch-1"."""
@@ -35,6 +40,13 @@ def rtt_task_name(variant, transport, rtt_ms):
 def ccs_task_name(variant, transport, minimize_roundtrips, rtt_ms):
     """One point of the cross-cluster comparison."""
     return f"ccs-{variant}-{transport}-minimize-{str(bool(minimize_roundtrips)).lower()}-rtt-{rtt_ms}ms"
+
+
+def ccs_direct_task_name(variant, transport, route, rtt_ms):
+    """One direct cell of the cross-cluster comparison (seed 001): the remote's index asked on the remote itself, by
+    a route of vocabulary.j2's ccs_direct_routes: ccs_direct_task_name("D_td", "terms", "far", 190) ==
+    "ccs-D_td-terms-direct-far-rtt-190ms"."""
+    return f"ccs-{variant}-{transport}-direct-{route}-rtt-{rtt_ms}ms"
 
 
 def fault_task_name(fault, variant, transport):
@@ -78,6 +90,16 @@ def profile_task_name(variant):
 def fetch_task_name(kind, transport):
     """A fetch coverage: each node's N busiest samples with their _source or their doc values."""
     return f"fetch-{kind}-{transport}"
+
+
+def large_task_name(name):
+    """A task of source-large: large_task_name("index-documents") == "large-index-documents"."""
+    return f"large-{name}"
+
+
+def large_fetch_task_name(mode, fmt):
+    """source-large: the fetch with _source in one mode, answered in one format: "large-fetch-returned-cbor"."""
+    return large_task_name(f"fetch-{mode}-{fmt}")
 
 
 def memory_cell(variant, transport, hdr_digits=None, compression=None):
@@ -130,7 +152,7 @@ KIND_TAGS = {
 STUDY_TAGS = {
     "network": "rtt-sweep, ccs-roundtrips, network-faults",
     "load": "coverage-load, live",
-    "costs": "source-cost, aggregation-memory",
+    "costs": "source-cost, source-large, aggregation-memory",
     "layout": "layout-sweep",
     "width": "coverage-width",
 }

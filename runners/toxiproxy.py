@@ -15,7 +15,9 @@ START_FIX = "start it with `make proxy-start` (installs Toxiproxy on first use),
 
 # the proxies this project creates: in front of the target cluster's HTTP port (RTT sweep, faults), and in front of
 # the remote cluster's transport port (cross-cluster search)
-PROXIES = {"http": "cluster-metrics-http", "remote": "cluster-metrics-remote"}
+# the track's proxies, by role: the target cluster's HTTP port (RTT sweep, faults), the remote cluster's transport port
+# (cross-cluster search) and the remote cluster's HTTP port (seed 001's direct cells to the far cluster)
+PROXIES = {"http": "cluster-metrics-http", "remote": "cluster-metrics-remote", "remote-http": "cluster-metrics-remote-http"}
 
 # our toxics' names: only these are ever added or removed, so a user's own toxics on the same proxy are left alone
 LATENCY_UP, LATENCY_DOWN, FAULT = "cluster-metrics-rtt-up", "cluster-metrics-rtt-down", "cluster-metrics-fault"

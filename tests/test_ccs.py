@@ -29,12 +29,12 @@ from runners import network, restore
 from runners.network import remote_settings
 from runners.operations import OPERATIONS
 from runners.parameters import PARAMETERS
-from runners.tasks import ccs_task_name
+from runners.tasks import ccs_direct_task_name, ccs_task_name
 
-REMOTE_PORT, REMOTE_PROXY_PORT, REMOTE_SHARDS = 9280, 9391, 5
-ALIAS = PARAMETERS["ccs_alias"][0]
+REMOTE_PORT, REMOTE_PROXY_PORT, REMOTE_HTTP_PROXY_PORT, REMOTE_SHARDS = 9280, 9391, 9392, 5
+ALIAS, FAR_ALIAS = PARAMETERS["ccs_alias"][0], PARAMETERS["ccs_far_alias"][0]
 RTTS = [0, 50]
-PARAMS = {"rtt_ms": RTTS, "rtt_variants": ["D_hdr"]}
+PARAMS = {"ccs_rtt_ms": RTTS, "ccs_variants": ["D_hdr"], "ccs_shards": REMOTE_SHARDS}
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +45,8 @@ def remote_cluster(toxiproxy, rally_home, small_corpus):
     try:
         made = toxiproxy_launcher("proxy", "--role", "remote", "--listen", str(REMOTE_PROXY_PORT), "--upstream", str(REMOTE_PORT + 100))
         assert made.returncode == 0, made.stdout + made.stderr
+        made = toxiproxy_launcher("proxy", "--role", "remote-http", "--listen", str(REMOTE_HTTP_PROXY_PORT), "--upstream", str(REMOTE_PORT))
+        assert made.returncode == 0, made.stdout + made.stderr
         if doc_count(port=REMOTE_PORT) != 5000:
             ingest = run_race(rally_home, "ingest-baseline", f"--track-params=number_of_shards:{REMOTE_SHARDS}", port=REMOTE_PORT)
             assert_clean(ingest)
@@ -54,8 +56,9 @@ def remote_cluster(toxiproxy, rally_home, small_corpus):
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
 
 
-def hosts(remote):
-    return json.dumps({"default": [f"127.0.0.1:{TEST_PORT}"], ALIAS: [f"127.0.0.1:{remote}"]})
+def hosts(remote, far=True):
+    clusters = {"default": [f"127.0.0.1:{TEST_PORT}"], ALIAS: [f"127.0.0.1:{remote}"]}
+    return json.dumps(dict(clusters, **({FAR_ALIAS: [f"127.0.0.1:{REMOTE_HTTP_PROXY_PORT}"]} if far else {})))
 
 
 @pytest.fixture(scope="module")
@@ -83,12 +86,60 @@ def test_the_round_trip_model_is_a_floor_through_the_proxy(ccs_race):
         for minimize, round_trips in floors.items():
             op = ops[ccs_task_name("D_hdr", transport, minimize, rtt)]
             assert op["service_time"]["mean"] >= round_trips * rtt, (transport, minimize, op["service_time"])
+        # the seed's direct cells: the far ones cross the link once per request (the near one has no floor)
+        for route in ("far", "far-new-connection"):
+            op = ops[ccs_direct_task_name("D_hdr", transport, route, rtt)]
+            assert op["service_time"]["mean"] >= rtt, (transport, route, op["service_time"])
+
+
+def test_seed_001s_table_holds_every_cell_with_took_and_wall(ccs_race):
+    header, body = network_report.ccs_point_table(races.load(ccs_race.folder()))
+    cells = [row[3] for row in body if row[0] == f"{max(RTTS)} ms" and row[2] == "terms"]
+    assert cells == ["direct-near", "direct-far", "direct-far-new-connection", "minimize-true", "minimize-false"]
+    assert all(row[4] and row[4] != "FAILED" and row[6] for row in body), body
+
+
+def http_connections_opened(port):
+    return sum(n["http"]["total_opened"] for n in http("GET", "/_nodes/stats/http", port=port)[1]["nodes"].values())
+
+
+def test_a_new_connection_per_request_opens_one_per_request_and_the_kept_alive_one_does_not(rally_home, remote_cluster):
+    """As curl: every request of the far-new-connection cell reaches the remote on a connection of its own (the
+    remote's HTTP connections opened count them); the far cell's requests share the client's kept-alive ones."""
+    params = track_params(
+        ccs_rtt_ms=[0],
+        ccs_variants=["D_td"],
+        ccs_transports=["serial"],
+        ccs_minimize_roundtrips=[True],
+        ccs_direct=["far", "far-new-connection"],
+        ccs_shards=REMOTE_SHARDS,
+    )
+    before = http_connections_opened(REMOTE_PORT)
+    race = run_race(rally_home, "ccs-roundtrips", params, target_hosts=hosts(remote_cluster))
+    assert_clean(race)
+    opened = http_connections_opened(REMOTE_PORT) - before
+    coverages = {route: 0 for route in ("far", "far-new-connection")}
+    for line in races.load(race.folder()).validation:
+        for route in coverages:
+            coverages[route] += line["task"] == ccs_direct_task_name("D_td", "serial", route, 0)
+    assert coverages["far"] >= 1 and coverages["far-new-connection"] >= 1, coverages
+    requests = {route: 30 * n for route, n in coverages.items()}  # a serial coverage: one _search per node
+    assert requests["far-new-connection"] <= opened < requests["far-new-connection"] + requests["far"], (opened, requests)
+
+
+def test_a_direct_cell_without_its_cluster_in_target_hosts_is_refused_before_anything_runs(rally_home, remote_cluster):
+    before = http("GET", "/_cluster/settings?flat_settings=true")[1]
+    race = run_race(rally_home, "ccs-roundtrips", track_params(**PARAMS), target_hosts=hosts(remote_cluster, far=False))
+    assert race.returncode != 0 and f"asks the cluster '{FAR_ALIAS}', which --target-hosts does not name" in race.output
+    assert "ccs_direct" in race.output
+    assert http("GET", "/_cluster/settings?flat_settings=true")[1] == before
 
 
 def test_a_remote_behind_no_proxy_is_refused_and_its_registration_taken_back(rally_home, remote_cluster):
     before = http("GET", "/_cluster/settings?flat_settings=true")[1]
     direct = f"127.0.0.1:{remote_cluster + 100}"  # the remote's own transport port: no latency can reach it
-    race = run_race(rally_home, "ccs-roundtrips", track_params(rtt_ms=[0], ccs_proxy_address=direct), target_hosts=hosts(remote_cluster))
+    params = track_params(ccs_rtt_ms=[0], ccs_proxy_address=direct, ccs_shards=REMOTE_SHARDS, ccs_direct=[])
+    race = run_race(rally_home, "ccs-roundtrips", params, target_hosts=hosts(remote_cluster))
     assert race.returncode != 0 and "remote cluster is not reached through it" in race.output
     # the path check failed inside the operation that registered the remote: its finally took the registration back
     assert http("GET", "/_remote/info")[1] == {}
@@ -113,7 +164,8 @@ def test_ctrl_c_in_the_middle_of_ccs_roundtrips_leaves_the_cluster_settings_as_t
     operation's finally takes it back, and the cluster's settings equal those before the race."""
     before = http("GET", "/_cluster/settings?flat_settings=true")[1]
     # at 200 ms each operation holds the registration for a second or more: a window the poll below cannot miss
-    race = start_race(rally_home, "ccs-roundtrips", track_params(rtt_ms=[200], rtt_variants=["D_hdr"]), target_hosts=hosts(remote_cluster))
+    params = track_params(ccs_rtt_ms=[200], ccs_variants=["D_hdr"], ccs_shards=REMOTE_SHARDS, ccs_direct=[])
+    race = start_race(rally_home, "ccs-roundtrips", params, target_hosts=hosts(remote_cluster))
     try:
         deadline, seen = time.monotonic() + 300, False
         while not seen and race.poll() is None and time.monotonic() < deadline:

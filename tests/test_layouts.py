@@ -1,22 +1,27 @@
-"""layout-sweep on a local cluster of 3 nodes, started for this module alone and stopped right after it."""
+"""layout-sweep on a local cluster of 3 data nodes behind a coordinating-only node (as make layout-sweep starts it),
+started for this module alone and stopped right after it."""
 
 import json
 
 import pytest
 
-from conftest import assert_clean, doc_count, launcher, rendered_challenges, rendered_tasks, run_race
+from conftest import assert_clean, doc_count, http, launcher, rendered_challenges, rendered_tasks, run_race
 from runners.operations import OPERATIONS
+from runners.single_doc import OK, RECORD_KEY, single_doc_index
+from runners.tasks import SINGLE_DOC, SINGLE_DOC_COUNT, layout_task_name
 
 pytestmark = pytest.mark.integration
 
-MULTI_NODE_PORT = 9270
-PARAMS = {"layouts": ["1S0R", "2S1R"], "epochs": 2}  # 2 of the corpus's 5 epochs: only those are ingested and queried
+MULTI_NODE_PORT = 9270  # the coordinating node; the data nodes 9271-9273 (transport 9370-9373)
+# 2 of the corpus's 5 epochs: only those are ingested and queried; 2S2R: three copies of each shard, one per data node
+PARAMS = {"layouts": ["1S0R", "2S1R", "2S2R"], "epochs": 2, "single_doc_clients": 2}
 
 
 @pytest.fixture(scope="module")
 def layout_race(rally_home, small_corpus):
-    """The challenge whose meta asks for more than one data node, on a cluster of 3 (the only race that needs it)."""
-    started = launcher("start", "--nodes", "3", "--heap", "1g", port=MULTI_NODE_PORT)
+    """The challenge whose meta asks for more than one data node, on a cluster of 3 (the only race that needs it),
+    every request of the race sent to the coordinating node."""
+    started = launcher("start", "--nodes", "3", "--coordinating", "1", "--heap", "1g", port=MULTI_NODE_PORT)
     assert started.returncode == 0, started.stdout + started.stderr
     try:
         yield run_race(rally_home, "layout-sweep", f"--track-params={json.dumps(PARAMS)}", port=MULTI_NODE_PORT)
@@ -39,4 +44,32 @@ def test_each_layout_places_its_copies_over_the_nodes_and_loses_nothing(layout_r
     placement = json.loads((layout_race.record_dir() / "layout-2S1R.json").read_text())
     nodes = [c["node"] for c in placement["ingested"]]
     assert len(set(nodes)) == 3 and len(nodes) == 4  # 2 primaries + 2 replicas over 3 nodes: one holds two
+    assert doc_count(port=MULTI_NODE_PORT) == 1000 * PARAMS["epochs"]
+
+
+def test_every_request_went_through_the_coordinating_node(layout_race):
+    """The seed's client node: it holds no shard, and the data nodes' HTTP ports saw no connection (Rally, the launcher's
+    health checks and this test all talk to the coordinating node)."""
+    nodes = http("GET", "/_nodes/stats/http,indices", port=MULTI_NODE_PORT)[1]["nodes"].values()
+    by_name = {n["name"]: n for n in nodes}
+    assert set(by_name) == {"coord-1", "node-1", "node-2", "node-3"}
+    roles = {n["name"]: n["roles"] for n in http("GET", "/_nodes", port=MULTI_NODE_PORT)[1]["nodes"].values()}
+    assert roles["coord-1"] == [] and all("data" in roles[f"node-{i}"] for i in (1, 2, 3))
+    assert by_name["coord-1"]["http"]["total_opened"] > 0
+    assert [by_name[f"node-{i}"]["http"]["total_opened"] for i in (1, 2, 3)] == [0, 0, 0]
+    placement = json.loads((layout_race.record_dir() / "layout-2S2R.json").read_text())
+    assert sorted(c["node"] for c in placement["ingested"]) == sorted(["node-1", "node-2", "node-3"] * 2)
+
+
+def test_each_layout_indexes_single_documents_into_its_own_index_and_counts_them(layout_race):
+    rates = layout_race.error_rates()
+    for layout in PARAMS["layouts"]:
+        assert rates[layout_task_name(layout, SINGLE_DOC)] == 0 and rates[layout_task_name(layout, SINGLE_DOC_COUNT)] == 0
+        section = json.loads((layout_race.record_dir() / f"layout-{layout}.json").read_text())[RECORD_KEY]
+        assert section["acknowledged"] == section["count"] > 0 and section["outcomes"] == {OK: section["requests"]}
+        assert section["index"] == single_doc_index(layout) and section["clients"] == PARAMS["single_doc_clients"]
+        # Rally's throughput of the task is documents per second
+        assert layout_race.op_metrics()[layout_task_name(layout, SINGLE_DOC)]["throughput"]["unit"] == "docs/s"
+    # each single-document index is deleted after its check; the bulk-ingested index still holds exactly its corpus
+    assert http("GET", "/_cat/indices/cluster-metrics-single-doc-*?format=json", port=MULTI_NODE_PORT)[1] == []
     assert doc_count(port=MULTI_NODE_PORT) == 1000 * PARAMS["epochs"]

@@ -133,3 +133,84 @@ def test_the_launchers_run_without_the_virtualenv(script):
     result = subprocess.run([base_python(), "-I", "-S", script, "--help"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert "usage:" in result.stdout
+
+
+# ---------------------------------------------------------------- coordinating node and core pinning: no Java
+
+
+@pytest.fixture
+def esnode(tmp_path, monkeypatch):
+    """The launcher as a module, its state folder under tmp_path (nothing is started)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("esnode_under_test", LAUNCHER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "STATE", tmp_path)
+    return module
+
+
+def _settings(node):
+    return (Path(node["dir"]) / "config" / "elasticsearch.yml").read_text().splitlines()
+
+
+def test_a_coordinating_node_takes_the_http_port_and_the_data_nodes_follow(esnode, tmp_path):
+    layout = esnode.node_layout(3, 9200, 9300, coordinating=1)
+    assert [(n["name"], n["http_port"], n["transport_port"], n["roles"]) for n in layout] == [
+        ("coord-1", 9200, 9300, []),
+        ("node-1", 9201, 9301, None),
+        ("node-2", 9202, 9302, None),
+        ("node-3", 9203, 9303, None),
+    ]
+    assert {Path(n["dir"]).parent for n in layout} == {tmp_path / "cluster-3-coord1-9200"}  # its own data, never a data node's
+    # without one, nothing moves: node-1 on the HTTP port, the folder an earlier cluster of that size used
+    plain = esnode.node_layout(3, 9200, 9300)
+    assert [n["http_port"] for n in plain] == [9200, 9201, 9202] and Path(plain[0]["dir"]).parent == tmp_path / "cluster-3-9200"
+
+
+def test_the_coordinating_node_is_configured_with_no_role_and_joins_the_data_nodes(esnode):
+    layout = esnode.node_layout(1, 9200, 9300, coordinating=1)
+    for node in layout:
+        esnode.write_node_config(node, layout)
+    coordinating, data = (_settings(n) for n in layout)
+    assert "node.roles: []" in coordinating and not any(s.startswith("node.roles") for s in data)
+    # one data node and a coordinating one are a cluster of two: discovery among the master-eligible (data) node only
+    for settings in (coordinating, data):
+        assert "discovery.type: single-node" not in settings
+        assert 'discovery.seed_hosts: ["127.0.0.1:9301"]' in settings and 'cluster.initial_master_nodes: ["node-1"]' in settings
+    alone = esnode.node_layout(1, 9200, 9300)
+    esnode.write_node_config(alone[0], alone)
+    assert "discovery.type: single-node" in _settings(alone[0])
+
+
+def test_pinned_data_nodes_run_under_taskset_with_one_processor_each(esnode):
+    layout = esnode.node_layout(3, 9200, 9300, coordinating=1, pin_cores=True, cores=[0, 1])
+    assert [(n["name"], n["cpu"], n["processors"]) for n in layout] == [
+        ("coord-1", None, None),  # unpinned: it shares the cores with Rally
+        ("node-1", 0, 1),
+        ("node-2", 1, 1),
+        ("node-3", 0, 1),  # node i on core i modulo the cores this process may use
+    ]
+    for node in layout:
+        esnode.write_node_config(node, layout)
+    assert "node.processors: 1" in _settings(layout[1]) and not any(s.startswith("node.processors") for s in _settings(layout[0]))
+    privileges = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+    pinned = esnode.node_command(Path("/jdk/bin/java"), layout[2], 1024, 17, privileges)
+    assert pinned[:3] == ["taskset", "-c", "1"] and pinned[3:8] == privileges and pinned[8] == "/jdk/bin/java"
+    assert esnode.node_command(Path("/jdk/bin/java"), layout[0], 1024, 17)[0] == "/jdk/bin/java"
+    assert esnode.describe_node(layout[1]) == "data, core 0, node.processors 1"
+    assert esnode.describe_node(layout[0]) == "coordinating only"
+    # unpinned: no taskset, no processors setting
+    assert all(n["cpu"] is None and n["processors"] is None for n in esnode.node_layout(2, 9200, 9300))
+
+
+def test_pinning_without_taskset_names_the_package(esnode, monkeypatch):
+    monkeypatch.setattr(esnode.shutil, "which", lambda name: None)
+    with pytest.raises(esnode.LauncherError, match="taskset, which is not installed: apt-get install util-linux"):
+        esnode.check_taskset(esnode.node_layout(1, 9200, 9300, pin_cores=True, cores=[0]))
+    esnode.check_taskset(esnode.node_layout(1, 9200, 9300))  # nothing pinned: taskset not needed
+
+
+def test_a_bad_coordinating_count_is_refused_before_java():
+    result = launcher("start", "--coordinating", "7", port=9265)
+    assert result.returncode == 2 and "--coordinating 7 is not valid: use 0 to 3" in result.stderr

@@ -4,7 +4,7 @@ slope, the model, failed points never measured."""
 from pathlib import Path
 
 from report import network, races
-from runners.tasks import ccs_task_name, rtt_task_name
+from runners.tasks import ccs_direct_task_name, ccs_task_name, rtt_task_name
 
 
 def op(task, median, error_rate=0.0):
@@ -42,7 +42,7 @@ def test_ccs_rows_per_setting_and_the_ratio_at_the_largest_rtt():
     ops = [
         op(ccs_task_name("D_td", "terms", m, r), base + slope * r) for m, base, slope in ((True, 50, 1), (False, 80, 12)) for r in (0, 100)
     ]
-    r = race(ops, {"rtt_ms": [0, 100], "rtt_variants": ["D_td"], "ccs_transports": ["terms"]})
+    r = race(ops, {"ccs_rtt_ms": [0, 100], "ccs_variants": ["D_td"], "ccs_transports": ["terms"]})
     header, body = network.ccs_table(r)
     assert [row[:3] for row in body[:2]] == [["D_td", "terms", "true"], ["D_td", "terms", "false"]]
     assert abs(body[1][5] - 12) < 1e-9
@@ -52,3 +52,35 @@ def test_ccs_rows_per_setting_and_the_ratio_at_the_largest_rtt():
 def test_a_race_without_network_tasks_has_no_network_tables():
     r = race([op("coverage-D_td-serial", 100)], {})
     assert network.rtt_table(r) is None and network.ccs_table(r) is None
+
+
+def test_seed_001_point_puts_each_cell_beside_the_seeds_range_and_the_model():
+    """Five cells at 190 ms from 5 measured samples each (and a warm-up the table must leave out); the CCS cell
+    without minimized round trips failed: FAILED, no figure."""
+    cells = {
+        ccs_direct_task_name("D_td", "terms", "near", 190): (50, 52),
+        ccs_direct_task_name("D_td", "terms", "far", 190): (50, 245),
+        ccs_direct_task_name("D_td", "terms", "far-new-connection", 190): (51, 246),
+        ccs_task_name("D_td", "terms", True, 190): (240, 250),
+    }
+    failed = ccs_task_name("D_td", "terms", False, 190)
+    ops = [op(task, wall) for task, (_, wall) in cells.items()] + [op(failed, 9000, error_rate=0.4)]
+    validation = [{"task": task, "measured": False, "took": 999, "wall-ms": 9999} for task in cells]
+    validation += [
+        {"task": task, "measured": True, "took": took + i, "wall-ms": wall + i} for task, (took, wall) in cells.items() for i in range(5)
+    ]
+    params = {"ccs_rtt_ms": [190], "ccs_variants": ["D_td"], "ccs_transports": ["terms"], "ccs_shards": 200}
+    r = race(ops, params)
+    r.validation = validation
+    header, body = network.ccs_point_table(r)
+    rows = {row[3]: row for row in body}
+    assert list(rows) == ["direct-near", "direct-far", "direct-far-new-connection", "minimize-true", "minimize-false"]
+    near = rows["direct-near"]
+    assert near[:4] == ["190 ms", "D_td", "terms", "direct-near"] and near[4].startswith("52.0 ") and "n=5" in near[4]
+    assert near[5] == "50-54" and near[7] == "52-56" and near[8] == 0 and near[9:] == ["40-70", "130-170"]
+    assert rows["direct-far"][8] == 1 and rows["direct-far"][9:] == ["-", "-"]  # the seed has no kept-alive far cell
+    assert rows["direct-far-new-connection"][8] == 2 and rows["direct-far-new-connection"][10] == "520-550"
+    assert rows["minimize-true"][8] == 1 and rows["minimize-true"][9] == "240-270"
+    assert rows["minimize-false"][4] == "FAILED (40% errors)" and rows["minimize-false"][5:8] == ["", "", ""]
+    assert rows["minimize-false"][8] == 41 and rows["minimize-false"][9:] == ["8,800-8,900", "8,900-9,000"]
+    assert "cannot appear" in network.ccs_point_note(r)

@@ -121,3 +121,16 @@ def test_full_is_the_whole_seed_study_in_order():
     assert max(names.index(c) for c in changes) < names.index(bulk_task_name(1)) < names.index("verify-corpus") < first_cell
     assert names[-1] == "profile-D_td" and "search-pool" in names[:first_cell]
     assert sum(n.endswith(VERIFY_DOC_COUNT) for n in names) == len(changes) + 1
+
+
+@pytest.mark.parametrize("target", ["ccs-roundtrips", "layout-sweep", "source-large"])
+def test_the_makefile_targets_of_the_seeds_points_are_valid_shell(target):
+    """What make would run, checked by bash without running it: a comma inside make's $(if ...) once cut a command
+    of make ccs-roundtrips in two (only INGEST=yes, the default, showed it)."""
+    import subprocess
+
+    shown = subprocess.run(["make", "-n", target, "INGEST=yes", "TRACK_PARAMS=a:1,b:2"], capture_output=True, text=True, cwd=REPO)
+    assert shown.returncode == 0, shown.stderr
+    assert "esrally race" in shown.stdout
+    parsed = subprocess.run(["bash", "-n"], input=shown.stdout, capture_output=True, text=True)
+    assert parsed.returncode == 0, parsed.stderr + shown.stdout

@@ -283,3 +283,28 @@ def test_the_parameter_source_reads_the_ground_truth_only_when_asked_for_a_cover
     with pytest.raises(FileNotFoundError):
         built.params()
     assert source(context, "serial").params()["expected"]
+
+
+def test_a_direct_coverage_asks_the_cluster_it_names_and_new_connections_close_the_last_one_before_each_request(context):
+    """Seed 001's direct cells: Rally hands the coverage every cluster's client; it asks the one "cluster" names, and
+    with new-connection drops the client's connections before each request, so each opens its own (as curl)."""
+    near, default = StubClient(answers(context, "serial")), StubClient([])
+    result = run({"default": default, "metrics-remote": near}, source(context, "serial", cluster="metrics-remote").params())
+    assert result["success"] and len(near.sent) == 3 and default.sent == [] and "close" not in near.marks
+    far = StubClient(answers(context, "serial"))
+    params = source(context, "serial", cluster="metrics-remote-far", **{"new-connection": True}).params()
+    assert run({"default": StubClient([]), "metrics-remote-far": far}, params)["success"]
+    assert [m for m in far.marks if m == "close"] == ["close"] * 3  # one per request
+    assert Coverage.multi_cluster is True
+
+
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        ({"cluster": "metrics-remote", "remote": "metrics-remote"}, "directly or goes through cross-cluster search, not both"),
+        ({"new-connection": "yes"}, "new-connection must be true or false"),
+    ],
+)
+def test_a_direct_coverage_with_conflicting_routes_is_refused_at_load(context, extra, message):
+    with pytest.raises(ValueError, match=message):
+        validate_coverage({"variant": "D_td", "transport": "terms", **extra}, 1, context)

@@ -9,6 +9,7 @@ import pytest
 
 from runners.context import CONTEXT_KEY
 from runners.layouts import CheckLayouts, LayoutError, LayoutStats, bottleneck, node_shares, parse_layout, validate_layouts
+from runners.queries import LAYOUTS
 from stub_client import StubClient
 
 NODES = {
@@ -63,6 +64,20 @@ def test_a_layout_needing_more_data_nodes_is_refused_naming_the_fix():
     assert run(CheckLayouts(), [(200, NODES)], {"layouts": ["3S2R"]})["data-nodes"] == ["node-1", "node-2", "node-3"]
     with pytest.raises(LayoutError, match=r"layout\(s\) 1S3R need more than the cluster's 3 data node\(s\).*NODES=3"):
         run(CheckLayouts(), [(200, NODES)], {"layouts": ["1S0R", "1S3R"]})
+
+
+def test_every_layout_of_the_vocabulary_fits_three_data_nodes():
+    """2S2R (fully replicated, two shards) among them: three copies of each shard, one per data node."""
+    assert "2S2R" in LAYOUTS and LAYOUTS.index("2S2R") == LAYOUTS.index("1S2R") + 1
+    assert run(CheckLayouts(), [(200, NODES)], {"layouts": list(LAYOUTS)})["data-nodes"] == ["node-1", "node-2", "node-3"]
+    two = {"nodes": {k: v for k, v in NODES["nodes"].items() if k != "c3"}}
+    with pytest.raises(LayoutError, match=r"1S2R, 2S2R, 3S2R need more than the cluster's 2 data node"):
+        run(CheckLayouts(), [(200, two)], {"layouts": list(LAYOUTS)})
+
+
+def test_a_coordinating_only_node_is_not_a_data_node():
+    coordinating = {"nodes": {**NODES["nodes"], "k0": {"name": "coord-1", "roles": []}}}
+    assert run(CheckLayouts(), [(200, coordinating)], {"layouts": ["2S2R"]})["data-nodes"] == ["node-1", "node-2", "node-3"]
 
 
 def test_layout_stats_records_placement_and_shares(context):

@@ -19,11 +19,12 @@ from runners.context import CONTEXT_KEY, RaceContext
 from runners.network import clear_toxics
 from runners.operations import OPERATIONS, PARAM_SOURCES
 from runners.processor import ClusterMetricsProcessor
-from runners.queries import FETCH_KINDS, TRANSPORTS, VARIANTS
+from runners.queries import CCS_DIRECT_ROUTES, FETCH_KINDS, TRANSPORTS, VARIANTS
 from runners.restore import NOTES_INDEX
 from runners.tasks import (
     breaker_floor_task_name,
     bulk_task_name,
+    ccs_direct_task_name,
     ccs_task_name,
     coverage_task_name,
     fault_task_name,
@@ -261,9 +262,15 @@ def test_network_task_names_use_the_shared_patterns():
     assert [rtt_task_name(v, t, r) for r in rtts for v in variants for t in TRANSPORTS] == [
         n for n in names["rtt-sweep"] if n.startswith("coverage-")
     ]
-    assert [ccs_task_name(v, t, m, r) for r in rtts for v in variants for t in ("msearch", "terms") for m in (True, False)] == [
-        n for n in names["ccs-roundtrips"] if n.startswith("ccs-")
-    ]
+    ccs_rtts, ccs_variants = parameters.PARAMETERS["ccs_rtt_ms"][0], parameters.PARAMETERS["ccs_variants"][0]
+    assert [
+        name
+        for r in ccs_rtts
+        for v in ccs_variants
+        for t in ("msearch", "terms")
+        for name in [ccs_direct_task_name(v, t, route, r) for route in CCS_DIRECT_ROUTES]
+        + [ccs_task_name(v, t, m, r) for m in (True, False)]
+    ] == [n for n in names["ccs-roundtrips"] if n.startswith("ccs-")]
     assert [
         x
         for f in FAULTS

@@ -181,7 +181,7 @@ def test_the_schedule_spells_the_scoped_parameters_as_the_runners_read_them():
 
     challenges = rendered_challenges()
     faulted = [t["operation"] for t in rendered_tasks(challenges["network-faults"]) if t["operation"]["name"].startswith("fault-")]
-    remote = [t["operation"] for t in rendered_tasks(challenges["ccs-roundtrips"]) if t["operation"]["name"].startswith("ccs-")]
+    remote = [t["operation"] for t in rendered_tasks(challenges["ccs-roundtrips"]) if "-minimize-" in t["operation"]["name"]]
     assert faulted and all(scope.carried(op) and op[scope.FAULT_KEY] != "none" for op in faulted)
     assert remote and all(scope.REMOTE_KEY in scope.carried(op) for op in remote)
 

@@ -60,6 +60,20 @@ class StubClient:
     def return_raw_response(self):
         self.raw = True
 
+    @property
+    def transport(self):  # elastic_transport's: its node pool's nodes, whose close() drops their connections
+        return self
+
+    @property
+    def node_pool(self):
+        return self
+
+    def all(self):
+        return [self]
+
+    async def close(self):
+        self.marks.append("close")
+
     async def perform_request(self, method, path, params=None, body=None, headers=None):
         self.sent.append({"method": method, "path": path, "params": params, "body": body, "headers": headers})
         if self.on_send:
