@@ -10,6 +10,7 @@ throughput for the report.
 
 import copy
 import glob
+import itertools
 import math
 import os
 import time
@@ -24,6 +25,9 @@ RECORD_KEY = "single-doc"  # the layout record's (layouts.record_name) section o
 OUTCOMES_DIR = "single-doc"  # in the record folder: <layout>/client-<i>.txt, one line per request
 OK, WRONG = "ok", "wrong"  # outcomes of an answer: every check passed, or one failed (acknowledged when "created")
 HTTP, NETWORK, MALFORMED = "http", "network", "malformed"  # outcomes without an acknowledged document
+# documents per runner call, each still its own request: Rally keeps a sample per call, and a sample per document
+# (some 100,000 a layout) left Rally's in-memory metrics store computing a full-scale sweep's results for many minutes
+DOCS_PER_CALL = 100
 
 
 def single_doc_index(layout):
@@ -79,9 +83,10 @@ def summary(outcomes, clients=None):
 
 
 class SingleDocParamSource:
-    """One document per call, from the corpus file of the operation's epoch: client i of n takes lines i, i + n,
-    i + 2n, ... (its own slice, read as it goes: no client reads more of the file than it sends). When a client's slice
-    is used up its schedule ends (StopIteration), whatever time is left of the task's time-period.
+    """DOCS_PER_CALL documents per call (fewer at the end of the slice), from the corpus file of the operation's epoch:
+    client i of n takes lines i, i + n, i + 2n, ... (its own slice, read as it goes: no client reads more of the file
+    than it sends). When a client's slice is used up its schedule ends (StopIteration), whatever time is left of the
+    task's time-period.
 
     Operation parameters: index (the layout's single-document index), layout, copies (shard copies a write must
     reach: replicas + 1), epoch (default: the race's first), request-timeout (seconds)."""
@@ -119,19 +124,25 @@ class SingleDocParamSource:
     def params(self):
         if self._lines is None:
             self._lines = self._slice()
-        number, body = next(self._lines)  # StopIteration: this client's slice is used up
-        return {**self._fixed, "line": number + 1, "body": body}
+        documents = [(number + 1, body) for number, body in itertools.islice(self._lines, DOCS_PER_CALL)]
+        if not documents:
+            raise StopIteration  # this client's slice is used up
+        return {**self._fixed, "documents": documents}
 
 
 class SingleDoc:
     """One document per request: `POST /<index>/_doc` with the document's bytes as the corpus holds them (no bulk;
-    Elasticsearch gives the _id), wait_for_active_shards left at its default (the primary).
+    Elasticsearch gives the _id), wait_for_active_shards left at its default (the primary); the call's documents
+    (DOCS_PER_CALL) one request after the other.
 
-    Measures: service_time is the request, from sending it to the whole answer; Rally's throughput of the task is
-    documents acknowledged per second (weight 1, unit "docs"; a failed sample weighs 0). Returns the document's _id
-    (doc-id), its line in the corpus file and the answer's shard counts (shards-total, -successful, -failed).
+    Measures: service_time is the call's requests, from sending the first to the last answer; Rally's throughput of
+    the task is documents acknowledged with every check passed per second (weight: their number, unit "docs").
+    Returns requests, and the last answer's _id (doc-id), corpus line and shard counts (shards-total, -successful,
+    -failed).
 
-    Every answer is checked, each problem a failed sample naming the layout, client and corpus line:
+    Every answer is checked; a call with a problem is a failed sample whose description names the first problem
+    (layout, client, corpus line) and how many of the call's requests had one; its weight counts the documents that
+    passed. The problems:
     - result not "created" (a document overwritten or not indexed);
     - _shards.failed above 0, or _shards.successful or _shards.total other than the copies the layout has
       (replicas + 1): a copy that did not take the write;
@@ -146,29 +157,46 @@ class SingleDoc:
 
     async def __call__(self, es, params):
         client = es.options(request_timeout=params["request-timeout"], max_retries=0, retry_on_status=(), retry_on_timeout=False)
-        where = f"layout {params['layout']} client {params['client']}: epoch {params['epoch']} line {params['line']}"
+        outcomes, problems, meta = [], [], {}
+        for line, body in params["documents"]:
+            outcome, doc_id, problem, meta = await self._one(es, client, params, line, body)
+            outcomes.append(outcome_line(time.time(), doc_id, outcome))
+            if problem:
+                problems.append(problem)
+        record = records.append_line(params["record-dir"], outcomes_file(params["layout"], params["client"]), "\n".join(outcomes))
+        passed = len(outcomes) - len(problems)
+        meta = {**meta, "requests": len(outcomes), **record}
+        if problems:
+            description, error_type, extra = problems[0]
+            more = f" ({len(problems)} of the call's {len(outcomes)} requests had a problem)" if len(outcomes) > 1 else ""
+            return {**results.failed(description + more, error_type, "docs", {**meta, **extra}), "weight": passed}
+        return {"weight": passed, "unit": "docs", "success": True, **meta}
+
+    @staticmethod
+    async def _one(es, client, params, line, body):
+        """One document's request and its checks: (outcome, acknowledged _id or None, (description, error type,
+        meta) of its problem or None, the answer's meta)."""
+        where = f"layout {params['layout']} client {params['client']}: epoch {params['epoch']} line {line}"
         try:
-            response = await client.perform_request("POST", f"/{params['index']}/_doc", body=params["body"], headers=dict(JSON))
+            response = await client.perform_request("POST", f"/{params['index']}/_doc", body=body, headers=dict(JSON))
         except elasticsearch.ApiError as e:
-            return _failed(
-                params, HTTP, None, f"{where}: HTTP {e.status_code} ({_reason(e)}); not retried", "http", {"http-status": e.status_code}
-            )
+            problem = (f"{where}: HTTP {e.status_code} ({_reason(e)}); not retried", "http", {"http-status": e.status_code})
+            return HTTP, None, problem, {}
         except elasticsearch.TransportError as e:
             es.on_request_end()  # the failure's moment; the client does not mark every kind (a timeout)
-            return _failed(params, NETWORK, None, f"{where}: {_network(e, params['request-timeout'])}; not retried", "network")
+            return NETWORK, None, (f"{where}: {_network(e, params['request-timeout'])}; not retried", "network", {}), {}
         try:
             answer = body_of(response)
             doc_id, result, shards = answer.get("_id"), answer.get("result"), answer["_shards"]
             written = {"total": int(shards["total"]), "successful": int(shards["successful"]), "failed": int(shards["failed"])}
         except (AttributeError, KeyError, TypeError, ValueError) as e:
-            return _failed(params, MALFORMED, None, f"{where}: malformed answer ({type(e).__name__}: {e})", "cluster-metrics-validation")
-        meta = {"doc-id": doc_id, "line": params["line"], **{f"shards-{k}": v for k, v in written.items()}}
+            return MALFORMED, None, (f"{where}: malformed answer ({type(e).__name__}: {e})", "cluster-metrics-validation", {}), {}
+        meta = {"doc-id": doc_id, "line": line, **{f"shards-{k}": v for k, v in written.items()}}
         problem = check_answer(result, written, params["copies"])
         if problem:
             acknowledged = doc_id if result == "created" else None
-            return _failed(params, WRONG, acknowledged, f"{where}: {problem}", "cluster-metrics-validation", meta)
-        record = _record(params, OK, doc_id)
-        return {"weight": 1, "unit": "docs", "success": True, **meta, **record}
+            return WRONG, acknowledged, (f"{where}: {problem}", "cluster-metrics-validation", {}), meta
+        return OK, doc_id, None, meta
 
     def __repr__(self):
         return "single-doc"
@@ -184,16 +212,6 @@ def check_answer(result, shards, copies):
     if shards["successful"] != copies or shards["total"] != copies:
         problems.append(f"_shards.successful {shards['successful']} of total {shards['total']}, the layout has {copies} copies")
     return "; ".join(problems) or None
-
-
-def _record(params, outcome, doc_id):
-    line = outcome_line(time.time(), doc_id, outcome)
-    return records.append_line(params["record-dir"], outcomes_file(params["layout"], params["client"]), line)
-
-
-def _failed(params, outcome, doc_id, description, error_type, meta=None):
-    """A failed sample (weight 0) whose outcome is in the records too."""
-    return results.failed(description, error_type, "docs", {**(meta or {}), **_record(params, outcome, doc_id)})
 
 
 def _reason(error):

@@ -37,16 +37,19 @@ def operation(context, **extra):
 
 
 def documents(context, clients):
-    """Each client's documents, as its partition of the parameter source hands them out until its slice ends."""
+    """Each client's documents, as its partition of the parameter source hands them out until its slice ends (one
+    dict per document: the call's parameters with its line and body)."""
     source = SingleDocParamSource(None, operation(context))
     found = []
     for i in range(clients):
         part, mine = source.partition(i, clients), []
         while True:
             try:
-                mine.append(part.params())
+                call = part.params()
             except StopIteration:
                 break
+            assert 1 <= len(call["documents"]) <= single_doc.DOCS_PER_CALL
+            mine += [{**call, "line": line, "body": body} for line, body in call["documents"]]
         found.append(mine)
     return found
 
@@ -71,7 +74,8 @@ def created(total=2, successful=2, failed=0, result="created"):
 def send(context, answer, **extra):
     """One request of client 0 with this answer; the runner's result and the stub client."""
     client = StubClient([answer])
-    params = {**documents(context, 1)[0][0], **extra}
+    first = documents(context, 1)[0][0]
+    params = {**first, "documents": [(first["line"], first["body"])], **extra}
     return asyncio.run(SingleDoc()(client, params)), client
 
 
@@ -224,3 +228,23 @@ def test_the_single_doc_index_is_the_corpus_index_twin_with_the_layouts_shape():
     assert name == INDEX and body["settings"] == {"index.codec": "best_compression", **settings}
     assert body["mappings"] == {"properties": {}}  # the corpus fingerprint is the corpus index's alone
     assert track.indices[0].name == "cluster-metrics" and "_meta" in track.indices[0].body["mappings"]
+
+
+def test_a_call_sends_its_documents_one_request_each_and_counts_those_that_passed(fresh):
+    """DOCS_PER_CALL documents a call (Rally keeps a sample per call), each its own request and its own outcome; one
+    wrong answer makes the call a failed sample that names it, its weight the documents that passed."""
+    source = SingleDocParamSource(None, operation(fresh))
+    call = source.partition(0, 1).params()
+    docs = min(single_doc.DOCS_PER_CALL, fresh.epoch_docs["1"])
+    assert [line for line, _ in call["documents"]] == list(range(1, docs + 1))
+    call = {**call, "documents": call["documents"][:3]}
+    client = StubClient([created(), created(result="updated"), created()])
+    result = asyncio.run(SingleDoc()(client, call))
+    assert [r["path"] for r in client.sent] == [f"/{INDEX}/_doc"] * 3 and [r["body"] for r in client.sent] == [
+        b for _, b in call["documents"]
+    ]
+    assert result["success"] is False and result["weight"] == 2 and result["requests"] == 3
+    assert result["error-description"] == (
+        f"layout {LAYOUT} client 0: epoch 1 line 2: result 'updated', not \"created\" (1 of the call's 3 requests had a problem)"
+    )
+    assert outcomes(fresh) == [single_doc.OK, single_doc.WRONG, single_doc.OK]
