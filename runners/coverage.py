@@ -369,17 +369,20 @@ def _where(params, i):
     return f"{params['cell']}: epoch {params['epoch']} {target}, request {i + 1} of " f"{len(params['requests'])}"
 
 
-def network_error(error, where, timeout):
-    """A request that got no complete HTTP answer, as a failed sample naming what the client saw."""
+def network_seen(error, timeout):
+    """What the client saw of a request that got no complete HTTP answer."""
     if isinstance(error, elasticsearch.ConnectionTimeout):
-        seen = f"no complete answer within the request timeout of {timeout} s"
-    else:
-        causes = [error, *(getattr(error, "errors", None) or ())]
-        seen = "connection failed: " + "; ".join(dict.fromkeys(str(getattr(c, "message", c)) for c in causes))
-    return results.failed(f"{where}: {seen}; not retried", "network", "coverages")
+        return f"no complete answer within the request timeout of {timeout} s"
+    causes = [error, *(getattr(error, "errors", None) or ())]
+    return "connection failed: " + "; ".join(dict.fromkeys(str(getattr(c, "message", c)) for c in causes))
 
 
-def http_error(error, where):
+def network_error(error, where, timeout, unit="coverages"):
+    """A request that got no complete HTTP answer, as a failed sample naming what the client saw."""
+    return results.failed(f"{where}: {network_seen(error, timeout)}; not retried", "network", unit)
+
+
+def http_error(error, where, unit="coverages"):
     """An HTTP error status as a failed sample whose description names the status and Elasticsearch's reason."""
     body = error.body
     if hasattr(body, "read"):
@@ -394,7 +397,7 @@ def http_error(error, where):
         reason = f"{body['error'].get('type')}: {body['error'].get('reason')}"
     description = f"{where}: HTTP {error.status_code} ({reason}); not retried"
     meta = {"http-status": error.status_code, **({"request-breaker-trips": 1} if request_breaker_tripped(body) else {})}
-    return results.failed(description, "http", "coverages", meta)
+    return results.failed(description, "http", unit, meta)
 
 
 def validate_coverage(params, clients, context):

@@ -210,11 +210,6 @@ def _readable(error):
     return error
 
 
-def _with_unit(result, unit):
-    result["unit"] = unit  # the coverage's error mapping says "coverages"
-    return result
-
-
 # ---------------------------------------------------------------- the index
 
 
@@ -287,11 +282,11 @@ class LargeSourceIndex:
             try:
                 response = await client.perform_request("PUT", f"/{index}/_doc/{doc.digest.id}", body=doc.body, headers=JSON)
             except elasticsearch.ApiError as e:
-                failure = _with_unit(http_error(_readable(e), where), "docs")
+                failure = http_error(_readable(e), where, "docs")
                 break
             except elasticsearch.TransportError as e:
                 es.on_request_end()
-                failure = _with_unit(network_error(e, where, params["request-timeout"]), "docs")
+                failure = network_error(e, where, params["request-timeout"], "docs")
                 break
             seconds = time.perf_counter() - started
             answer = response.body
@@ -420,10 +415,10 @@ class LargeSourceFetch:
                 "POST", f"/{params['index']}/_search", body=params["body"], headers=dict(params["headers"])
             )
         except elasticsearch.ApiError as e:
-            return self._failed(params, _with_unit(http_error(_readable(e), where), UNIT))
+            return self._failed(params, http_error(_readable(e), where, UNIT))
         except elasticsearch.TransportError as e:
             es.on_request_end()  # the failure's moment; the client does not mark every kind (a timeout)
-            return self._failed(params, _with_unit(network_error(e, where, params["request-timeout"]), UNIT))
+            return self._failed(params, network_error(e, where, params["request-timeout"], UNIT))
         seconds = time.perf_counter() - started
         # the timed window is closed: decode and check
         raw = response.body.read() if hasattr(response.body, "read") else response.body

@@ -19,6 +19,7 @@ import elasticsearch
 
 from runners import layouts, parameters, records, results
 from runners.context import RaceContext
+from runners.coverage import network_seen
 from runners.restore import JSON, body_of
 
 RECORD_KEY = "single-doc"  # the layout record's (layouts.record_name) section of the single-document indexing
@@ -184,7 +185,7 @@ class SingleDoc:
             return HTTP, None, problem, {}
         except elasticsearch.TransportError as e:
             es.on_request_end()  # the failure's moment; the client does not mark every kind (a timeout)
-            return NETWORK, None, (f"{where}: {_network(e, params['request-timeout'])}; not retried", "network", {}), {}
+            return NETWORK, None, (f"{where}: {network_seen(e, params['request-timeout'])}; not retried", "network", {}), {}
         try:
             answer = body_of(response)
             doc_id, result, shards = answer.get("_id"), answer.get("result"), answer["_shards"]
@@ -219,13 +220,6 @@ def _reason(error):
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         return f"{body['error'].get('type')}: {body['error'].get('reason')}"
     return results.error_reason(error)
-
-
-def _network(error, timeout):
-    if isinstance(error, elasticsearch.ConnectionTimeout):
-        return f"no complete answer within the request timeout of {timeout} s"
-    causes = [error, *(getattr(error, "errors", None) or ())]
-    return "connection failed: " + "; ".join(dict.fromkeys(str(getattr(c, "message", c)) for c in causes))
 
 
 class SingleDocCount:
