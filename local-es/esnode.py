@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Local Elasticsearch 8.17.2 launcher: builds a node home from Maven Central jars and runs 1..N nodes on loopback.
 
-Commands: start [--nodes N] [--coordinating C] [--pin-cores] [--heap 1g] [--http-port 9200], stop, status, wipe.
+Commands: start [--nodes N] [--coordinating C] [--pin-cores] [--also-bind ADDR] [--heap 1g] [--http-port 9200], stop,
+status, wipe.
 Stdlib only, so it runs before the project's virtualenv exists.
 
 Ports: without coordinating nodes, node i (1..N) listens on HTTP port + i - 1 (transport: transport port + i - 1).
@@ -13,6 +14,9 @@ them (HTTP port + C + i - 1). stop, status and wipe take the same --http-port ei
 this process may use) with node.processors 1, so that Elasticsearch sizes its thread pools for that one core; a
 coordinating node stays unpinned (it shares every core with Rally, as the seed's client node shared its host with
 JMeter). The state file records each node's roles, core and processors.
+--also-bind ADDR: HTTP also on that address of this network namespace (beside 127.0.0.1, where everything else of the
+launcher stays): for load-driver hosts in network namespaces of their own (tests/test_load_drivers.py, README "Team
+set-up"); never a machine's own network.
 
 Layout (under local-es/.state/, git-ignored; override with ES_LOCAL_STATE; as root in a checkout the unprivileged
 node user cannot reach, such as a 0700 folder, under /var/tmp/cluster-metrics-local-es/<checkout hash>/ instead):
@@ -26,6 +30,7 @@ Clusters on different HTTP ports (PORT=...) are independent: the test suite runs
 
 import argparse
 import hashlib
+import ipaddress
 import json
 import os
 import pwd
@@ -350,7 +355,7 @@ def describe_node(node):
     return f"{role}{pinned}"
 
 
-def write_node_config(node, layout):
+def write_node_config(node, layout, also_bind=None):
     node_dir = Path(node["dir"])
     for sub in ("config", "data", "logs", "tmp"):
         (node_dir / sub).mkdir(parents=True, exist_ok=True)
@@ -365,6 +370,9 @@ def write_node_config(node, layout):
         # a shared benchmark host's disk fill level must not turn the cluster red mid-race
         "cluster.routing.allocation.disk.threshold_enabled: false",
     ]
+    if also_bind:
+        # HTTP only; the node still publishes and talks transport on loopback
+        settings += [f'http.bind_host: ["127.0.0.1", "{also_bind}"]', "http.publish_host: 127.0.0.1"]
     if node.get("roles") is not None:
         settings.append(f"node.roles: [{', '.join(node['roles'])}]")
     if node.get("processors"):
@@ -523,6 +531,22 @@ def shape(nodes, coordinating, pinned):
     return text + (", data nodes pinned to cores" if pinned else "")
 
 
+def check_also_bind(address):
+    """The extra HTTP address, an IP this network namespace has (else the node would fail to bind, minutes later)."""
+    if address is None:
+        return None
+    try:
+        ipaddress.ip_address(address)
+    except ValueError:
+        raise LauncherError(f"--also-bind {address!r} is not an IP address: give one of this network namespace's.") from None
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET) as sock:
+            sock.bind((address, 0))
+    except OSError as e:
+        raise LauncherError(f"--also-bind {address}: no such address here ({e.strerror}); give one of `ip addr`'s.") from None
+    return address
+
+
 def start(args):
     nodes, coordinating, pinned = args.nodes, args.coordinating, args.pin_cores
     if nodes < 1 or nodes > 9:
@@ -530,6 +554,7 @@ def start(args):
     if coordinating < 0 or coordinating > MAX_COORDINATING:
         raise LauncherError(f"--coordinating {coordinating} is not valid: use 0 to {MAX_COORDINATING} (make: COORDINATING=yes or no).")
     heap_mb = parse_heap(args.heap)
+    also_bind = check_also_bind(args.also_bind)
     running = read_running(args.http_port)
     if running:
         # a state file from before coordinating nodes and pinning: neither
@@ -558,7 +583,7 @@ def start(args):
     prefix, user = drop_privileges_prefix()
     check_unprivileged_access(prefix)
     for node in layout:
-        write_node_config(node, layout)
+        write_node_config(node, layout, also_bind)
         node_dir = Path(node["dir"])
         serverargs = node_dir / "serverargs.bin"
         run_checked(
@@ -692,6 +717,11 @@ def main(argv=None):
         type=int,
         default=0,
         help="coordinating-only nodes in front of the data nodes (node.roles []): they take the HTTP port",
+    )
+    p_start.add_argument(
+        "--also-bind",
+        default=None,
+        help="HTTP also on this address of the current network namespace (a private one: load-driver hosts in namespaces)",
     )
     p_start.add_argument(
         "--pin-cores", action="store_true", help="each data node's JVM under taskset -c <core>, with node.processors 1 (needs taskset)"

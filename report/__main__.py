@@ -16,6 +16,7 @@ from report import (
     ReportError,
     charts,
     costs,
+    hosts,
     ingest_changes,
     large_source,
     load,
@@ -144,6 +145,7 @@ SECTIONS = [
     ),
     ("Under load: latency against offered rate", load.load_table, "coverage load", load.LOAD_NOTE),
     ("Under load: the redline per cell", load.redline_table, "redline", None),
+    ("Load-driver hosts: what each host's clients ran", hosts.hosts_table, "several load-driver hosts", hosts.HOSTS_NOTE),
     ("Live: ingest and coverages, each alone and beside the other", load.live_table, "live", load.LIVE_NOTE),
     ("What _source costs: storage, ingest, coverage and fetch per _source mode", costs.source_table, "_source cost", costs.SOURCE_NOTE),
     (

@@ -40,6 +40,8 @@ class Race:
     # each coverage's wall time from the track's own records (runners/coverage.py), which every race keeps
     samples: dict | None = None
     samples_source: str = "each coverage's wall time in the track's records"
+    # task -> {load-driver host: {"clients", "samples", "measured"}}: from a metrics store only (report/store.py)
+    hosts: dict = field(default_factory=dict)
     source: str = "race.json"  # where Rally's figures came from
 
     @property
@@ -134,6 +136,7 @@ def from_store(store, race_id=None):
         race = load(race_dir, data)
     race.path = None  # no folder: everything came from the store
     race.samples = store.service_times(data["race-id"])
+    race.hosts = store.host_samples(data["race-id"])
     race.samples_source = "Rally's service time of each sample in the metrics store"
     race.source = f"Rally's metrics store at {store.address}"
     return race

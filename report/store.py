@@ -17,7 +17,7 @@ from esrally import config as rally_config
 
 from report import ReportError
 from report.cluster import Cluster, Fixes, unusable
-from runners import records
+from runners import hosts, records
 
 CONFIG_NAME = "cluster-metrics-store"
 SERVICE_TIME = "service_time"
@@ -194,7 +194,9 @@ class Store:
                 f"{'no' if not found else 'more than one'} race matching {race_id or track!r} in the metrics store at "
                 f"{self.address}; list them with: esrally list races --configuration-name=..."
             )
-        return found[0]["_source"]
+        # by id: a search sees the document as of the last refresh, and Rally writes a race's document at its start
+        # and again with its results at its end, unrefreshed; a GET is real-time, the results there at once
+        return self._request("GET", f"/{found[0]['_index']}/_doc/{found[0]['_id']}", None)["_source"]
 
     def record_operations(self, race_id):
         """The track's record operations (runners/records.py META_KEY) that the race's samples carry, warm-up ones too,
@@ -212,6 +214,35 @@ class Store:
             if len(hits) < PAGE:
                 return
             body = {**body, "search_after": hits[-1]["sort"]}
+
+    def host_samples(self, race_id):
+        """{task: {host: {"clients": [client ids], "samples": n, "measured": n}}}: what each load-driver host's clients
+        ran, from the host every sample of this track's runners names (runners/hosts.py) and the client id Rally adds;
+        warm-up samples are counted in "samples", not in "measured"."""
+        query = {"bool": {"filter": [{"term": {"race-id": race_id}}, {"term": {"name": SERVICE_TIME}}]}}
+        host_field = f"meta.{hosts.HOST_KEY}"
+        per_host = {
+            "clients": {"terms": {"field": "meta.client_id", "size": 10_000}},
+            "measured": {"filter": {"term": {"sample-type": "normal"}}},
+        }
+        aggs = {
+            "task": {
+                "terms": {"field": "task", "size": 10_000},
+                "aggs": {"host": {"terms": {"field": host_field, "size": 1000}, "aggs": per_host}},
+            }
+        }
+        answer = self._search("rally-metrics-*", {"size": 0, "query": query, "aggs": aggs})["aggregations"]
+        return {
+            task["key"]: {
+                host["key"]: {
+                    "clients": sorted(c["key"] for c in host["clients"]["buckets"]),
+                    "samples": host["doc_count"],
+                    "measured": host["measured"]["doc_count"],
+                }
+                for host in task["host"]["buckets"]
+            }
+            for task in answer["task"]["buckets"]
+        }
 
     def service_times(self, race_id):
         """{task: [service time in ms of each measured sample]}, in sample order; a task with a failed sample maps to

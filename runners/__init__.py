@@ -5,6 +5,7 @@ def register(registry):
     # imported here: the report and the generator import this package's small modules without Rally's machinery
     from esrally.track import loader
 
+    from runners.hosts import NamesItsHost
     from runners.load import SCHEDULER, RelativeRateScheduler
     from runners.operations import OPERATIONS, PARAM_SOURCES
     from runners.processor import ClusterMetricsProcessor
@@ -17,8 +18,9 @@ def register(registry):
     for name, operation in OPERATIONS.items():
         if operation.param_source:
             registry.register_param_source(name, operation.param_source)
-        # every runner with the scoped changes its parameters ask for (a remote registration, a fault) around each call
-        registry.register_runner(name, Scoped(operation.runner()), async_runner=True)
+        # every runner with the scoped changes its parameters ask for (a remote registration, a fault) around each call,
+        # and each sample naming the load-driver host that ran it
+        registry.register_runner(name, NamesItsHost(Scoped(operation.runner())), async_runner=True)
     for name, param_source in PARAM_SOURCES.items():
         registry.register_param_source(name, param_source)
     registry.register_scheduler(SCHEDULER, RelativeRateScheduler)

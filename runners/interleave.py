@@ -50,9 +50,11 @@ def assign(tasks, seed, load_driver_hosts):
         if group is not None:
             groups.setdefault(group, []).append(task)
     if groups and len(set(load_driver_hosts or ())) > 1:
+        hosts = list(dict.fromkeys(load_driver_hosts))
         raise ValueError(
-            f"the interleaved schedule runs its cells on one load-driver host, this race has {len(set(load_driver_hosts))} "
-            "(--load-driver-hosts); race with one host or with schedule:blocked"
+            f"the interleaved schedule (the default) keeps its cells' turn order on one load-driver host's disk, and this "
+            f"race has {len(hosts)} (--load-driver-hosts={','.join(hosts)}); add --track-params=schedule:blocked, whose "
+            "cells run a task after the other and split their clients across the hosts, or race with one host"
         )
     for group, members in groups.items():
         passes = {t.name: (t.warmup_iterations or 0) + (t.iterations or 0) for t in members}

@@ -9,16 +9,26 @@ independent dashboard users, and no lock-step of the clients (a deterministic sc
 same instant, so at any rate all of them would always collide).
 """
 
+import asyncio
 import itertools
 import json
 import os
 import random
 import statistics
+import time
+from pathlib import Path
 
-from runners import records
+import elasticsearch
+
+from runners import records, results
 from runners.context import RaceContext
+from runners.hosts import this_host
+from runners.restore import JSON, body_of
 
 SCHEDULER = "cluster-metrics-relative-rate"
+HOSTS_KEY = "load-driver-hosts"  # operation parameter of share-calibration, set by the track processor: how many hosts
+SHARE_PREFIX = "cluster-metrics-calibration-"  # + race id: the index through which a calibration reaches other hosts
+SHARE_TIMEOUT_S = 120  # default of share-calibration's share-timeout: how long a host waits for the others
 _INSTANCES = itertools.count()  # each client's scheduler draws its own arrival sequence
 _UNSENT_STEPS = {}  # step task -> its record's sample meta, until the step's first sample in this process carries it
 
@@ -38,14 +48,153 @@ def step_meta(task_name):
     return _UNSENT_STEPS.pop(task_name, {})
 
 
-def calibrated_rate(record_dir, task_name):
-    """Coverages per second of one client, back to back: 1 / the median coverage of the calibration task."""
+def calibration_seconds(record_dir, task_name):
+    """The calibration's coverage seconds as this host holds them, None when it holds none."""
     path = os.path.join(record_dir, calibration_record(task_name))
     if not os.path.isfile(path):
         return None
     with open(path) as f:
-        seconds = [float(line) for line in f if line.strip()]
+        return [float(line) for line in f if line.strip()] or None
+
+
+def calibrated_rate(record_dir, task_name):
+    """Coverages per second of one client, back to back: 1 / the median coverage of the calibration task."""
+    seconds = calibration_seconds(record_dir, task_name)
     return 1.0 / statistics.median(seconds) if seconds else None
+
+
+def share_index(race_id):
+    return f"{SHARE_PREFIX}{race_id}"
+
+
+def share_alias(race_id):
+    """Every write goes through this alias with require_alias: a late one after the index is gone fails, where a write
+    to the index itself would create it again and leave it behind."""
+    return f"{share_index(race_id)}-shared"
+
+
+class ShareCalibration:
+    """share-calibration (after each coverage-load calibration, with the step's clients: Rally puts the first half of
+    a race's clients on the first load-driver host, the rest on the next): the calibration on every host that runs
+    step clients. One client ran the calibration, on one host; each step's scheduler reads it from its own host's
+    record folder (RelativeRateScheduler), and Rally gives hosts no way to talk. So with several hosts the calibration
+    travels through the target cluster: a client that holds it creates a small index of this race
+    (share_index, one document: the seconds), every client without it copies it to its host, every client acknowledges,
+    and the creator deletes the index once all have (or, whatever happens, in a finally: nothing stays). With one host
+    nothing is sent. Measures nothing; returns one sample per client naming where its calibration came from. A
+    calibration that does not arrive, or a client that never takes it, within share-timeout ends the race (ShareError,
+    naming the hosts): a host is gone, and the steps could not run on it."""
+
+    async def __call__(self, es, params):
+        context = RaceContext.of(params)
+        task, host = params["rate-of"], this_host()
+        if calibration_seconds(context.record_dir, task) is None and params.get(HOSTS_KEY, 1) <= 1:
+            return results.failed(f"{task}: no calibration on load-driver host {host} (the calibration task must run, and succeed, first)")
+        if params.get(HOSTS_KEY, 1) <= 1:
+            return {"weight": 1, "unit": "ops", "success": True, "calibration-from": host}
+        race_id = Path(context.record_dir).parent.name
+        timeout = params.get("share-timeout", SHARE_TIMEOUT_S)
+        deadline = time.monotonic() + timeout
+        created = False
+        try:
+            seconds = calibration_seconds(context.record_dir, task)
+            if seconds is not None:
+                created = await _create_share(es, race_id)
+                if created:
+                    await _write(es, race_id, f"/_doc/{task}", {"seconds": seconds, "host": host})
+                source = host
+            else:
+                found = await _wait_for(es, race_id, task, deadline)
+                if found is None:
+                    raise ShareError(
+                        f"{task}: the calibration did not reach load-driver host {host} within {timeout} s: is the "
+                        f"host that ran it (the first of --load-driver-hosts) still up, its esrallyd running? (it shares "
+                        f"it through index {share_index(race_id)}; track parameter load_share_timeout)"
+                    )
+                _store_locally(context.record_dir, task, found["seconds"])
+                source = found["host"]
+            await _write(es, race_id, "/_doc", {"ack-of": task, "host": host})
+            if created:
+                acks = await _wait_for_acks(es, race_id, task, params["clients"], deadline)
+                if sum(acks.values()) < params["clients"]:
+                    took = ", ".join(f"{name} ({n})" for name, n in sorted(acks.items()))
+                    raise ShareError(
+                        f"{task}: {sum(acks.values())} of {params['clients']} clients took the calibration within {timeout} s, "
+                        f"on {took}: the others' load-driver host is gone or its esrallyd stopped (track parameter "
+                        "load_share_timeout)"
+                    )
+            return {"weight": 1, "unit": "ops", "success": True, "calibration-from": source}
+        finally:
+            if created:
+                try:
+                    await es.perform_request("DELETE", f"/{share_index(race_id)}", headers=JSON)
+                except elasticsearch.NotFoundError:
+                    pass
+
+    def __repr__(self):
+        return "share-calibration"
+
+
+async def _create_share(es, race_id):
+    """True when this client made the race's share index (with its alias, in one request); False when another had."""
+    body = {"settings": {"index.number_of_shards": 1, "index.auto_expand_replicas": "0-1"}, "aliases": {share_alias(race_id): {}}}
+    try:
+        await es.perform_request("PUT", f"/{share_index(race_id)}", body=body, headers=JSON)
+        return True
+    except elasticsearch.BadRequestError as e:
+        if "resource_already_exists_exception" in str(e.body):
+            return False
+        raise
+
+
+async def _write(es, race_id, path, body):
+    await es.perform_request(
+        "POST", f"/{share_alias(race_id)}{path}", params={"refresh": "true", "require_alias": "true"}, body=body, headers=JSON
+    )
+
+
+async def _wait_for(es, race_id, task, deadline):
+    """The shared calibration's document, once it is there; None at the deadline."""
+    while time.monotonic() < deadline:
+        try:
+            return body_of(await es.perform_request("GET", f"/{share_alias(race_id)}/_doc/{task}", headers=JSON))["_source"]
+        except elasticsearch.NotFoundError:
+            await asyncio.sleep(0.2)
+    return None
+
+
+async def _wait_for_acks(es, race_id, task, clients, deadline):
+    """{host: its clients that acknowledged the calibration}, once all clients have or at the deadline."""
+    while True:
+        body = {
+            "size": 0,
+            "query": {"term": {"ack-of.keyword": task}},
+            "aggs": {"host": {"terms": {"field": "host.keyword", "size": 1000}}},
+        }
+        answer = body_of(await es.perform_request("POST", f"/{share_alias(race_id)}/_search", body=body, headers=JSON))
+        acks = {bucket["key"]: bucket["doc_count"] for bucket in answer["aggregations"]["host"]["buckets"]}
+        if sum(acks.values()) >= clients or time.monotonic() >= deadline:
+            return acks
+        await asyncio.sleep(0.2)
+
+
+def _store_locally(record_dir, task, seconds):
+    """The calibration in this host's record folder, as its calibration task would have written it (whole, at once:
+    this host's other clients may write the same file)."""
+    path = os.path.join(record_dir, calibration_record(task))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.{id(seconds)}.tmp"
+    with open(tmp, "w") as f:
+        f.write("".join(f"{s:.6f}\n" for s in seconds))
+    os.replace(tmp, path)
+
+
+def validate_share(params, clients, context):
+    """Load time: it names the calibration it shares, and its clients are the task's (the creator waits for each)."""
+    if not isinstance(params.get("rate-of"), str) or not params["rate-of"]:
+        raise ValueError("rate-of must name the calibration task of the cell")
+    if params.get("clients") != clients:
+        raise ValueError(f"its clients parameter ({params.get('clients')!r}) must be the task's clients ({clients})")
 
 
 class RelativeRateScheduler:
@@ -89,6 +238,11 @@ class RelativeRateScheduler:
 
 class LoadError(Exception):
     pass
+
+
+class ShareError(Exception):
+    """A calibration that did not reach every host that runs step clients: a host is gone, and Rally itself would
+    notice only when thespian's convention times it out (about 22 minutes). Raised, so that Rally ends the race."""
 
 
 def read_steps(record_dir):

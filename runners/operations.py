@@ -29,6 +29,7 @@ from runners.large_source import (
     validate_large_source,
 )
 from runners.layouts import CheckLayouts, LayoutStats, validate_layout_stats, validate_layouts
+from runners.load import ShareCalibration, validate_share
 from runners.memory import BreakerFloor, BreakerFloorParamSource, CheckQuietCluster, validate_breaker_floor
 from runners.network import ClearToxics, SetRtt, validate_clear, validate_latency
 from runners.privileges import CheckPrivileges
@@ -67,6 +68,8 @@ OPERATIONS = {
     "layout-stats": Operation(LayoutStats, validate=validate_layout_stats),
     "single-doc": Operation(SingleDoc, SingleDocParamSource, validate_single_doc),
     "single-doc-count": Operation(SingleDocCount, validate=validate_single_doc_count),
+    # coverage-load on several load-driver hosts: the calibration reaches every host that runs step clients
+    "share-calibration": Operation(ShareCalibration, validate=validate_share, reads_corpus=False),
     "set-rtt": Operation(SetRtt, validate=validate_latency),
     "clear-toxics": Operation(ClearToxics, validate=validate_clear),
     "search-pool": Operation(SearchPool, reads_corpus=False),

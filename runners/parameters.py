@@ -240,6 +240,8 @@ PARAMETERS = {
     "load_clients": (4, _integer(1)),
     "load_iterations": (30, _integer(1)),
     "load_calibration_iterations": (10, _integer(1)),
+    # several load-driver hosts: how long a host waits for the others to take a calibration (runners/load.py)
+    "load_share_timeout": (120, _integer(1)),
     "redline_latency_ms": (1000, _positive_number),
     "live_variant": ("D_td", _one_of(*VARIANTS)),
     "live_transport": ("msearch", _one_of(*TRANSPORTS)),

@@ -73,6 +73,11 @@ NEEDS = {
     "layout-stats": Need("reads shard-level index stats", ("monitor",), ("monitor",)),
     "single-doc": Need("indexes one document per request into the layout's single-document index", index=("index",)),
     "single-doc-count": Need("refreshes and counts the layout's single-document index", index=("maintenance", "read")),
+    "share-calibration": Need(
+        "hands a load calibration to the other load-driver hosts through an index of the race's own, deleted when "
+        "every client has it (several load-driver hosts only)",
+        index=("create_index", "manage", "read", "write", "delete_index"),
+    ),
     "set-rtt": Need("probes the target cluster (GET /)", ("monitor",)),
     "clear-toxics": Need("talks to Toxiproxy only"),
     "large-source-create-index": Need(

@@ -24,7 +24,7 @@ from esrally import exceptions, paths
 from esrally.track import loader
 from esrally.track import track as track_model
 
-from runners import corpus, coverage, interleave, parameters, privileges, queries, records, scope
+from runners import corpus, coverage, interleave, load, parameters, privileges, queries, records, scope
 from runners.context import CONTEXT_KEY, DEFAULT_CLUSTER, RaceContext
 from runners.network import ClearToxics, clear_toxics
 from runners.operations import OPERATIONS
@@ -77,6 +77,7 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
         except ValueError as e:
             raise exceptions.SystemSetupError(f"Challenge [{selected.name}]: {e}.") from None
         clusters = _clusters(self.cfg)
+        _set_load_driver_hosts(selected, race_id, hosts)
         as_params = {}  # each context's operation parameter, built once
         for challenge in track.challenges:
             for task in _tasks(challenge):
@@ -155,6 +156,15 @@ def _check_cluster(params, clusters):
         )
 
 
+def _set_load_driver_hosts(challenge, race_id, hosts):
+    """A share-calibration task learns how many load-driver hosts the race has; with several, it works through a small
+    index of the race's own (runners/load.py ShareCalibration), which its privileges name."""
+    count = len(set(hosts or ["localhost"]))
+    for task in _tasks(challenge):
+        if task.operation.type == "share-calibration" and count > 1:
+            task.operation.params.update({load.HOSTS_KEY: count, "index": load.share_index(race_id)})
+
+
 def _set_privileges(challenge, context):
     """Hands the challenge's check-privileges task what the challenge asks of the target cluster (runners/privileges.py);
     the tasks of another cluster (a remote's, by its alias) are not the target's."""
@@ -167,6 +177,8 @@ def _set_privileges(challenge, context):
         (task.operation.type, task.operation.params, index_of(task.operation.params))
         for task in _tasks(challenge)
         if task.operation.params.get("cluster") in (None, DEFAULT_CLUSTER)
+        # one load-driver host: the calibration is on it, nothing is shared through the cluster
+        if not (task.operation.type == "share-calibration" and load.HOSTS_KEY not in task.operation.params)
     ]
     needs = privileges.needs(tasks)
     for task in _tasks(challenge):

@@ -64,6 +64,11 @@ def load_calibration_task_name(variant, transport):
     return f"{coverage_task_name(variant, transport)}-load-calibration"
 
 
+def load_share_task_name(variant, transport):
+    """coverage-load: the cell's calibration handed to every load-driver host that runs step clients."""
+    return f"{load_calibration_task_name(variant, transport)}-share"
+
+
 def load_step_task_name(variant, transport, percent):
     """coverage-load: one step, at percent of the calibrated rate."""
     return f"{coverage_task_name(variant, transport)}-load-{percent}pct"

@@ -214,3 +214,36 @@ def test_pinning_without_taskset_names_the_package(esnode, monkeypatch):
 def test_a_bad_coordinating_count_is_refused_before_java():
     result = launcher("start", "--coordinating", "7", port=9265)
     assert result.returncode == 2 and "--coordinating 7 is not valid: use 0 to 3" in result.stderr
+
+
+def test_also_bind_takes_an_address_of_this_network_namespace_and_binds_http_there_too(esnode, tmp_path):
+    """--also-bind: refused before Java for what is not an IP or not one of this namespace's; else HTTP on both
+    addresses, and the node still publishes on loopback."""
+    with pytest.raises(esnode.LauncherError, match="--also-bind 'bridge' is not an IP address"):
+        esnode.check_also_bind("bridge")
+    with pytest.raises(esnode.LauncherError, match="--also-bind 192.0.2.7: no such address here"):
+        esnode.check_also_bind("192.0.2.7")  # TEST-NET-1: on no interface here
+    assert esnode.check_also_bind("127.0.0.1") == "127.0.0.1" and esnode.check_also_bind(None) is None
+    (node,) = esnode.node_layout(1, 9200, 9300)
+    esnode.write_node_config(node, [node], "127.0.0.1")
+    config = (Path(node["dir"]) / "config" / "elasticsearch.yml").read_text()
+    assert 'http.bind_host: ["127.0.0.1", "127.0.0.1"]' in config and "network.host: 127.0.0.1" in config
+    esnode.write_node_config(node, [node])
+    assert "bind_host" not in (Path(node["dir"]) / "config" / "elasticsearch.yml").read_text()
+
+
+def test_load_driver_hosts_are_refused_in_the_machines_own_network_namespace(tmp_path):
+    """local-es/load_driver_hosts.py makes a bridge and links: never in the machine's own namespace (nor without
+    root); refused before anything is made."""
+    tool = [sys.executable, str(REPO / "local-es" / "load_driver_hosts.py")]
+    try:
+        result = subprocess.run([*tool, "up", "--hosts", "2", "--state", str(tmp_path)], capture_output=True, text=True)
+    finally:
+        if (tmp_path / "hosts.json").exists():  # a regression made them here: take them down before failing
+            subprocess.run([*tool, "down", "--state", str(tmp_path)], capture_output=True)
+    assert result.returncode == 2
+    assert (
+        "it is not a private one (the machine's own, perhaps); start a private one first" in result.stderr or "need root" in result.stderr
+    )
+    assert not (tmp_path / "hosts.json").exists()
+    assert subprocess.run(["ip", "link", "show", "cm-hosts"], capture_output=True).returncode != 0

@@ -61,3 +61,25 @@ def test_live_pairs_each_side_with_its_counterpart():
     header, body = load.live_table(race(ops, {}, []))
     assert body[0] == ["ingest (docs/s, median)", 20000, 15000, 0.75]
     assert body[1] == ["coverage latency p50 (ms)", 100, 200, 2.0]
+
+
+def test_the_hosts_table_gives_each_host_its_share_of_a_step_and_what_it_reached():
+    """Two hosts, one step client each: the target halves, the achieved rates are each host's measured coverages over
+    the step's duration, and the all-hosts row sums them; a race on one host has no such table."""
+    from report import hosts
+
+    task = load_step_task_name("D_td", "msearch", 50)
+    r = race([step(50, 100)], PARAMS, [50])  # duration 6,400 ms, target 5/s
+    r.load_steps[task]["clients"] = 2
+    r.hosts = {
+        task: {"ld-1": {"clients": [0], "samples": 16, "measured": 16}, "ld-2": {"clients": [1], "samples": 16, "measured": 8}},
+        "check-privileges": {"ld-1": {"clients": [0], "samples": 1, "measured": 1}},
+    }
+    header, body = hosts.hosts_table(r)
+    rows = {(row[0], row[1]): dict(zip(header, row)) for row in body}
+    assert rows[(task, "ld-1")]["target /s"] == 2.5 and rows[(task, "ld-1")]["achieved /s"] == 2.5
+    assert rows[(task, "ld-2")]["achieved /s"] == 1.25 and rows[(task, "ld-2")]["clients"] == "1 (1)"
+    assert rows[(task, "all hosts")]["target /s"] == 5.0 and rows[(task, "all hosts")]["achieved /s"] == 3.75
+    assert rows[("check-privileges", "ld-1")]["target /s"] is None and ("check-privileges", "all hosts") not in rows
+    r.hosts = {task: {"ld-1": r.hosts[task]["ld-1"]}}
+    assert hosts.hosts_table(r) is None

@@ -14,7 +14,9 @@ from esrally.track import loader
 
 import cmgen
 from conftest import REPO, rendered_tasks
-from runners import corpus, interleave, parameters
+from runners import corpus, interleave
+from runners import load as load_runner
+from runners import parameters
 from runners.context import CONTEXT_KEY, RaceContext
 from runners.network import clear_toxics
 from runners.operations import OPERATIONS, PARAM_SOURCES
@@ -436,7 +438,9 @@ def test_interleaved_cells_get_one_order_of_the_passes_that_run(corpus_root, tes
 
 
 def test_interleaved_cells_refuse_several_load_driver_hosts(corpus_root):
-    with pytest.raises(exceptions.SystemSetupError, match=re.escape("runs its cells on one load-driver host, this race has 2")):
+    with pytest.raises(
+        exceptions.SystemSetupError, match=re.escape("has 2 (--load-driver-hosts=10.0.0.1,10.0.0.2); add --track-params=schedule:blocked")
+    ):
         load(corpus_root, {"schedule": "interleaved"}, challenge="production-comparison", hosts=["10.0.0.1", "10.0.0.2"])
     load(corpus_root, {"schedule": "interleaved"}, challenge="production-comparison", hosts=["127.0.0.1"])
 
@@ -545,6 +549,23 @@ def test_the_privilege_check_gets_what_the_challenge_that_runs_asks_of_the_clust
     # Rally's delete-index lifts a transient cluster setting around the delete: every ingest needs cluster manage
     ingest = check_privileges_params(load(corpus_root, challenge="ingest-baseline"), "ingest-baseline")
     assert ingest["cluster"] == ["manage", "monitor"] and ingest["needed-by"]["cluster:manage"] == ["delete-index"]
+
+
+def test_coverage_load_shares_its_calibration_through_the_cluster_only_on_several_hosts(corpus_root):
+    """One host: the share tasks send nothing, and the challenge needs nothing more. Two: each share task knows it,
+    names the race's share index, and the privilege check asks for what the share does there."""
+    one = load(corpus_root, challenge="coverage-load", race_id="r-share")
+    shares = [t for t in ours(one, "coverage-load") if t.operation.type == "share-calibration"]
+    assert shares and all(load_runner.HOSTS_KEY not in t.operation.params for t in shares)
+    assert all(t.clients == t.operation.params["clients"] == 4 for t in shares)
+    assert load_runner.share_index("r-share") not in check_privileges_params(one, "coverage-load")["index"]
+    two = load(corpus_root, challenge="coverage-load", race_id="r-share", hosts=["10.0.0.1", "10.0.0.2"])
+    shares = [t for t in ours(two, "coverage-load") if t.operation.type == "share-calibration"]
+    assert all(t.operation.params[load_runner.HOSTS_KEY] == 2 for t in shares)
+    assert all(t.operation.params["index"] == "cluster-metrics-calibration-r-share" for t in shares)
+    params = check_privileges_params(two, "coverage-load")
+    assert params["index"]["cluster-metrics-calibration-r-share"] == ["create_index", "delete_index", "manage", "read", "write"]
+    assert params["needed-by"]["index:cluster-metrics-calibration-r-share:write"] == ["share-calibration"]
 
 
 def test_the_privilege_check_names_the_indices_the_race_really_uses(width_root):

@@ -1,0 +1,34 @@
+"""Which load-driver host ran a sample. Rally puts the client id into every sample's meta, not the host; every runner
+of this track adds the host's name (runners/__init__.py registers each one inside NamesItsHost), so that a report
+from the metrics store counts per host what each did, and Rally's clients split (esrally race
+--load-driver-hosts=a,b: the first half of the clients on a, the rest on b) shows in the samples themselves."""
+
+import socket
+
+from esrally.driver.runner import Delegator
+
+HOST_KEY = "load-driver-host"  # sample meta: the name of the host whose client ran the sample
+
+
+def this_host():
+    return socket.gethostname()
+
+
+def with_host(result):
+    """A runner's result as Rally reads it (None, (weight, unit) or a dict) as a dict that names this host."""
+    if isinstance(result, dict):
+        return {**result, HOST_KEY: this_host()}
+    if isinstance(result, tuple) and len(result) == 2:
+        return {"weight": result[0], "unit": result[1], HOST_KEY: this_host()}
+    return {HOST_KEY: this_host()}  # Rally's own defaults: weight 1, unit ops
+
+
+class NamesItsHost(Delegator):
+    """A runner whose every sample names the load-driver host that ran it (HOST_KEY); what it measures is the
+    delegate's."""
+
+    async def __call__(self, es, params):
+        return with_host(await self.delegate(es, params))
+
+    def __repr__(self):
+        return repr(self.delegate)
