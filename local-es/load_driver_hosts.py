@@ -74,6 +74,13 @@ def check_private_network():
         )
 
 
+def _is_sleeper(pid):
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:2] == [b"sleep", b"infinity"]
+    except OSError:
+        return False
+
+
 def _state(pid):
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -82,11 +89,17 @@ def _state(pid):
 
 
 class Hosts:
-    """N load-driver hosts in namespaces of their own, below a bridge in the current (private) network namespace."""
+    """N load-driver hosts in namespaces of their own, below a bridge in the current (private) network namespace. Each
+    host is its sleeper's pid and network namespace, recorded once the sleeper runs in it: teardown touches a host only
+    while that pid is still a sleeper in that namespace (a pid is reused once its process is gone)."""
 
-    def __init__(self, state_dir, pids=None):
+    def __init__(self, state_dir, members=None):
         self.state_dir = Path(state_dir)
-        self.pids = list(pids or [])
+        self.members = list(members or [])  # [{"pid": ..., "namespace": "net:[...]"}], host i at i - 1
+
+    @property
+    def pids(self):
+        return [m["pid"] for m in self.members]
 
     @classmethod
     def up(cls, count, state_dir, private=()):
@@ -104,12 +117,15 @@ class Hosts:
         except BaseException:
             hosts.down()
             raise
-        (state_dir / STATE_FILE).write_text(json.dumps({"pids": hosts.pids, "private": [str(p) for p in private]}))
+        (state_dir / STATE_FILE).write_text(json.dumps({"members": hosts.members, "private": [str(p) for p in private]}))
         return hosts
 
     @classmethod
     def of(cls, state_dir):
-        return cls(state_dir, json.loads((Path(state_dir) / STATE_FILE).read_text())["pids"])
+        path = Path(state_dir) / STATE_FILE
+        if not path.is_file():
+            raise HostsError(f"no load-driver hosts recorded in {state_dir} (up makes them; down forgets them)")
+        return cls(state_dir, json.loads(path.read_text())["members"])
 
     def _add(self, i, private):
         own = _net_namespace()
@@ -120,12 +136,15 @@ class Hosts:
             stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
-        self.pids.append(sleeper.pid)
         deadline = time.monotonic() + 10
-        while _net_namespace(sleeper.pid) == own:  # unshare has not switched yet
+        # ready once unshare has made every namespace (mounts private included) and run sleep
+        while not (_is_sleeper(sleeper.pid) and _net_namespace(sleeper.pid) != own):
             if sleeper.poll() is not None or time.monotonic() > deadline:
+                sleeper.kill()
+                sleeper.wait()
                 raise HostsError(f"unshare for host {i} did not start (exit {sleeper.poll()})")
             time.sleep(0.02)
+        self.members.append({"pid": sleeper.pid, "namespace": _net_namespace(sleeper.pid)})
         link = f"cm-ld{i}"
         _run(["ip", "link", "add", link, "type", "veth", "peer", "name", "eth0", "netns", str(sleeper.pid)], f"host {i}'s link")
         _run(["ip", "link", "set", link, "master", BRIDGE], f"host {i}'s link on the bridge")
@@ -152,28 +171,35 @@ class Hosts:
         """Host i's own folder behind its n-th --private path (what it wrote there)."""
         return self.state_dir / host_name(i) / f"private-{n}"
 
-    def _processes_or_none(self, i):
+    def _alive(self, i):
+        """Host i's sleeper is still the process recorded, in its own namespace (not this one)."""
+        member = self.members[i - 1]
         try:
-            return self.processes(i)
+            namespace = _net_namespace(member["pid"])
         except OSError:
-            return []  # its sleeper is gone
+            return False
+        return _is_sleeper(member["pid"]) and namespace == member["namespace"] and namespace != _net_namespace()
 
     def processes(self, i):
-        """Every process in host i's network namespace but its sleeper (what was started on that host)."""
-        namespace = _net_namespace(self.pids[i - 1])
-        found = []
+        """Every process in host i's network namespace but its sleeper (what was started on that host); none once the
+        host is gone."""
+        if not self._alive(i):
+            return []
+        member, found = self.members[i - 1], []
         for entry in Path("/proc").iterdir():
-            if entry.name.isdigit() and int(entry.name) != self.pids[i - 1]:
+            if entry.name.isdigit() and int(entry.name) != member["pid"]:
                 try:
-                    if os.readlink(entry / "ns" / "net") == namespace:
+                    if os.readlink(entry / "ns" / "net") == member["namespace"]:
                         found.append(int(entry.name))
                 except OSError:
                     pass  # gone meanwhile
         return found
 
     def down(self):
-        """Every process still on a host (a daemon's actor left behind by a race that failed), then the sleepers."""
-        left = [pid for i in range(1, len(self.pids) + 1) for pid in self._processes_or_none(i)]
+        """Every process still on a host (a daemon's actor left behind by a race that failed), then the sleepers, the
+        bridge, and the record of them."""
+        alive = [i for i in range(1, len(self.members) + 1) if self._alive(i)]
+        left = [pid for i in alive for pid in self.processes(i)]
         for signal_number in (15, 9):
             for pid in left:
                 try:
@@ -182,15 +208,17 @@ class Hosts:
                     pass
             deadline = time.monotonic() + 5
             while left and time.monotonic() < deadline:
-                left = [pid for pid in left if Path(f"/proc/{pid}").exists() and _state(pid) != "Z"]
+                left = [pid for pid in left if _state(pid) != "Z"]
                 time.sleep(0.1)
-        for pid in self.pids:
+        for i in alive:
+            pid = self.members[i - 1]["pid"]
+            os.kill(pid, 15)
             try:
-                os.kill(pid, 15)
                 os.waitpid(pid, 0)
-            except (ProcessLookupError, ChildProcessError):
-                pass
+            except ChildProcessError:
+                pass  # another process made it (the command line's up)
         subprocess.run(["ip", "link", "del", BRIDGE], capture_output=True, env=_env())
+        (self.state_dir / STATE_FILE).unlink(missing_ok=True)
 
 
 def main(argv=None):

@@ -1,18 +1,22 @@
 """The report's load-driver hosts section (a race on several hosts, read from the metrics store): what each host's
 clients ran, per task, and for coverage-load's steps each host's share of the target rate and the rate it reached."""
 
+from runners.hosts import UNNAMED
+
 HOSTS_NOTE = (
     "Rally puts a race's clients on its load-driver hosts in order: the first ceil(clients / hosts) on the first host "
     "(--load-driver-hosts), the next on the second, and a task's clients are the first of those, so a one-client task "
     "runs on the first host. Counts are the samples in the metrics store, each naming the host that ran it (the "
-    "track's runners add it; Rally adds the client id); 'measured' leaves the warm-ups out. A step's target per host "
+    "track's runners add it; Rally adds the client id; a request that raised carries Rally's meta only, counted as "
+    f"'{UNNAMED}'); 'measured' leaves the warm-ups out. A step's target per host "
     "is the step's target x the host's share of its clients (every client's arrivals have the same mean); 'achieved' "
     "is the host's measured coverages over the step's duration, and the steps' rows for all hosts sum them."
 )
 
 
 def host_names(race):
-    return sorted({host for by_host in race.hosts.values() for host in by_host})
+    """The hosts that named themselves in the race's samples."""
+    return sorted({host for by_host in race.hosts.values() for host in by_host} - {UNNAMED})
 
 
 def _step_rates(race, task, by_host):

@@ -228,7 +228,7 @@ class Store:
         aggs = {
             "task": {
                 "terms": {"field": "task", "size": 10_000},
-                "aggs": {"host": {"terms": {"field": host_field, "size": 1000}, "aggs": per_host}},
+                "aggs": {"host": {"terms": {"field": host_field, "size": 1000, "missing": hosts.UNNAMED}, "aggs": per_host}},
             }
         }
         answer = self._search("rally-metrics-*", {"size": 0, "query": query, "aggs": aggs})["aggregations"]

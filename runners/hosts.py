@@ -8,6 +8,8 @@ import socket
 from esrally.driver.runner import Delegator
 
 HOST_KEY = "load-driver-host"  # sample meta: the name of the host whose client ran the sample
+# how a report names the host of a sample without HOST_KEY: a request that raised, whose meta Rally builds itself
+UNNAMED = "(not named: a failed request)"
 
 
 def this_host():

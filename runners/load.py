@@ -16,6 +16,7 @@ import os
 import random
 import statistics
 import time
+import uuid
 from pathlib import Path
 
 import elasticsearch
@@ -63,14 +64,15 @@ def calibrated_rate(record_dir, task_name):
     return 1.0 / statistics.median(seconds) if seconds else None
 
 
-def share_index(race_id):
-    return f"{SHARE_PREFIX}{race_id}"
+def share_index(race_id, calibration):
+    """The index through which one cell's calibration reaches the other hosts (lower case, as index names must be)."""
+    return f"{SHARE_PREFIX}{race_id}-{calibration}".lower()
 
 
-def share_alias(race_id):
-    """Every write goes through this alias with require_alias: a late one after the index is gone fails, where a write
-    to the index itself would create it again and leave it behind."""
-    return f"{share_index(race_id)}-shared"
+def share_alias(index):
+    """The share index's alias. Every write goes through it with require_alias: a late one after the index is gone
+    fails, where a write to the index itself would create it again and leave it behind."""
+    return f"{index}-shared"
 
 
 class ShareCalibration:
@@ -78,14 +80,22 @@ class ShareCalibration:
     a race's clients on the first load-driver host, the rest on the next): the calibration on every host that runs
     step clients. One client ran the calibration, on one host; each step's scheduler reads it from its own host's
     record folder (RelativeRateScheduler), and Rally gives hosts no way to talk. So with several hosts the calibration
-    travels through the target cluster: a client that holds it creates a small index of this race
+    travels through the target cluster: a client that holds it creates a small index of this race and cell
     (share_index, one document: the seconds), every client without it copies it to its host, every client acknowledges,
-    and the creator deletes the index once all have (or, whatever happens, in a finally: nothing stays). With one host
-    nothing is sent. Measures nothing; returns one sample per client naming where its calibration came from. A
-    calibration that does not arrive, or a client that never takes it, within share-timeout ends the race (ShareError,
-    naming the hosts): a host is gone, and the steps could not run on it."""
+    and the creator deletes the index once all have, or in a finally when anything else happens (only a worker process
+    that dies without running it, kill -9, leaves the index). With one host nothing is sent. Measures nothing; returns
+    one sample per client naming the host its calibration came from. A calibration that does not arrive, or a client
+    that never takes it, within share-timeout ends the race (ShareError, naming the hosts): a host is gone, and the
+    steps could not run on it."""
 
     async def __call__(self, es, params):
+        es.on_request_start()  # Rally times an operation by its client requests, and on one host this one sends none
+        try:
+            return await self._share(es, params)
+        finally:
+            es.on_request_end()
+
+    async def _share(self, es, params):
         context = RaceContext.of(params)
         task, host = params["rate-of"], this_host()
         if params.get(HOSTS_KEY, 1) <= 1:  # one host: the calibration ran here, or nowhere
@@ -94,30 +104,31 @@ class ShareCalibration:
                     f"{task}: no calibration on load-driver host {host} (the calibration task must run, and succeed, first)"
                 )
             return {"weight": 1, "unit": "ops", "success": True, "calibration-from": host}
-        race_id = Path(context.record_dir).parent.name
+        share = Share(es, Path(context.record_dir).parent.name, task)
         timeout = params.get("share-timeout", SHARE_TIMEOUT_S)
         deadline = time.monotonic() + timeout
         created = False
         try:
             seconds = calibration_seconds(context.record_dir, task)
             if seconds is not None:
-                created = await _create_share(es, race_id)
-                if created:
-                    await _write(es, race_id, f"/_doc/{task}", {"seconds": seconds, "host": host})
+                created = await share.create()
+            if created:
+                await share.put(task, {"seconds": seconds, "host": host})
                 source = host
             else:
-                found = await _wait_for(es, race_id, task, deadline)
+                found = await share.wait_for(deadline)
                 if found is None:
                     raise ShareError(
                         f"{task}: the calibration did not reach load-driver host {host} within {timeout} s: is the "
                         f"host that ran it (the first of --load-driver-hosts) still up, its esrallyd running? (it shares "
-                        f"it through index {share_index(race_id)}; track parameter load_share_timeout)"
+                        f"it through index {share.index}; track parameter load_share_timeout)"
                     )
-                _store_locally(context.record_dir, task, found["seconds"])
+                if seconds is None:
+                    _store_locally(context.record_dir, task, found["seconds"])
                 source = found["host"]
-            await _write(es, race_id, "/_doc", {"ack-of": task, "host": host})
+            await share.put(f"ack-{uuid.uuid4().hex}", {"ack-of": task, "host": host})  # its own id: a retried PUT counts once
             if created:
-                acks = await _wait_for_acks(es, race_id, task, params["clients"], deadline)
+                acks = await share.acks(params["clients"], deadline)
                 if sum(acks.values()) < params["clients"]:
                     took = ", ".join(f"{name} ({n})" for name, n in sorted(acks.items()))
                     raise ShareError(
@@ -128,56 +139,70 @@ class ShareCalibration:
             return {"weight": 1, "unit": "ops", "success": True, "calibration-from": source}
         finally:
             if created:
-                try:
-                    await es.perform_request("DELETE", f"/{share_index(race_id)}", headers=JSON)
-                except elasticsearch.NotFoundError:
-                    pass
+                await share.delete()
 
     def __repr__(self):
         return "share-calibration"
 
 
-async def _create_share(es, race_id):
-    """True when this client made the race's share index (with its alias, in one request); False when another had."""
-    body = {"settings": {"index.number_of_shards": 1, "index.auto_expand_replicas": "0-1"}, "aliases": {share_alias(race_id): {}}}
-    try:
-        await es.perform_request("PUT", f"/{share_index(race_id)}", body=body, headers=JSON)
-        return True
-    except elasticsearch.BadRequestError as e:
-        if "resource_already_exists_exception" in str(e.body):
-            return False
-        raise
+# a shard that is not yet started answers 503, a busy node 429: the document is not there yet, asked again
+_NOT_YET = (404, 429, 503)
 
 
-async def _write(es, race_id, path, body):
-    await es.perform_request(
-        "POST", f"/{share_alias(race_id)}{path}", params={"refresh": "true", "require_alias": "true"}, body=body, headers=JSON
-    )
+class Share:
+    """One cell's share index on the target cluster, as ShareCalibration uses it."""
 
+    def __init__(self, es, race_id, calibration):
+        self.es, self.calibration = es, calibration
+        self.index = share_index(race_id, calibration)
+        self.alias = share_alias(self.index)
 
-async def _wait_for(es, race_id, task, deadline):
-    """The shared calibration's document, once it is there; None at the deadline."""
-    while time.monotonic() < deadline:
+    async def create(self):
+        """True when this client made the index (with its alias, in one request); False when another had."""
+        body = {"settings": {"index.number_of_shards": 1, "index.auto_expand_replicas": "0-1"}, "aliases": {self.alias: {}}}
         try:
-            return body_of(await es.perform_request("GET", f"/{share_alias(race_id)}/_doc/{task}", headers=JSON))["_source"]
-        except elasticsearch.NotFoundError:
+            await self.es.perform_request("PUT", f"/{self.index}", body=body, headers=JSON)
+            return True
+        except elasticsearch.BadRequestError as e:
+            if "resource_already_exists_exception" in str(e.body):
+                return False
+            raise
+
+    async def put(self, doc_id, body):
+        await self.es.perform_request(
+            "PUT", f"/{self.alias}/_doc/{doc_id}", params={"refresh": "true", "require_alias": "true"}, body=body, headers=JSON
+        )
+
+    async def wait_for(self, deadline):
+        """The calibration's document, once it is there; None at the deadline."""
+        while time.monotonic() < deadline:
+            try:
+                return body_of(await self.es.perform_request("GET", f"/{self.alias}/_doc/{self.calibration}", headers=JSON))["_source"]
+            except elasticsearch.ApiError as e:
+                if e.status_code not in _NOT_YET:
+                    raise
             await asyncio.sleep(0.2)
-    return None
+        return None
 
-
-async def _wait_for_acks(es, race_id, task, clients, deadline):
-    """{host: its clients that acknowledged the calibration}, once all clients have or at the deadline."""
-    while True:
+    async def acks(self, clients, deadline):
+        """{host: its clients that acknowledged the calibration}, once all clients have or at the deadline."""
         body = {
             "size": 0,
-            "query": {"term": {"ack-of.keyword": task}},
+            "query": {"term": {"ack-of.keyword": self.calibration}},
             "aggs": {"host": {"terms": {"field": "host.keyword", "size": 1000}}},
         }
-        answer = body_of(await es.perform_request("POST", f"/{share_alias(race_id)}/_search", body=body, headers=JSON))
-        acks = {bucket["key"]: bucket["doc_count"] for bucket in answer["aggregations"]["host"]["buckets"]}
-        if sum(acks.values()) >= clients or time.monotonic() >= deadline:
-            return acks
-        await asyncio.sleep(0.2)
+        while True:
+            answer = body_of(await self.es.perform_request("POST", f"/{self.alias}/_search", body=body, headers=JSON))
+            acks = {bucket["key"]: bucket["doc_count"] for bucket in answer["aggregations"]["host"]["buckets"]}
+            if sum(acks.values()) >= clients or time.monotonic() >= deadline:
+                return acks
+            await asyncio.sleep(0.2)
+
+    async def delete(self):
+        try:
+            await self.es.perform_request("DELETE", f"/{self.index}", headers=JSON)
+        except elasticsearch.NotFoundError:
+            pass
 
 
 def _store_locally(record_dir, task, seconds):

@@ -162,7 +162,8 @@ def _set_load_driver_hosts(challenge, race_id, hosts):
     count = len(set(hosts or ["localhost"]))
     for task in _tasks(challenge):
         if task.operation.type == "share-calibration" and count > 1:
-            task.operation.params.update({load.HOSTS_KEY: count, "index": load.share_index(race_id)})
+            params = task.operation.params
+            params.update({load.HOSTS_KEY: count, "index": load.share_index(race_id, params["rate-of"])})
 
 
 def _set_privileges(challenge, context):
@@ -180,6 +181,8 @@ def _set_privileges(challenge, context):
         # one load-driver host: the calibration is on it, nothing is shared through the cluster
         if not (task.operation.type == "share-calibration" and load.HOSTS_KEY not in task.operation.params)
     ]
+    # a calibration share reads and writes through its index's alias, whose name the privileges must cover too
+    tasks += [(kind, params, load.share_alias(index)) for kind, params, index in tasks if kind == "share-calibration"]
     needs = privileges.needs(tasks)
     for task in _tasks(challenge):
         if task.operation.type == "check-privileges":

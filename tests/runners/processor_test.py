@@ -553,19 +553,21 @@ def test_the_privilege_check_gets_what_the_challenge_that_runs_asks_of_the_clust
 
 def test_coverage_load_shares_its_calibration_through_the_cluster_only_on_several_hosts(corpus_root):
     """One host: the share tasks send nothing, and the challenge needs nothing more. Two: each share task knows it,
-    names the race's share index, and the privilege check asks for what the share does there."""
+    names its cell's share index, and the privilege check asks for what the share does there and on its alias."""
     one = load(corpus_root, challenge="coverage-load", race_id="r-share")
     shares = [t for t in ours(one, "coverage-load") if t.operation.type == "share-calibration"]
     assert shares and all(load_runner.HOSTS_KEY not in t.operation.params for t in shares)
     assert all(t.clients == t.operation.params["clients"] == 4 for t in shares)
-    assert load_runner.share_index("r-share") not in check_privileges_params(one, "coverage-load")["index"]
+    assert not [name for name in check_privileges_params(one, "coverage-load")["index"] if "calibration" in name]
     two = load(corpus_root, challenge="coverage-load", race_id="r-share", hosts=["10.0.0.1", "10.0.0.2"])
     shares = [t for t in ours(two, "coverage-load") if t.operation.type == "share-calibration"]
     assert all(t.operation.params[load_runner.HOSTS_KEY] == 2 for t in shares)
-    assert all(t.operation.params["index"] == "cluster-metrics-calibration-r-share" for t in shares)
+    index = "cluster-metrics-calibration-r-share-coverage-d_td-serial-load-calibration"
+    assert shares[0].operation.params["index"] == index and len({t.operation.params["index"] for t in shares}) == len(shares)
     params = check_privileges_params(two, "coverage-load")
-    assert params["index"]["cluster-metrics-calibration-r-share"] == ["create_index", "delete_index", "manage", "read", "write"]
-    assert params["needed-by"]["index:cluster-metrics-calibration-r-share:write"] == ["share-calibration"]
+    for name in (index, f"{index}-shared"):
+        assert params["index"][name] == ["create_index", "delete_index", "manage", "read", "write"]
+        assert params["needed-by"][f"index:{name}:write"] == ["share-calibration"]
 
 
 def test_the_privilege_check_names_the_indices_the_race_really_uses(width_root):
