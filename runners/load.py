@@ -24,7 +24,7 @@ import elasticsearch
 from runners import records, results
 from runners.context import RaceContext
 from runners.hosts import this_host
-from runners.restore import JSON, body_of
+from runners.restore import JSON, SMALL_INDEX_SETTINGS, body_of
 
 SCHEDULER = "cluster-metrics-relative-rate"
 HOSTS_KEY = "load-driver-hosts"  # operation parameter of share-calibration, set by the track processor: how many hosts
@@ -159,7 +159,7 @@ class Share:
 
     async def create(self):
         """True when this client made the index (with its alias, in one request); False when another had."""
-        body = {"settings": {"index.number_of_shards": 1, "index.auto_expand_replicas": "0-1"}, "aliases": {self.alias: {}}}
+        body = {"settings": SMALL_INDEX_SETTINGS, "aliases": {self.alias: {}}}
         try:
             await self.es.perform_request("PUT", f"/{self.index}", body=body, headers=JSON)
             return True
@@ -207,13 +207,9 @@ class Share:
 
 def _store_locally(record_dir, task, seconds):
     """The calibration in this host's record folder, as its calibration task would have written it (whole, at once:
-    this host's other clients may write the same file)."""
-    path = os.path.join(record_dir, calibration_record(task))
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.{id(seconds)}.tmp"
-    with open(tmp, "w") as f:
-        f.write("".join(f"{s:.6f}\n" for s in seconds))
-    os.replace(tmp, path)
+    this host's other clients may write the same file). Not a record operation: the store holds it already, from the
+    calibration's own samples."""
+    records.replace_text(record_dir, calibration_record(task), "".join(f"{s:.6f}\n" for s in seconds))
 
 
 def validate_share(params, clients, context):

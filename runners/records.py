@@ -60,13 +60,19 @@ def read(record_dir, name, default=None):
         return json.load(f)
 
 
-def write(record_dir, name, data):
-    os.makedirs(record_dir, exist_ok=True)
+def replace_text(record_dir, name, text):
+    """The file's whole content at once (a reader never sees half of it; a write of the same file from another
+    process replaces it whole too); no sample meta."""
     path = os.path.join(record_dir, name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
-        json.dump(data, f, indent=2, sort_keys=True)
+        f.write(text)
     os.replace(tmp, path)
+
+
+def write(record_dir, name, data):
+    replace_text(record_dir, name, json.dumps(data, indent=2, sort_keys=True))
     return _meta({"write": name, "data": data})
 
 

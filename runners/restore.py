@@ -17,6 +17,9 @@ import elasticsearch
 LOG = logging.getLogger(__name__)
 NOTES_INDEX = "cluster-metrics-restore-notes"
 JSON = {"content-type": "application/json", "accept": "application/json"}
+# a small index of the track's own (its notes, a load calibration on its way to other hosts): one shard, and a replica
+# only where there is a second node to hold it (a single node stays green)
+SMALL_INDEX_SETTINGS = {"index.auto_expand_replicas": "0-1", "index.number_of_shards": 1}
 
 
 class RestoreError(Exception):
@@ -53,20 +56,12 @@ async def put_settings(es, persistent):
     await es.perform_request("PUT", "/_cluster/settings", body={"persistent": persistent}, headers=JSON)
 
 
-async def ensure_notes_index(es):
-    """The notes index, made if missing. It has a replica only where there is a second node to hold it (a single node
-    stays green)."""
-    try:
-        await es.perform_request(
-            "PUT", f"/{NOTES_INDEX}", body={"settings": {"index.auto_expand_replicas": "0-1", "index.number_of_shards": 1}}, headers=JSON
-        )
-    except elasticsearch.BadRequestError:
-        pass  # it exists
-
-
 async def note(es, setting, original):
     """Before the first change: the value to put back, on the cluster (refreshed, so the next race sees it at once)."""
-    await ensure_notes_index(es)
+    try:
+        await es.perform_request("PUT", f"/{NOTES_INDEX}", body={"settings": SMALL_INDEX_SETTINGS}, headers=JSON)
+    except elasticsearch.BadRequestError:
+        pass  # it exists
     body = {"setting": setting, "original": original}
     await es.perform_request("PUT", f"/{NOTES_INDEX}/_doc/{setting}", params={"refresh": "true"}, body=body, headers=JSON)
 
