@@ -48,7 +48,9 @@ LAYOUT_NOTE = (
 
 
 INGEST_NOTE = (
-    "wall: the duration of task bulk-epoch-N in race.json. bulk took: the sum of the bulk responses' "
+    "wall: from the epoch's first bulk start to its last bulk end, as the ingest task recorded them (races whose "
+    "epochs were tasks of their own: the duration of task bulk-epoch-N in race.json). docs/s: the epoch's documents over "
+    "its wall (those races: Rally's median throughput of the task). bulk took: the sum of the bulk responses' "
     "`took` (Elasticsearch's clock ticks every 200 ms, so only sums are meaningful; with several "
     "clients the requests overlap and took / wall can exceed 100%). index / refresh / merge / "
     "flush: `/_stats` deltas, summed over shards and threads.\n"
@@ -68,11 +70,13 @@ def coverage_note(race):
 
 
 INGEST_TIME_NOTE = (
-    "From Rally's mean service and processing time per bulk x the bulk requests: Elasticsearch is the bulk tooks; "
-    "connection + HTTP is service time - took; the load driver's runner is processing time - service time (the client "
-    "building the request, Rally reading the response); between requests is wall - processing time (Rally's bulk "
-    "parameter source reading the corpus and assembling the next body). wall: Rally's task duration, which ends where "
-    "the last request starts, plus one mean processing time. Shown for one bulk client only: several overlap.\n"
+    "From each bulk's Rally service time and its runner call's window as the ingest task recorded them, added up per "
+    "epoch (races whose epochs were tasks of their own: Rally's mean service and processing time x the bulk requests): "
+    "Elasticsearch is the bulk tooks; connection + HTTP is service time - took; the load driver's runner is the bulk "
+    "calls' windows - service time (the client building the request, Rally reading the response); between requests is "
+    "wall - the windows (Rally's bulk parameter source reading the corpus and assembling the next body). wall: the "
+    "epoch's first bulk start to its last bulk end (those races: Rally's task duration plus one mean processing time). "
+    "Shown for one bulk client only: several overlap.\n"
 )
 
 

@@ -42,11 +42,11 @@ def source_rows(race):
         if fields:
             put("_source stored (MiB)", mode, _mib(fields.get("_source", {}).get("total", 0)))
             put("doc values, all fields (MiB)", mode, _mib(sum(f.get("doc_values", 0) for f in fields.values())))
-        bulks = [ops.get(source_task_name(mode, bulk_task_name(e["epoch"]))) for e in ingest.get("epochs", [])]
-        if bulks:
-            wall = sum(op["duration"] for op in bulks if op) / 1000
+        if ingest.get("epochs"):
+            walls = [tables.epoch_wall(ops, e, source_task_name(mode, bulk_task_name(e["epoch"]))) for e in ingest["epochs"]]
+            wall = sum(w for w in walls if w is not None)
             docs = sum(e["docs"] for e in ingest["epochs"])
-            bad = any(tables.failed(op) for op in bulks if op)
+            bad = tables.ingest_problem(race, source_task_name(mode, "")) is not None
             put("ingest wall (s)", mode, "FAILED" if bad else wall)
             put("ingest docs/s", mode, "FAILED" if bad else (docs / wall if wall else None))
             put("ES indexing time (s)", mode, sum(e["index-ms"] for e in ingest["epochs"]) / 1000)

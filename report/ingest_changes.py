@@ -15,7 +15,7 @@ from report import tables
 from report.uncertainty import CONFIDENCE
 from runners import records
 from runners.queries import INGEST_CHANGE_BASELINE, INGEST_CHANGES
-from runners.tasks import VERIFY_DOC_COUNT, bulk_task_name, ingest_change_task_name
+from runners.tasks import INGEST, VERIFY_DOC_COUNT, bulk_task_name, ingest_change_task_name
 
 # seed 000's table "change | expected savings | trade-off", in its own words, per change of the vocabulary; the seed
 # has no row for the changes together
@@ -76,16 +76,15 @@ def ingests(race):
 
 
 def epoch_rows(race, record, bulk_task):
-    """Per epoch of one ingest record, in s: wall (the duration of its bulk task, bulk_task(epoch), in race.json; None
-    when race.json has none), the bulk tooks' sum, /_stats indexing, and /_stats refresh + merge + flush."""
+    """Per epoch of one ingest record, in s: wall (tables.epoch_wall; bulk_task(epoch) names an older race's task of
+    the epoch), the bulk tooks' sum, /_stats indexing, and /_stats refresh + merge + flush."""
     ops = race.op_metrics()
     rows = []
     for e in sorted((record or {}).get("epochs", []), key=lambda r: r["epoch"]):
-        duration = (ops.get(bulk_task(e["epoch"])) or {}).get("duration")
         rows.append(
             {
                 "epoch": e["epoch"],
-                "wall": duration / 1000 if duration is not None else None,  # race.json keeps ms
+                "wall": tables.epoch_wall(ops, e, bulk_task(e["epoch"])),
                 "took": e["bulk-took-ms"] / 1000,
                 "index": e["index-ms"] / 1000,
                 "other": (e["refresh-ms"] + e["merge-ms"] + e["flush-ms"]) / 1000,
@@ -111,8 +110,8 @@ def change_problem(race, name):
         return problem
     if not race.ingest_changes.get(name, {}).get("epochs"):
         return f"no ingest record ({records.ingest_change_record(name)})"
-    if _prefix(name) + VERIFY_DOC_COUNT not in race.op_metrics():
-        return f"its document count was not verified ({_prefix(name) + VERIFY_DOC_COUNT} did not run)"
+    if not {_prefix(name) + INGEST, _prefix(name) + VERIFY_DOC_COUNT} & race.op_metrics().keys():
+        return f"its document count was not verified ({_prefix(name) + INGEST} did not run)"
     return None
 
 
@@ -235,7 +234,7 @@ SEGMENTS = (
     ("client", "Client + network: wall - (ES indexing + ES other), at least 0"),
     ("index", "ES indexing: /_stats indexing time"),
     ("other", "ES other: /_stats refresh + merge + flush time"),
-    ("wall", "wall: the bulk task's duration"),
+    ("wall", "wall: the epoch's bulks, first start to last end"),
     ("took", "for reference, the seed's server time: bulk took sum (a coarse clock here)"),
 )
 
@@ -269,9 +268,10 @@ CHANGES_NOTE = (
     "Each row is one ingest of the whole corpus into a freshly created index (challenge ingest-changes): the baseline "
     "(bulk_size docs per bulk from bulk_clients clients, the index's default refresh and translog), each seed change "
     "alone in its place (the tuned_* track parameters, as ingest-tuned uses them), then all together; a setting a "
-    "change alters is unset after its ingest. index settings at its start: as its ingest-cost-start read them, after "
-    "the index was created and before the first bulk (Elasticsearch's default where unset). wall: the duration of its bulk tasks change-<ingest>-bulk-epoch-N in "
-    "race.json, the mean over epochs and the total. bulk took: the sum of the bulk responses' took (a coarse clock: "
+    "change alters is unset after its ingest. index settings at its start: as its ingest-setup read them, after "
+    "the index was created and before the first bulk (Elasticsearch's default where unset). wall: per epoch, its first "
+    "bulk's start to its last bulk's end as the ingest task change-<ingest>-ingest recorded them (older races: the "
+    "duration of the task change-<ingest>-bulk-epoch-N in race.json), the mean over epochs and the total. bulk took: the sum of the bulk responses' took (a coarse clock: "
     "see the next table). ES indexing: the /_stats indexing time, summed over shards and threads. saving: per epoch, "
     "(baseline wall - change wall) / baseline wall, epoch N of the change paired with epoch N of the baseline (both "
     "indices then hold the same documents); the epochs are the samples: their mean (in s and in % of the baseline's "

@@ -27,6 +27,7 @@ class Race:
     profile: dict = field(default_factory=dict)
     profile_calls: list = field(default_factory=list)  # profile-breakdown: each call, profile ON and OFF (runners/profile.py)
     layouts: dict = field(default_factory=dict)  # layout -> its layout-stats record
+    layout_ingest: dict = field(default_factory=dict)  # layout-sweep: layout -> its ingest record
     load_steps: dict = field(default_factory=dict)  # coverage-load step task -> its calibrated and target rate
     sources: dict = field(default_factory=dict)  # source-cost: _source mode -> its storage record
     source_ingest: dict = field(default_factory=dict)  # source-cost: _source mode -> its ingest record
@@ -105,6 +106,10 @@ def load(race_dir, data=None):
     for record in sorted((race_dir / records.RECORD_DIR).glob("layout-*.json")):
         data = json.loads(record.read_text())
         race.layouts[data["layout"]] = data
+    for layout in race.layouts:
+        data = records.read(str(race_dir / records.RECORD_DIR), records.layout_ingest_record(layout))
+        if data is not None:
+            race.layout_ingest[layout] = data
     for mode in SOURCE_MODES:
         for name, attr in ((records.source_record(mode), race.sources), (records.source_ingest_record(mode), race.source_ingest)):
             data = records.read(str(race_dir / records.RECORD_DIR), name)

@@ -230,7 +230,7 @@ def _saving(serial, msearch):
 def parallelism_table(race):
     """_msearch and terms: the searches' took summed against the coverage's wall, per coverage; their ratio is the
     effective parallelism (the median of the coverages' ratios, with its interval), beside the node's search pool
-    and allocated processors (the search-pool task of every query challenge)."""
+    and allocated processors (recorded by the verify-corpus task of every query challenge)."""
     cells = [k for k in _cells(race) if k[1] in ("msearch", "terms")]
     if not cells:
         return None

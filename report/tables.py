@@ -8,7 +8,7 @@ from report import layout_seed
 from report.uncertainty import median_interval
 from runners import layouts as layout_rules
 from runners.queries import TRANSPORTS, VARIANTS
-from runners.tasks import VERIFY_DOC_COUNT, bulk_task_name, coverage_task_name, layout_task_name
+from runners.tasks import INGEST, VERIFY_DOC_COUNT, bulk_task_name, coverage_task_name, layout_task_name
 
 BASELINE = ("D_td", "serial")
 
@@ -52,17 +52,35 @@ def fastest_cell(cells):
     return min(valid, key=valid.get) if valid else None
 
 
+def epoch_wall(ops, row, bulk_task):
+    """An epoch's bulk wall time in s: as the ingest task recorded it (runners/ingest.py: its first bulk's start to its
+    last bulk's end, every client's), or, where each epoch was bulk-loaded in a task of its own (the live challenge, and
+    every ingest in races before the ingest became one task), that task's duration in race.json; None where neither
+    is known."""
+    if row.get("wall-s") is not None:
+        return row["wall-s"]
+    duration = (ops.get(bulk_task) or {}).get("duration")
+    return duration / 1000 if duration is not None else None  # race.json keeps ms
+
+
+def epoch_docs_per_s(ops, row, bulk_task):
+    """An epoch's bulk throughput: its documents over its recorded wall, or Rally's median throughput of its own bulk
+    task (epoch_wall's older races)."""
+    if row.get("wall-s"):
+        return row["docs"] / row["wall-s"]
+    return (ops.get(bulk_task) or {}).get("throughput", {}).get("median")
+
+
 def ingest_rows(race):
-    """Per epoch: wall (bulk task duration), bulk took, took/wall, /_stats deltas, throughput."""
+    """Per epoch: wall (epoch_wall), bulk took, took/wall, /_stats deltas, throughput."""
     epochs = race.ingest.get("epochs", []) if race.ingest else []
     ops = race.op_metrics()
     if not epochs:
         return None
     rows = []
     for e in sorted(epochs, key=lambda r: r["epoch"]):
-        bulk = ops.get(bulk_task_name(e["epoch"]), {})
-        wall = bulk["duration"] / 1000 if bulk.get("duration") is not None else None  # race.json keeps ms
-        throughput = bulk.get("throughput", {}).get("median")
+        wall = epoch_wall(ops, e, bulk_task_name(e["epoch"]))
+        throughput = epoch_docs_per_s(ops, e, bulk_task_name(e["epoch"]))
         rows.append(
             {
                 "epoch": e["epoch"],
@@ -97,7 +115,7 @@ def ingest_table(race):
         "merge (s)",
         "flush (s)",
         "merged MB",
-        "docs/s (median)",
+        "docs/s",
     ]
     body = [
         [
@@ -161,13 +179,18 @@ def ingest_time_table(race):
     ]
     body, totals = [], [0.0] * 5
     for e in sorted(epochs, key=lambda r: r["epoch"]):
-        bulk = ops.get(bulk_task_name(e["epoch"]), {})
-        times = [bulk.get(kind, {}).get("mean") for kind in ("service_time", "processing_time")]
-        if bulk.get("duration") is None or None in times or not e["bulk-requests"]:
-            return None
-        # Rally's task duration ends where the last request starts (the last sample's relative time): plus that request
-        service, processing = (t * e["bulk-requests"] / 1000 for t in times)
-        wall = bulk["duration"] / 1000 + times[1] / 1000
+        if "wall-s" in e:  # the ingest task's record: each bulk's service time and window (runners/ingest.py)
+            wall, service, processing = e["wall-s"], e.get("service-s"), e.get("processing-s")
+            if None in (wall, service, processing) or not e["bulk-requests"]:
+                return None
+        else:
+            bulk = ops.get(bulk_task_name(e["epoch"]), {})
+            times = [bulk.get(kind, {}).get("mean") for kind in ("service_time", "processing_time")]
+            if bulk.get("duration") is None or None in times or not e["bulk-requests"]:
+                return None
+            # Rally's task duration ends where the last request starts (the last sample's relative time): plus that request
+            service, processing = (t * e["bulk-requests"] / 1000 for t in times)
+            wall = bulk["duration"] / 1000 + times[1] / 1000
         if processing > wall * 1.01:
             return None
         parts = [wall, e["bulk-took-ms"] / 1000, service - e["bulk-took-ms"] / 1000, processing - service, wall - processing]
@@ -186,6 +209,8 @@ def ingest_problem(race, prefix=""):
     failed_bulks = sorted(task for task, op in ops.items() if task.startswith(prefix + bulk_task_name("")) and failed(op))
     count = ops.get(prefix + VERIFY_DOC_COUNT)
     problems = [f"failed bulk requests in {', '.join(failed_bulks)}"] if failed_bulks else []
+    if failed(ops.get(prefix + INGEST)):
+        problems.append(f"failed samples in {prefix + INGEST}: a failed bulk, or a document count that differs from the corpus's")
     if failed(count):
         problems.append(f"the document count differs from the corpus's ({prefix + VERIFY_DOC_COUNT})")
     return "; ".join(problems) or None
@@ -284,21 +309,22 @@ def _layout_ops(race):
 
 
 def layout_ingest_rows(race):
-    """Per layout: documents (primaries, from layout-stats), bulk wall time (the epochs' bulk tasks), docs/s."""
+    """Per layout: documents (primaries, from layout-stats), bulk wall time (its epochs', epoch_wall), docs/s."""
     rows = []
     for layout, ops in _layout_ops(race).items():
-        bulks = []
-        while bulk_task_name(len(bulks) + 1) in ops:
-            bulks.append(ops[bulk_task_name(len(bulks) + 1)])
+        epochs = (race.layout_ingest.get(layout) or {}).get("epochs") or []
+        walls = [epoch_wall(ops, row, bulk_task_name(row["epoch"])) for row in epochs]
+        if not epochs:  # a race without the layout's ingest record: its bulk tasks
+            walls = [op["duration"] / 1000 for task, op in ops.items() if task.startswith(bulk_task_name(""))]
         copies = race.layouts.get(layout, {}).get("ingested", [])
         docs = sum(c["docs"] for c in copies if c["primary"])
-        wall = sum(op["duration"] for op in bulks) / 1000 if bulks else None
+        wall = sum(walls) if walls and None not in walls else None
         rows.append(
             {
                 "layout": layout,
                 "docs": docs,
                 "wall_s": wall,
-                "failed": any(failed(op) for op in bulks),
+                "failed": ingest_problem(race, layout_task_name(layout, "")) is not None,
                 "docs_per_s": docs / wall if wall and docs else None,
             }
         )

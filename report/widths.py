@@ -235,14 +235,10 @@ def width_ingest_table(race):
     body = []
     for w, record in sorted(race.width_ingest.items()):
         docs = sum(row["docs"] for row in record.get("epochs", []))
-        wall = sum(
-            (ops.get(width_task_name(w, bulk_task_name(row["epoch"]))) or {}).get("duration") or 0 for row in record.get("epochs", [])
-        )
+        wall = sum(tables.epoch_wall(ops, row, width_task_name(w, bulk_task_name(row["epoch"]))) or 0 for row in record.get("epochs", []))
         took = sum(row["bulk-took-ms"] for row in record.get("epochs", []))
         # a race that ended early has no task durations: its wall time is unknown, not 0
-        body.append(
-            [w, docs, tables.fmt(wall / 1000) if wall else "-", tables.fmt(docs / (wall / 1000)) if wall else "-", tables.fmt(took / 1000)]
-        )
+        body.append([w, docs, tables.fmt(wall) if wall else "-", tables.fmt(docs / wall) if wall else "-", tables.fmt(took / 1000)])
     if not body:
         return None
     return ["width (nodes)", "documents", "bulk wall (s)", "docs/s", "bulk took (s)"], body

@@ -6,6 +6,9 @@ from runners import restore, results
 from runners.context import DEFAULT_CLUSTER, RaceContext
 from runners.corpus import FINGERPRINT_KEY, CorpusError
 from runners.queries import SOURCE_MODE_SETTING
+from runners.widths import SearchPool
+
+SEARCH_POOL_KEY = "search-pool"  # operation parameter: then record what bounds _msearch's concurrency (SearchPool)
 
 INGEST_FIX = (
     "ingest it with this race's corpus and parameters first (challenge ingest-baseline, with --test-mode "
@@ -102,7 +105,11 @@ class VerifyCorpus:
                 f"index {context.index} was created for this corpus but does not hold it "
                 f"({'; '.join(wrong[:3])}{'; ...' if len(wrong) > 3 else ''}): {INGEST_FIX}."
             )
-        return {"weight": 1, "unit": "ops", "success": True, "epochs": list(epochs), "restored": restored}
+        result = {"weight": 1, "unit": "ops", "success": True, "epochs": list(epochs), "restored": restored}
+        if params.get(SEARCH_POOL_KEY):  # in the same task: Rally charges each task about 5 s of wall time
+            pool = await SearchPool()(es, params)
+            result.update({key: value for key, value in pool.items() if key not in result})
+        return result
 
     def __repr__(self):
         return "verify-corpus"

@@ -1,16 +1,27 @@
-"""Ingest: per-epoch bulk that records each response's `took`, per-epoch cost from /_stats, document-count check."""
+"""Ingest: an index set up afresh, then every epoch bulk-loaded in one Rally task that records each response's `took`
+and, at each epoch's boundary, the epoch's cost from /_stats; the document count checked at the end.
 
+Rally charges every task about 5 s of wall time outside test mode (a worker looks every 5 s whether its task has
+finished, and every task ends at a join point of all workers), so the bookkeeping between two epochs (refresh,
+/_stats snapshot, the per-epoch record) runs inside the ingest task, outside the timed window of its bulk requests
+(scope.untimed), and the epochs' boundaries are kept by the clients themselves (IngestEpochs)."""
+
+import asyncio
 import copy
 import glob
 import logging
 import os
 import time
 
+import elasticsearch
+from esrally.client.context import RequestContextHolder
 from esrally.driver import runner as rally_runner
 from esrally.track import params as rally_params
 
-from runners import parameters, records, results
+from runners import corpus, parameters, records, results
 from runners.context import RaceContext
+from runners.index_body import FreshIndexBodyParamSource
+from runners.scope import untimed
 
 LOG = logging.getLogger(__name__)
 STATS_METRICS = "indexing,refresh,merge,flush"
@@ -29,15 +40,32 @@ def _took_file(record, epoch, client):
     return os.path.join(_took_dir(record), f"epoch-{epoch}-client-{client}.txt")
 
 
-def took_line(took, started, ended):
-    """A bulk's line in its took file: the response's took (ms), then the bulk's wall-clock window (s)."""
-    return f"{took} {started:.3f} {ended:.3f}"
+def took_line(took, started, ended, service=None):
+    """A bulk's line in its took file: the response's took (ms), the bulk's wall-clock window (s), then Rally's service
+    time of the request (s, first request start to last response end), where the runner knows it."""
+    return f"{took} {started:.3f} {ended:.3f}" + (f" {service:.6f}" if service is not None else "")
 
 
 def read_took_line(line):
     """(took, window) of a took file's line; an older line holds the took alone (window None)."""
     fields = line.split()
     return int(fields[0]), [float(f) for f in fields[1:3]] or None
+
+
+def epoch_timing(record_dir, record, epoch):
+    """Where an epoch's bulk wall time went, from its took files (every client's): wall-s, from the first bulk's
+    start to the last bulk's end; processing-s, the bulk calls' own windows added up; service-s, Rally's service
+    times added up (None where a line has none). Empty where the epoch has no line with a window."""
+    lines = [line.split() for lines in bulk_lines(record_dir, record, epoch).values() for line in lines]
+    windows = [(float(f[1]), float(f[2])) for f in lines if len(f) >= 3]
+    if not windows:
+        return {}
+    services = [float(f[3]) for f in lines if len(f) >= 4]
+    return {
+        "wall-s": max(end for _, end in windows) - min(start for start, _ in windows),
+        "processing-s": sum(end - start for start, end in windows),
+        "service-s": sum(services) if len(services) == len(lines) else None,
+    }
 
 
 class EpochBulkParamSource:
@@ -138,6 +166,8 @@ def recount_bulk_tooks(record_dir):
             for row in record["epochs"]:
                 tooks = bulk_tooks(record_dir, name, row["epoch"])
                 row.update({"bulk-requests": len(tooks), "bulk-took-ms": sum(tooks)})
+                if "wall-s" in row:
+                    row.update(epoch_timing(record_dir, name, row["epoch"]))
             records.write(record_dir, name, record)
 
 
@@ -233,3 +263,268 @@ def validate_bulk(params, clients, context):
     parameters.check_operation_value("bulk-size", params.get("bulk-size"), params.get("bulk-size-parameter", "bulk_size"))
     if str(params.get("epoch")) not in context.epoch_docs:
         raise ValueError(f"epoch {params.get('epoch')} is not among this race's corpora")
+
+
+def _bulk_problem(epoch, reason):
+    return f"epoch {epoch}: {reason}"
+
+
+INGEST_KEY = "cluster-metrics-ingest"  # the index mapping's _meta key naming the ingest that created the index
+CREATE_PARAMS_KEY = "create-index-request-params"  # the ingest task's parameter: the index creation's request parameters
+
+
+def ingest_mark(context, record):
+    """What names one ingest of one race (the race folder's name is the race id, the record names the ingest): the
+    clients of the ingest task tell their index from one an earlier ingest left under the same name by it."""
+    return f"{os.path.basename(os.path.dirname(context.record_dir))}/{record}"
+
+
+async def set_up_index(es, params, context, mark=None):
+    """The ingest's index deleted (if it exists) and created afresh (params "indices": runners/index_body.py's, the
+    track's index body with the task's settings; mark, if given, in its mapping's _meta), its health awaited
+    ("wait-for-status"), then the race's ingest record ("record") started: the /_stats snapshot each epoch's cost is a
+    difference from, and the index settings the ingest runs with (INGEST_SETTINGS). Returns (problem or None, record
+    meta)."""
+    for name, body in params["indices"]:
+        if mark:
+            body = copy.deepcopy(body or {})
+            body.setdefault("mappings", {}).setdefault("_meta", {})[INGEST_KEY] = mark
+        await es.perform_request("DELETE", f"/{name}", params={"ignore_unavailable": "true"})
+        await es.perform_request("PUT", f"/{name}", body=body, params=params.get(CREATE_PARAMS_KEY, params.get("request-params")) or None)
+        wanted = params["wait-for-status"]
+        health = (await es.perform_request("GET", f"/_cluster/health/{name}", params={"wait_for_status": wanted, "timeout": "60s"})).body
+        if health.get("timed_out"):
+            return f"index {name} did not reach {wanted} health within 60 s (it is {health.get('status')})", {}
+    record = {"epochs": [], "snapshot": await _snapshot(es, context), "index-settings": await _ingest_settings(es, context)}
+    return None, records.write(context.record_dir, params["record"], record)
+
+
+class IngestSetup:
+    """The index set up for an ingest whose epochs come later, each in a task of its own (the live challenge):
+    set_up_index. Untimed bookkeeping: returns 1 op."""
+
+    async def __call__(self, es, params):
+        problem, meta = await set_up_index(es, params, RaceContext.of(params))
+        return results.failed(problem) if problem else {"weight": 1, "unit": "ops", "success": True, **meta}
+
+    def __repr__(self):
+        return "ingest-setup"
+
+
+class IngestEpochsParamSource:
+    """Every epoch of an ingest, in order, as Rally's own bulk parameter source reads each epoch's corpus (its slicing
+    per client, test mode, bulk bodies with their action lines as the file holds them), and the index to set up first
+    (runners/index_body.py: the track's index body with the task's settings).
+
+    Each client owns a fixed slice of each epoch (its own Rally source per epoch: Rally 2.13 would share one among the
+    clients of a worker process), so that client 0 holds the first documents of every epoch; each bulk's parameters
+    say its epoch, whether it is this client's first of that epoch, and whether it is this client's last of all."""
+
+    def __init__(self, track, params, **kwargs):
+        self._track, self._params, self._kwargs = track, params, kwargs
+        context = RaceContext.of(params)
+        self._epochs = [int(e) for e in params["epochs"]]
+        index = FreshIndexBodyParamSource(track, params, **kwargs).params()
+        self._extra = {
+            "epochs": self._epochs,
+            "epoch-docs": {str(e): context.epoch_docs[str(e)] for e in self._epochs},
+            "record-dir": context.record_dir,
+            "record": params["record"],
+            "indices": index["indices"],
+            # not "request-params": Rally's bulk runner would send those with every bulk
+            CREATE_PARAMS_KEY: index.get("request-params"),
+        }
+        self.infinite = False
+        self._client, self._clients = 0, 1
+        self._iterator = self._pending = None
+
+    def partition(self, partition_index, total_partitions):
+        part = copy.copy(self)
+        part._client, part._clients = partition_index, total_partitions
+        part._iterator = part._pending = None
+        return part
+
+    def _bulks(self):
+        context = RaceContext.of(self._params)
+        for epoch in self._epochs:
+            inner = rally_params.BulkIndexParamSource(
+                self._track, {**self._params, "corpora": corpus.corpus_name(epoch, context.index)}, **self._kwargs
+            ).partition(self._client, self._clients)
+            first = True
+            while True:
+                try:
+                    bulk = dict(inner.params())
+                except StopIteration:
+                    break
+                yield {**bulk, "epoch": epoch, "first-of-epoch": first}
+                first = False
+
+    def params(self):
+        if self._iterator is None:  # one pass: the look-ahead tells each bulk whether it is this client's last
+            self._iterator = self._bulks()
+            self._pending = next(self._iterator, None)
+        current = self._pending
+        if current is None:
+            raise StopIteration
+        self._pending = next(self._iterator, None)
+        return {**current, **self._extra, "client": self._client, "clients": self._clients, "last": self._pending is None}
+
+
+class IngestEpochs:
+    """An ingest in one task: the index set up afresh, every epoch bulk-loaded, each epoch's cost recorded at its end,
+    and the document count checked. Each bulk request is timed as Rally's bulk runner times it (the task's service
+    time, throughput and error rate), with the response's `took` and the bulk's window in the race record; everything
+    else runs outside the timed window (scope.untimed), before a bulk or after the last.
+
+    The clients keep the ingest's order through the cluster alone (any number of clients, on any load-driver host):
+    - client 0, the recorder, sets the index up before its first bulk (set_up_index, the index marked with
+      ingest_mark); every other client waits before its first bulk until the index carries that mark and has indexed
+      a document (the recorder's first bulk: the record is started);
+    - before its first bulk of each later epoch, the recorder waits until the primaries have indexed every document
+      of the epochs before (every client's bulks of them are in), refreshes, and records the epoch before (/_stats
+      deltas, bulk tooks, wall: runners.ingest.epoch_cost, epoch_timing); every other client waits until the recorder's
+      first bulk of the epoch is indexed (the count past the epochs before), so no document of an epoch is in the
+      snapshot of the epoch before;
+    - after its last bulk, the recorder waits for every document, records the last epoch, unsets the settings the
+      ingest changed for its bulks ("restore-settings"), refreshes, and checks that the index holds exactly the
+      ingest's documents (the record keeps the count).
+
+    Bulks are sent without client retries (the client's default retries 429, 502-504 and connection errors): a bulk
+    retried after a reset that Elasticsearch had already applied duplicates its documents, and a 429 retried away
+    hides the rejection. A failed bulk is a failed sample; a wait that does not end within request-timeout seconds (a
+    client's bulk failed: its documents never arrive) or a count that differs fails the sample that waited, naming
+    what it saw, and later waits of that client do not block again."""
+
+    POLL_S = 0.01
+
+    def __init__(self):
+        self._bulk = rally_runner.BulkIndex()
+        self._abandoned = set()  # (record-dir, record, client): a wait timed out, later waits do not block again
+
+    async def __call__(self, es, params):
+        context = RaceContext.of(params)
+        epoch, epochs, client = params["epoch"], params["epochs"], params["client"]
+        problems, meta = [], {}
+        if params["first-of-epoch"]:
+            step = self._start if epoch == epochs[0] else self._before_epoch
+            problem, record_meta = await untimed(step, es, params, context)
+            problems.append(problem)
+            records.add(meta, record_meta)
+        bulk_client = _OperationsNotBody(es.options(max_retries=0, retry_on_status=(), retry_on_timeout=False))
+        started = time.time()
+        try:
+            result = await self._bulk(bulk_client, params)
+            ended, window = time.time(), RequestContextHolder.request_context.get({})
+            if result.get("took") is not None:
+                service = window["request_end"] - window["request_start"] if {"request_start", "request_end"} <= window.keys() else None
+                line = took_line(result["took"], started, ended, service)
+                records.add(meta, records.append_line(params["record-dir"], _took_file(params["record"], epoch, client), line))
+        finally:  # a failed bulk too: the last epoch is recorded and the count checked
+            if params["last"] and client == 0:
+                problem, record_meta = await untimed(self._finish, es, params, context)
+                problems.append(problem)
+                records.add(meta, record_meta)
+        problems = [p for p in problems if p]
+        if problems and result.get("success", True):
+            result = {**result, **results.failed("; ".join(problems), unit="docs")}
+        return {**result, **meta}
+
+    def _through(self, params, epoch):
+        """Documents of the ingest's epochs up to and including epoch."""
+        epochs = params["epochs"]
+        return sum(params["epoch-docs"][str(e)] for e in epochs[: epochs.index(epoch) + 1])
+
+    async def _indexed(self, es, context, mark=None):
+        """The primaries' indexed documents; with mark, None unless the index exists and carries it."""
+        if mark is not None:
+            try:
+                mappings = next(iter((await es.perform_request("GET", f"/{context.index}/_mapping")).body.values()))["mappings"]
+            except elasticsearch.NotFoundError:
+                return None
+            if mappings.get("_meta", {}).get(INGEST_KEY) != mark:
+                return None
+        stats = (await es.perform_request("GET", f"/{context.index}/_stats/indexing")).body
+        # a new index whose shards have not started yet has no primaries' stats: nothing indexed
+        return stats["_all"]["primaries"].get("indexing", {}).get("index_total", 0)
+
+    async def _wait(self, es, params, context, done, what, mark=None):
+        """Polls the primaries' indexed count until done(count); None, or what it saw when request-timeout ran out."""
+        abandoned = (params["record-dir"], params["record"], params["client"])
+        deadline = time.monotonic() + (0 if abandoned in self._abandoned else params.get("request-timeout", 120))
+        while True:
+            count = await self._indexed(es, context, mark)
+            if count is not None and done(count):
+                return None
+            if time.monotonic() >= deadline:
+                self._abandoned.add(abandoned)
+                seen = "the index was not yet this ingest's" if count is None else f"the index's primaries had indexed {count} documents"
+                return f"{what}: {seen} when the wait ended"
+            await asyncio.sleep(self.POLL_S)
+
+    async def _start(self, es, params, context):
+        mark = ingest_mark(context, params["record"])
+        if params["client"] == 0:
+            return await set_up_index(es, params, context, mark)
+        what = _bulk_problem(params["epoch"], "waiting for the recorder to set the index up")
+        return await self._wait(es, params, context, lambda n: n > 0, what, mark), {}
+
+    async def _before_epoch(self, es, params, context):
+        epochs, epoch = params["epochs"], params["epoch"]
+        previous = epochs[epochs.index(epoch) - 1]
+        through = self._through(params, previous)
+        if params["client"] != 0:
+            what = _bulk_problem(epoch, f"waiting for the recorder to finish epoch {previous}")
+            return await self._wait(es, params, context, lambda n: n > through, what), {}
+        what = _bulk_problem(previous, f"waiting for all {through} documents of epochs up to it")
+        problem = await self._wait(es, params, context, lambda n: n >= through, what)
+        return problem, await self._record_epoch(es, params, context, previous)
+
+    async def _record_epoch(self, es, params, context, epoch):
+        await es.perform_request("POST", f"/{context.index}/_refresh")
+        snapshot = await _snapshot(es, context)
+        record = records.read(context.record_dir, params["record"], {})
+        if "snapshot" not in record:
+            raise RuntimeError(f"epoch {epoch}: no starting /_stats snapshot in {params['record']} (the index set-up did not run)")
+        row = epoch_cost(epoch, record["snapshot"], snapshot, bulk_tooks(context.record_dir, params["record"], epoch))
+        row.update(epoch_timing(context.record_dir, params["record"], epoch))
+        record["epochs"] = [r for r in record["epochs"] if r["epoch"] != epoch] + [row]
+        record["snapshot"] = snapshot
+        LOG.info("cluster-metrics ingest epoch %s: %s", epoch, row)
+        return records.write(context.record_dir, params["record"], record)
+
+    async def _finish(self, es, params, context):
+        epoch = params["epochs"][-1]
+        expected = self._through(params, epoch)
+        what = _bulk_problem(epoch, f"waiting for all {expected} documents of the ingest")
+        problem = await self._wait(es, params, context, lambda n: n >= expected, what)
+        meta = await self._record_epoch(es, params, context, epoch)
+        if params.get("restore-settings"):
+            await es.perform_request("PUT", f"/{context.index}/_settings", body=params["restore-settings"])
+            await es.perform_request("POST", f"/{context.index}/_refresh")
+        actual = (await es.perform_request("GET", f"/{context.index}/_count")).body["count"]
+        record = records.read(context.record_dir, params["record"])
+        record["count"] = {"actual": actual, "expected": expected}
+        records.add(meta, records.write(context.record_dir, params["record"], record))
+        if actual != expected:
+            problem = "; ".join(
+                filter(None, [problem, f"index {context.index} holds {actual} documents, the ingested corpus has {expected}"])
+            )
+        return problem, meta
+
+    def __repr__(self):
+        return "ingest-epochs"
+
+
+def validate_ingest(params, clients, context):
+    """Load-time check of an ingest: a positive bulk size (track parameters bulk_size, tuned_bulk_size), epochs of this
+    race's corpora, and at most as many clients as an epoch has documents (each client holds a slice of every epoch)."""
+    parameters.check_operation_value("bulk-size", params.get("bulk-size"), params.get("bulk-size-parameter", "bulk_size"))
+    for epoch in params.get("epochs") or []:
+        if str(epoch) not in context.epoch_docs:
+            raise ValueError(f"epoch {epoch} is not among this race's corpora")
+        if context.epoch_docs[str(epoch)] < clients:
+            raise ValueError(
+                f"{clients} bulk clients for epoch {epoch}'s {context.epoch_docs[str(epoch)]} documents: give at most that many"
+            )
+    if not params.get("epochs"):
+        raise ValueError("an ingest needs at least one epoch")

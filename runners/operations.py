@@ -18,7 +18,17 @@ from runners.coverage import (
 )
 from runners.index_body import FreshIndexBodyParamSource
 from runners.index_checks import VerifyCorpus, VerifyDocCount
-from runners.ingest import EpochBulk, EpochBulkParamSource, IngestCostEpoch, IngestCostStart, validate_bulk
+from runners.ingest import (
+    EpochBulk,
+    EpochBulkParamSource,
+    IngestCostEpoch,
+    IngestCostStart,
+    IngestEpochs,
+    IngestEpochsParamSource,
+    IngestSetup,
+    validate_bulk,
+    validate_ingest,
+)
 from runners.large_source import (
     LargeSourceCreateIndex,
     LargeSourceFetch,
@@ -53,6 +63,11 @@ class Operation:
 PARAM_SOURCES = {"fresh-index-body": FreshIndexBodyParamSource}
 
 OPERATIONS = {
+    # an ingest in one task: the index set up afresh, every epoch with its per-epoch cost, the count checked
+    "ingest-epochs": Operation(IngestEpochs, IngestEpochsParamSource, validate_ingest),
+    # the index set up alone, for epochs that come in tasks of their own (the live challenge)
+    "ingest-setup": Operation(IngestSetup, FreshIndexBodyParamSource),
+    # one epoch at a time (the live challenge: the last epoch bulk-loaded while queries run)
     "epoch-bulk": Operation(EpochBulk, EpochBulkParamSource, validate_bulk),
     "ingest-cost-start": Operation(IngestCostStart),
     "ingest-cost-epoch": Operation(IngestCostEpoch),

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import elasticsearch
 
 from runners import restore
+from runners.index_checks import SEARCH_POOL_KEY
 from runners.results import error_reason
 
 LOG = logging.getLogger(__name__)
@@ -49,6 +50,17 @@ NEEDS = {
     # this track's operations
     "check-privileges": Need("asks the cluster which privileges the user has"),
     "search-pool": Need("reads the nodes' search thread pool and processors", ("monitor",)),
+    "ingest-setup": Need(
+        "deletes and creates the index, waits for its health, reads its stats and settings",
+        ("monitor",),
+        ("delete_index", "create_index", "monitor", "view_index_metadata"),
+    ),
+    "ingest-epochs": Need(
+        "deletes and creates the index, waits for its health, indexes the corpus; at each epoch's end refreshes and "
+        "reads index stats; counts the documents",
+        ("monitor",),
+        ("delete_index", "create_index", "view_index_metadata", "index", "monitor", "maintenance", "read"),
+    ),
     "epoch-bulk": Need("indexes the corpus", index=("index",)),
     "ingest-cost-start": Need("reads index stats and settings", index=("monitor", "view_index_metadata")),
     "ingest-cost-epoch": Need("reads index stats", index=("monitor",)),
@@ -118,12 +130,20 @@ def needs(tasks):
     }
 
 
+# an ingest that changed index settings for its bulks (ingest-tuned, ingest changes) unsets them after its last epoch
+RESTORE_SETTINGS = Need("unsets the index settings it changed for its bulks", index=("manage",))
+
+
 def _with_needs(tasks, remote_key):
     for operation_type, params, index_name in tasks:
         if operation_type not in NEEDS:
             raise KeyError(f"operation type {operation_type!r} has no entry in runners/privileges.py NEEDS")
         # a search of <remote>:<index> needs its index privileges on the remote cluster, not on this one
         yield operation_type, NEEDS[operation_type], None if params.get("remote") else index_name
+        if params.get("restore-settings"):
+            yield operation_type, RESTORE_SETTINGS, index_name
+        if params.get(SEARCH_POOL_KEY):  # verify-corpus, then the search pool in the same task
+            yield operation_type, NEEDS["search-pool"], index_name
         if params.get(remote_key):
             yield f"{operation_type} (cross-cluster search)", CCS, None
 

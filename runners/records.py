@@ -40,6 +40,11 @@ def width_ingest_record(width):
     return f"ingest-width-{width}.json"
 
 
+def layout_ingest_record(layout):
+    """layout-sweep: the per-epoch ingest cost of one layout (track.json spells the same name)."""
+    return f"ingest-{layout}.json"
+
+
 def ingest_change_record(change):
     """ingest-changes: the per-epoch ingest cost of the baseline or one seed change (track.json spells the same name)."""
     return f"ingest-change-{change}.json"

@@ -4,6 +4,9 @@ track and checks them against these); the same name in every challenge lets `esr
 import re
 
 VERIFY_DOC_COUNT = "verify-doc-count"  # nothing lost: after every ingest, the index holds the corpus's count
+# an ingest's one task (runners/ingest.py): the index set up afresh, every epoch bulk-loaded, each epoch's cost
+# recorded, the document count checked; a prefix names whose ingest (ingest_change_task_name, layout_task_name, ...)
+INGEST = "ingest"
 
 
 def coverage_task_name(variant, transport):
@@ -12,7 +15,8 @@ def coverage_task_name(variant, transport):
 
 
 def bulk_task_name(epoch):
-    """The bulk load of one epoch: its duration in race.json is the epoch's wall time."""
+    """The bulk load of one epoch in a task of its own (the live challenge; every ingest in races before the ingest
+    became one task): its duration in race.json is the epoch's wall time."""
     return f"bulk-epoch-{epoch}"
 
 

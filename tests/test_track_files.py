@@ -7,7 +7,7 @@ from conftest import REPO, STANDARD_SHAPE, rendered_challenges, rendered_tasks, 
 from runners import records
 from runners.operations import OPERATIONS
 from runners.queries import INGEST_CHANGE_BASELINE
-from runners.tasks import KIND_TAGS, STUDY_TAGS, VERIFY_DOC_COUNT, bulk_task_name, ingest_change_task_name
+from runners.tasks import INGEST, KIND_TAGS, STUDY_TAGS, ingest_change_task_name
 
 TRACK = REPO / "tracks" / "cluster-metrics"
 
@@ -55,7 +55,7 @@ def test_operation_types_and_runner_names_agree():
     assert types <= set(OPERATIONS) | rallys_own, types - set(OPERATIONS) - rallys_own
     # where a task is the one instance of its operation, the two share the name
     names = {t["operation"]["name"] for c in rendered_track()["challenges"] for t in rendered_tasks(c)}
-    for single in ("ingest-cost-start", "verify-doc-count", "verify-corpus", "check-layouts", "check-privileges"):
+    for single in ("ingest", "verify-doc-count", "verify-corpus", "check-layouts", "check-privileges"):
         assert single in names
 
 
@@ -94,16 +94,13 @@ def test_ingest_changes_ingests_the_baseline_then_each_change_alone_with_its_set
     assert names[-1] == "verify-corpus" and tasks[-1]["operation"]["shape"] == STANDARD_SHAPE
     for ingest, (size, clients, during) in expected.items():
         mine = found[ingest]
-        assert list(mine)[:3] == ["delete-index", "create-index", "wait-for-index"], ingest  # a fresh index each
-        assert mine["create-index"]["operation"]["settings"] == {"index.number_of_shards": 1, "index.number_of_replicas": 0, **during}
-        bulks = [mine[bulk_task_name(e)] for e in range(1, 6)]
-        assert {(b["operation"]["bulk-size"], b["clients"]) for b in bulks} == {(size, clients)}, ingest
-        assert {t["operation"]["record"] for t in mine.values() if "record" in t["operation"]} == {records.ingest_change_record(ingest)}
-        # what the change set is unset after its ingest (Elasticsearch's default), then refreshed and counted
-        ending = ["restore-index-settings", "refresh-final", VERIFY_DOC_COUNT] if during else [VERIFY_DOC_COUNT]
-        assert list(mine)[-len(ending) :] == ending and ("restore-index-settings" in mine) == bool(during), ingest
-        if during:
-            assert mine["restore-index-settings"]["operation"]["body"] == dict.fromkeys(during), ingest
+        assert list(mine) == [INGEST], ingest  # a fresh index, every epoch and the count in one task
+        bulk = mine[INGEST]
+        assert bulk["operation"]["settings"] == {"index.number_of_shards": 1, "index.number_of_replicas": 0, **during}
+        assert (bulk["operation"]["bulk-size"], bulk["clients"], bulk["operation"]["epochs"]) == (size, clients, [1, 2, 3, 4, 5]), ingest
+        assert {t["operation"]["record"] for t in mine.values()} == {records.ingest_change_record(ingest)}
+        # what the change set is unset after its ingest (Elasticsearch's default); the ingest task counts the documents
+        assert bulk["operation"]["restore-settings"] == dict.fromkeys(during), ingest
 
 
 def test_ingest_changes_runs_the_baseline_and_only_the_changes_asked_for():
@@ -115,12 +112,15 @@ def test_full_is_the_whole_seed_study_in_order():
     """full: each ingest change alone, the study's baseline ingest (the index the coverages then query), the
     decomposition's cells taking turns, the profile; every ingest counted."""
     names = [t["operation"]["name"] for t in rendered_tasks(rendered_challenges({})["full"])]
-    changes = [n for n in names if n.startswith("change-") and n.endswith("-" + bulk_task_name(1))]
-    assert changes == [ingest_change_task_name(c, bulk_task_name(1)) for c in CHANGE_ORDER if c != INGEST_CHANGE_BASELINE]
+    changes = [n for n in names if n.startswith("change-") and n.endswith("-" + INGEST)]
+    assert changes == [ingest_change_task_name(c, INGEST) for c in CHANGE_ORDER if c != INGEST_CHANGE_BASELINE]
     first_cell = names.index("coverage-A-serial")
-    assert max(names.index(c) for c in changes) < names.index(bulk_task_name(1)) < names.index("verify-corpus") < first_cell
-    assert names[-1] == "profile-D_td" and "search-pool" in names[:first_cell]
-    assert sum(n.endswith(VERIFY_DOC_COUNT) for n in names) == len(changes) + 1
+    assert max(names.index(c) for c in changes) < names.index(INGEST) < names.index("verify-corpus") < first_cell
+    assert names[-1] == "profile-D_td"
+    (check,) = [t["operation"] for t in rendered_tasks(rendered_challenges({})["full"]) if t["operation"]["name"] == "verify-corpus"]
+    assert check["search-pool"] is True  # the search pool is recorded in the corpus check's task, not a task of its own
+    # every ingest is one task (index set up, epochs, count): Rally charges about 5 s per task outside test mode
+    assert sum(n.endswith("-" + INGEST) or n == INGEST for n in names) == len(changes) + 1 and len(names) == 27
 
 
 @pytest.mark.parametrize("target", ["ccs-roundtrips", "layout-sweep", "source-large"])

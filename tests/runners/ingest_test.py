@@ -3,6 +3,7 @@ the doc count and the corpus fingerprint are compared exactly, and a mismatch na
 
 import asyncio
 import json
+import re
 import time
 from types import SimpleNamespace
 
@@ -280,3 +281,135 @@ def test_a_record_operation_outside_the_folder_is_refused(tmp_path, name):
     with pytest.raises(ValueError, match="outside the race's record folder"):
         records.replay(str(tmp_path / "rebuilt"), [json.dumps([{"write": name, "data": {}}])])
     assert not (tmp_path / "outside.json").exists()
+
+
+class FakeCluster(StubClient):
+    """One index as the ingest task sees it: an index left by an earlier ingest at first (not this ingest's mark),
+    bulks add their documents after a short, client-dependent delay (so the clients interleave), /_stats counts what
+    is indexed, and every full snapshot the recorder takes notes the count."""
+
+    def __init__(self, lose=()):
+        super().__init__([])
+        self.indexed, self.snapshots, self.lose, self.calls, self.meta = 500, [], set(lose), 0, {"cluster-metrics-ingest": "old"}
+
+    def client(self):
+        return BulkClientOf(self)
+
+    async def answer(self, method, path, body):
+        if path == "/cluster-metrics" and method == "DELETE":
+            self.meta = None
+            return {"acknowledged": True}
+        if path == "/cluster-metrics" and method == "PUT":
+            self.meta, self.indexed, self.starting = body["mappings"]["_meta"], 0, True
+            return {"acknowledged": True}
+        if path.endswith("/_stats/indexing") and getattr(self, "starting", False):
+            self.starting = False  # a new index's shards not yet started: its stats have no primaries' figures
+            return {"_all": {"primaries": {}, "total": {}}}
+        if self.meta is None and path.startswith("/cluster-metrics/"):
+            raise HTTP_EXCEPTIONS[404](message="index_not_found_exception", meta=_meta(404), body={"error": "no such index"})
+        if path.endswith("/_mapping"):
+            return {"cluster-metrics": {"mappings": {"_meta": self.meta}}}
+        if path.endswith("/_settings") and method == "GET":
+            return {"cluster-metrics": {"settings": {}}}
+        if path.startswith("/_cluster/health"):
+            return {"status": "green", "timed_out": False}
+        if path == "/_bulk":
+            self.calls += 1
+            docs = body.count(b"\n") // 2
+            await asyncio.sleep(0.001 * (self.calls % 3))
+            if self.calls in self.lose:  # a bulk whose documents never arrive: Elasticsearch rejected them
+                return {"took": 1, "errors": True, "items": [{"index": {"status": 429, "error": {"type": "rejected"}}}] * docs}
+            self.indexed += docs
+            return {"took": 1, "errors": False, "items": [{"index": {"status": 201}}] * docs}
+        if path.endswith("/_stats/indexing"):
+            return stats(0, self.indexed)
+        if "/_stats/" in path:
+            self.snapshots.append(self.indexed)
+            return stats(self.indexed, self.indexed)
+        if path.endswith("/_count"):
+            return {"count": self.indexed}
+        return {"acknowledged": True}
+
+
+class BulkClientOf(BulkClient):
+    """A client of the fake cluster, as Rally hands one to each of the task's clients."""
+
+    def __init__(self, cluster):
+        super().__init__([])
+        self.cluster = cluster
+
+    async def perform_request(self, method, path, params=None, body=None, headers=None):
+        self.sent.append({"method": method, "path": path, "params": params, "body": body})
+        from stub_client import Response
+
+        answer = await self.cluster.answer(method, path, body)
+        return Response(RawBody(json.dumps(answer).encode(), self) if path == "/_bulk" else answer)
+
+
+def client_bulks(epoch_docs, clients, client, bulk_size):
+    """What IngestEpochsParamSource hands one client: its slice of each epoch (Rally's bounds), in bulks."""
+    for epoch, docs in epoch_docs.items():
+        start, end = round(docs / clients * client), round(docs / clients * (client + 1))
+        sizes = [min(bulk_size, end - s) for s in range(start, end, bulk_size)]
+        for i, size in enumerate(sizes):
+            yield epoch, i == 0, size
+
+
+def ingest(tmp_path, context, epoch_docs, clients, lose=(), timeout=5):
+    """Every client's bulks through one IngestEpochs runner at once; each sample as Rally would get it."""
+    from runners.ingest import IngestEpochs
+
+    cluster, runner, samples = FakeCluster(lose), IngestEpochs(), []
+    race_dir = tmp_path / "races" / "race-1"
+    ctx = context.as_param() | {"record_dir": str(race_dir / "cluster-metrics"), "epoch_docs": {str(e): d for e, d in epoch_docs.items()}}
+
+    async def one(client):
+        es, bulks = cluster.client(), list(client_bulks(epoch_docs, clients, client, 2))
+        for n, (epoch, first, size) in enumerate(bulks):
+            params = {"body": b'{"index":{}}\n{"x":1}\n' * size, "action-metadata-present": True, "bulk-size": size, "unit": "docs"}
+            params |= {"index": "cluster-metrics", "epoch": epoch, "first-of-epoch": first, "last": n == len(bulks) - 1}
+            params |= {"epochs": list(epoch_docs), "epoch-docs": ctx["epoch_docs"], "client": client, "clients": clients}
+            params |= {"record-dir": ctx["record_dir"], "record": "ingest.json", "request-timeout": timeout, CONTEXT_KEY: ctx}
+            params |= {"indices": [("cluster-metrics", {"settings": {}})], "wait-for-status": "green"}
+            samples.append(await runner(es, params))
+
+    async def all_clients():
+        await asyncio.gather(*(one(c) for c in range(clients)))
+
+    asyncio.run(all_clients())
+    return cluster, samples, records.read(ctx["record_dir"], "ingest.json")
+
+
+from elasticsearch.exceptions import HTTP_EXCEPTIONS  # noqa: E402
+
+from stub_client import RawBody, _meta  # noqa: E402
+
+
+@pytest.mark.parametrize("clients", [1, 3])
+def test_one_ingest_task_records_each_epoch_at_its_exact_boundary(tmp_path, context, clients):
+    """The epochs' boundaries without Rally's join points: every snapshot the recorder takes holds exactly the
+    documents of the epochs so far, however the clients interleave, and the count is checked after the last."""
+    epoch_docs = {1: 10, 2: 7, 3: 5}
+    cluster, samples, record = ingest(tmp_path, context, epoch_docs, clients)
+    assert all(s["success"] for s in samples), [s.get("error-description") for s in samples if not s["success"]]
+    # the index set up afresh and marked as this race's ingest (the clients waited for the mark, not the old index);
+    # one snapshot at the start (0 documents), then one per epoch at its boundary
+    assert cluster.meta == {"cluster-metrics-ingest": "race-1/ingest.json"}
+    assert cluster.snapshots == [0, 10, 17, 22]
+    assert [(r["epoch"], r["docs"], r["bulk-requests"]) for r in record["epochs"]] == [
+        (e, d, sum(1 for c in range(clients) for b in client_bulks({e: d}, clients, c, 2))) for e, d in epoch_docs.items()
+    ]
+    assert record["count"] == {"actual": 22, "expected": 22}
+    for row in record["epochs"]:  # the epoch's wall: its bulks' windows, every client's
+        assert 0 <= row["wall-s"] and row["processing-s"] >= 0
+
+
+def test_a_lost_bulk_fails_the_ingest_naming_what_the_wait_saw(tmp_path, context):
+    """A bulk whose documents never arrive: the waits at the next boundary end after request-timeout, the samples
+    that waited fail saying what they saw, and the count check names the difference; nothing hangs."""
+    cluster, samples, record = ingest(tmp_path, context, {1: 10, 2: 7}, clients=2, lose={2}, timeout=0.2)
+    failed = [s["error-description"] for s in samples if not s["success"]]
+    assert any("waiting for all 10 documents" in d and "had indexed 8 documents" in d for d in failed), failed
+    # after a wait timed out, the recorder no longer waits for late clients: the count it checks is short
+    assert any(re.search(r"holds 1[0-5] documents, the ingested corpus has 17", d) for d in failed), failed
+    assert record["count"]["expected"] == 17 and record["count"]["actual"] < 17

@@ -24,14 +24,15 @@ from runners.processor import ClusterMetricsProcessor
 from runners.queries import CCS_DIRECT_ROUTES, FETCH_KINDS, TRANSPORTS, VARIANTS
 from runners.restore import NOTES_INDEX
 from runners.tasks import (
+    INGEST,
     breaker_floor_task_name,
-    bulk_task_name,
     ccs_direct_task_name,
     ccs_task_name,
     coverage_task_name,
     fault_task_name,
     fetch_task_name,
     healed_task_name,
+    ingest_change_task_name,
     memory_cell,
     memory_task_name,
     profile_task_name,
@@ -230,7 +231,11 @@ def test_rendered_task_names_use_the_shared_vocabulary():
     full = next(c for c in rendered["challenges"] if c["name"] == "full")
     names = [t["operation"]["name"] for t in rendered_tasks(full)]
     assert [coverage_task_name(v, t) for v in VARIANTS for t in TRANSPORTS] == [n for n in names if "coverage" in n]
-    assert [bulk_task_name(e) for e in range(1, 6)] == [n for n in names if n.startswith("bulk-")]
+    # an ingest is one task, whatever its epochs: the index set up, every epoch, the count
+    assert [INGEST] == [n for n in names if n.startswith("ingest")]
+    assert [ingest_change_task_name(c, INGEST) for c in ("bulk-size", "clients", "refresh", "translog", "all")] == [
+        n for n in names if n.startswith("change-") and n.endswith("-" + INGEST)
+    ]
     for challenge in rendered["challenges"]:
         for task in rendered_tasks(challenge):
             operation = task["operation"]
@@ -469,9 +474,9 @@ def test_each_width_task_is_bound_to_its_width_set(width_root):
         assert context == (name, tuple(cmgen.node_names(width)), "test_mode", max(1000, width))
         # Rally's own operations and the bulk name the set's index and corpus, which track.json does not spell
         by_type = {t.operation.type: t.operation.params for t in mine}
-        for operation in ("delete-index", "create-index", "cluster-health", "refresh"):
+        for operation in ("ingest-epochs", "delete-index"):
             assert by_type[operation]["index"] == name, operation
-        assert by_type["epoch-bulk"]["corpora"] == corpus.corpus_name(1, name)
+        assert RaceContext.of(by_type["ingest-epochs"]).index == name
         index = next(i for i in track.indices if i.name == name)
         assert index.body["mappings"]["_meta"][corpus.FINGERPRINT_KEY]["ground_truth_sha256"] == (
             corpus.load_manifest(width_root, name)["ground_truth"]["sha256"]
@@ -546,9 +551,12 @@ def test_the_privilege_check_gets_what_the_challenge_that_runs_asks_of_the_clust
     assert params["needed-by"]["cluster:manage"] == ["breaker-floor"]
     query = check_privileges_params(load(corpus_root, challenge="production-comparison"), "production-comparison")
     assert query["cluster"] == ["monitor"] and query["index"] == {"cluster-metrics": ["read", "view_index_metadata"], NOTES_INDEX: ["read"]}
-    # Rally's delete-index lifts a transient cluster setting around the delete: every ingest needs cluster manage
+    # an ingest deletes its index by name (no cluster setting to lift, as Rally's delete-index does): no cluster manage;
+    # manage on the index only where it unsets the settings it changed for its bulks
     ingest = check_privileges_params(load(corpus_root, challenge="ingest-baseline"), "ingest-baseline")
-    assert ingest["cluster"] == ["manage", "monitor"] and ingest["needed-by"]["cluster:manage"] == ["delete-index"]
+    assert ingest["cluster"] == ["monitor"] and "manage" not in ingest["index"]["cluster-metrics"]
+    tuned = check_privileges_params(load(corpus_root, challenge="ingest-tuned"), "ingest-tuned")
+    assert tuned["needed-by"]["index:cluster-metrics:manage"] == ["ingest-epochs"]
 
 
 def test_coverage_load_shares_its_calibration_through_the_cluster_only_on_several_hosts(corpus_root):
