@@ -35,9 +35,12 @@ def test_layout_sweep_runs_clean_on_three_nodes(layout_race):
     assert rendered_challenges()["layout-sweep"]["meta"]["data_nodes"] == 3
     ours = [t["operation"]["name"] for t in tasks if t["operation"]["operation-type"] in OPERATIONS]
     assert_clean(layout_race, ours)
-    # epochs 2 of 5: a coverage of an epoch not ingested would find nothing and fail its counts
-    bulks = {task for task in layout_race.error_rates() if "-bulk-epoch-" in task}
-    assert bulks == {f"layout-{layout}-bulk-epoch-{epoch}" for layout in PARAMS["layouts"] for epoch in (1, 2)}
+    # epochs 2 of 5: a coverage of an epoch not ingested would find nothing and fail its counts; one ingest task each
+    ingests = {task for task in layout_race.error_rates() if task.endswith("-ingest")}
+    assert ingests == {f"layout-{layout}-ingest" for layout in PARAMS["layouts"]}
+    for layout in PARAMS["layouts"]:
+        record = json.loads((layout_race.record_dir() / f"ingest-{layout}.json").read_text())
+        assert [row["epoch"] for row in record["epochs"]] == [1, 2] and record["count"] == {"actual": 2000, "expected": 2000}
 
 
 def test_each_layout_places_its_copies_over_the_nodes_and_loses_nothing(layout_race):
