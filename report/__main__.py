@@ -103,7 +103,7 @@ SECTIONS = [
         "Subtractive cost attribution on took (seed 000, 4.2)",
         study.took_attribution_table,
         "the attribution's cells (A, B, C_td, C_hdr, D_td)",
-        study.ATTRIBUTION_NOTE,
+        study.attribution_note,
     ),
     (
         "Serial against _msearch: wall per coverage and the saving (seed 000, 4.3)",
@@ -254,9 +254,10 @@ def _speedup_summary(race):
     base = tables.valid_median(cells, tables.BASELINE)
     best = tables.fastest_cell(cells)
     failed = sorted(f"{v} {t}" for (v, t), op in cells.items() if tables.failed(op))
+    speedup = tables.ratio(base, tables.valid_median(cells, best))
     line = (
         f"D_td serial: {base:.0f} ms per coverage; fastest cell {best[0]} {best[1]}: "
-        f"{tables.valid_median(cells, best):.0f} ms ({base / tables.valid_median(cells, best):.1f}x)"
+        f"{tables.valid_median(cells, best):.0f} ms ({'-' if speedup is None else f'{speedup:.1f}x'})"
     )
     return line + (f"; FAILED cells (not ranked): {', '.join(failed)}" if failed else "")
 

@@ -16,6 +16,7 @@ from report.cluster import add_arguments as cluster_arguments
 from report.cluster import from_arguments
 from report.tables import fmt, markdown
 from runners import corpus, queries
+from runners.validation import percentile_values
 
 ALGORITHMS = {"t-digest": "C_td", "HDR": "C_hdr"}
 
@@ -35,10 +36,10 @@ def measure(cluster, data_root, hdr_digits=queries.DEFAULT_HDR_DIGITS):
                 if "error" in response:
                     raise ReportError(f"epoch {epoch} node {node}: {response['error']}")
                 for field in queries.FIELDS:
-                    values = response["aggregations"][f"{field}_pct"]["values"]
+                    values = percentile_values(response["aggregations"][f"{field}_pct"]["values"])
                     for p in percents:
                         exact = by_node[node]["percentiles"][field][str(p)]
-                        estimate = values[f"{float(p)}"]
+                        estimate = values[float(p)]
                         error = abs(estimate - exact)
                         errors.setdefault((algorithm, field, p), []).append((error, error / abs(exact) if exact else 0.0))
     return section, errors

@@ -32,8 +32,8 @@ def _save(fig, path, title=None):
 def coverage_bars(race, path):
     """Grouped bars: median service time per coverage, one group per variant, one bar per transport (log scale)."""
     cells = tables.coverage_cells(race)
-    if not cells:
-        return None
+    if not any((tables.valid_median(cells, key) or 0) > 0 for key in cells):
+        return None  # every cell failed (or took 0 ms): no bar to draw on a log scale; the tables say FAILED
     variants = [v for v in tables.VARIANTS if any((v, t) in cells for t in tables.TRANSPORTS)]
     transports = [t for t in tables.TRANSPORTS if any((v, t) in cells for v in variants)]
     width = 0.8 / len(transports)

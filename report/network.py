@@ -201,8 +201,11 @@ def _departures(points, transport):
     if len(valid) < 2:
         return None
     base = model_base(valid, model_round_trips(transport))
-    distances = [((m - (base + model_round_trips(transport) * r)) / (base + model_round_trips(transport) * r), r) for r, m in valid]
-    return max(distances, key=lambda d: abs(d[0]))
+    distances = [
+        (tables.ratio(m - (base + model_round_trips(transport) * r), base + model_round_trips(transport) * r), r) for r, m in valid
+    ]
+    distances = [d for d in distances if d[0] is not None]  # a model of 0 ms has no relative distance
+    return max(distances, key=lambda d: abs(d[0])) if distances else None
 
 
 def rtt_note(race):

@@ -32,6 +32,7 @@ NO_INTERVAL = (
 )
 WALL, TOOK, TOOK_SUM = "wall-ms", "took", "took-sum"  # the coverage record's fields (runners/coverage.py)
 FAILED, NO_TOOK = "FAILED", "no took"
+NO_SHARE = "no share"  # of a production query whose median took is 0 ms
 
 
 def measured(race, key, field):
@@ -171,7 +172,8 @@ def took_attribution_table(race):
                 row += [NO_TOOK, "-"]
                 continue
             value, low, high = difference(base, values)
-            row += [_difference_text(value, low, high), tables.pct(value / _median(whole)) + f" of {production}"]
+            share = tables.ratio(value, _median(whole))
+            row += [_difference_text(value, low, high), NO_SHARE if share is None else f"{tables.pct(share)} of {production}"]
         body.append(row + [seed_ms, seed_share])
     return header, body
 
@@ -182,6 +184,17 @@ ATTRIBUTION_NOTE = (
     "(D_td; HDR's over D_hdr). The shares of one query need not add up to 100%: the seed's 88% + 14% + < 2% did not "
     "either (aggregations share the collection loop). The seed's figures are its means over 15 samples on 8 cores.\n"
 ) + NO_INTERVAL
+
+
+def attribution_note(race):
+    """ATTRIBUTION_NOTE, and once why a share is missing where one is."""
+    table = took_attribution_table(race)
+    if table and any(NO_SHARE in row for row in table[1]):
+        return ATTRIBUTION_NOTE + (
+            f"{NO_SHARE}: the production query's median took is 0 ms (took counts whole milliseconds, and this index "
+            "answers in less than one), so no share of it can be given.\n"
+        )
+    return ATTRIBUTION_NOTE
 
 
 def transport_saving_table(race):
@@ -223,7 +236,8 @@ def _saving(serial, msearch):
         return "no verdict: a failed cell"
     comparison = uncertainty.compare(serial, msearch)
     if comparison.verdict is None:
-        return f"{1 - _median(msearch) / _median(serial):.1%} (n={min(len(serial), len(msearch))})"
+        ratio = tables.ratio(_median(msearch), _median(serial))
+        return "no figure: a median of 0 ms" if ratio is None else f"{1 - ratio:.1%} (n={min(len(serial), len(msearch))})"
     return f"{1 - comparison.ratio:.1%} [{1 - comparison.high:.1%}, {1 - comparison.low:.1%}] {comparison.verdict}"
 
 
@@ -360,7 +374,8 @@ def _speedup(base, values):
     production's, so the cell is faster."""
     comparison = uncertainty.compare(values, base)
     if comparison.verdict is None:
-        return f"{_median(base) / _median(values):.1f}x (n={min(len(base), len(values))})"
+        ratio = tables.ratio(_median(base), _median(values))
+        return "no figure: a median of 0 ms" if ratio is None else f"{ratio:.1f}x (n={min(len(base), len(values))})"
     word = {uncertainty.SLOWER: "faster", uncertainty.FASTER: "slower"}.get(comparison.verdict, comparison.verdict)
     return f"{comparison.ratio:.1f}x [{comparison.low:.1f}, {comparison.high:.1f}] {word}"
 
@@ -395,8 +410,9 @@ def drift_table(race, baseline):
                 ]
             )
             continue
-        drift = _median(now) / _median(then) - 1
-        body.append([coverage_task_name(*key), median_text(then), median_text(now), f"{drift:+.1%}", uncertainty.compare(then, now).text()])
+        drift = tables.ratio(_median(now), _median(then))
+        drift_text = "-" if drift is None else f"{drift - 1:+.1%}"
+        body.append([coverage_task_name(*key), median_text(then), median_text(now), drift_text, uncertainty.compare(then, now).text()])
     return header, body
 
 

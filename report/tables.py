@@ -195,10 +195,10 @@ def ingest_time_table(race):
             return None
         parts = [wall, e["bulk-took-ms"] / 1000, service - e["bulk-took-ms"] / 1000, processing - service, wall - processing]
         totals = [t + p for t, p in zip(totals, parts)]
-        body.append([e["epoch"], *parts, pct((parts[3] + parts[4]) / wall)])
+        body.append([e["epoch"], *parts, pct(ratio(parts[3] + parts[4], wall))])
     if not body:
         return None
-    body.append(["total", *totals, pct((totals[3] + totals[4]) / totals[0])])
+    body.append(["total", *totals, pct(ratio(totals[3] + totals[4], totals[0]))])
     return header, body
 
 
@@ -396,6 +396,14 @@ def layout_placement_table(race):
             copies = " ".join(f"{'P' if c['primary'] else 'R'}{c['shard']}" for c in ingested if c["node"] == node)
             body.append([layout, node, copies, pct(indexing[node]), pct(search.get(node)), "indexing" if node == bottleneck else ""])
     return header, body
+
+
+def ratio(numerator, denominator):
+    """numerator / denominator, or None where either is missing or the denominator is 0 (a took counts whole
+    milliseconds: a small index answers in 0): a share or ratio of nothing is no figure, never a division error."""
+    if numerator is None or not denominator:
+        return None
+    return numerator / denominator
 
 
 def pct(x):

@@ -219,6 +219,15 @@ def substitute(aggs, field, values):
     return wrong
 
 
+def keyed_answer(expectation, sums):
+    """One node's aggregations as Elasticsearch spells them (es_percent_key: "5.0E-4" for 0.0005), holding the
+    expectation's exact value of every percent and the node's sums: a right answer at any percents (substitute makes
+    it wrong)."""
+    aggs = {f"{f}_pct": {"values": {es_percent_key(p): exact for p, (_, _, exact) in expectation.percentiles[f].items()}} for f in FIELDS}
+    aggs.update({f"{f}_sum": {"value": sums[f]} for f in FIELDS})
+    return aggs
+
+
 def caught(aggs, expectation):
     errors = CoverageErrors()
     check_metrics(aggs, expectation, "", errors, PercentileErrors())

@@ -19,6 +19,7 @@
 - The measured error against the exact (interpolated) value is kept for the sample's meta.
 """
 
+import decimal
 import math
 from collections import Counter
 
@@ -55,7 +56,29 @@ def percent_key(p):
 
 
 def es_percent_key(p):
-    return f"{float(p)}"  # Elasticsearch keys percentiles as "50.0"
+    """How Elasticsearch keys a percentile: its percent as a double, as Java's Double.toString spells it: "50.0",
+    "99.9995", and below 0.001 in scientific notation, "5.0E-4" (a real answer's spelling, for answers a test or the
+    validation proof builds; a lookup matches by value: percentile_values)."""
+    x = float(p)
+    if x == 0 or abs(x) >= 1e-3:
+        return repr(x)  # the shortest spelling that reads back as the same double, fixed-point in [1e-3, 1e7)
+    sign, digits, exponent = decimal.Decimal(repr(x)).as_tuple()
+    mantissa = "".join(map(str, digits)).rstrip("0") or "0"
+    text = f"{mantissa[0]}.{mantissa[1:] or '0'}E{exponent + len(digits) - 1}"
+    return ("-" if sign else "") + text
+
+
+def percentile_values(values):
+    """A percentiles aggregation's values by percent as a number: Elasticsearch keys each by its percent as a double
+    (es_percent_key), so a key is matched by the value it spells, not by one spelling ("5.0E-4" is 0.0005). A key
+    that is not a number is left out (the value then counts as missing)."""
+    found = {}
+    for key, value in (values or {}).items():
+        try:
+            found[float(key)] = value
+        except (TypeError, ValueError):
+            continue
+    return found
 
 
 class NodeExpectation:
@@ -204,9 +227,9 @@ def check_metrics(aggs, expected, where, errors, pct_errors):
             )
     if expected.percentiles is not None:
         for field, agg in _present(aggs, "pct", where, errors):
-            values = agg.get("values") or {}
+            values = percentile_values(agg.get("values"))
             for p, (low, high, exact) in expected.percentiles[field].items():
-                estimate = values.get(es_percent_key(p))
+                estimate = values.get(float(p))
                 label = f"{where} {field} p{percent_key(p)}"
                 if not errors.check(isinstance(estimate, (int, float)), f"{label}: {estimate!r} is not a number"):
                     continue

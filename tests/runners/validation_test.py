@@ -14,13 +14,14 @@ from report.validation_proof import (
     SUBSTITUTIONS,
     caught,
     count_proof,
+    keyed_answer,
     rank_distance,
     substitute,
     within_precision,
 )
 from runners.corpus import FIELDS, OrderStatistics, stored_value
 from runners.queries import HIT_COUNT_THRESHOLD
-from runners.validation import HDR_RANK_SLACK, NodeExpectation, percentile_bounds
+from runners.validation import HDR_RANK_SLACK, NodeExpectation, es_percent_key, percentile_bounds, percentile_values
 
 
 @pytest.fixture(scope="module")
@@ -171,3 +172,35 @@ def test_variant_a_wrong_counts_are_caught_and_the_indistinguishable_one_is_name
     capped = [c > HIT_COUNT_THRESHOLD for c in counts]
     # node i gets node i+1's answer: caught unless both are capped
     assert caught_ == sum(not (capped[i] and capped[(i + 1) % 3]) for i in range(3)) and total == 3 and beyond == 0
+
+
+EDGE_PERCENTS = [0.0005, 50, 99.9995]  # tail-latency work asks for these; Elasticsearch keys 0.0005 as "5.0E-4"
+
+
+def test_elasticsearch_spells_a_percent_as_java_prints_its_double():
+    assert [es_percent_key(p) for p in (0, 0.0005, 0.000125, 0.001, 50, 99.9995, 100)] == [
+        "0.0",
+        "5.0E-4",
+        "1.25E-4",
+        "0.001",
+        "50.0",
+        "99.9995",
+        "100.0",
+    ]
+    # a key is matched by the number it spells, whatever the spelling
+    assert percentile_values({"5.0E-4": 1.0, "50.0": 3.0, "x": 4.0}) == {0.0005: 1.0, 50.0: 3.0}
+
+
+@pytest.mark.parametrize("variant", ["D_td", "D_hdr"])
+def test_percents_at_the_edges_validate_with_elasticsearchs_keys_at_full_scale(full_scale, variant):
+    """0.0005 and 99.9995 (any percent Elasticsearch accepts): the right answer, keyed as Elasticsearch keys it,
+    validates on every node; a p0.0005 just outside the algorithm's bounds is still caught."""
+    truth, nodes = full_scale
+    for node in nodes:
+        expectation = NodeExpectation(truth[node], variant, EDGE_PERCENTS)
+        assert not caught(keyed_answer(expectation, truth[node]["sum"]), expectation), node
+        for field in FIELDS:
+            low, high, _ = expectation.percentiles[field][0.0005]
+            for wrong in (low - max(abs(low), 1.0) * 1e-6, high + max(abs(high), 1.0) * 1e-6):
+                answer = substitute(keyed_answer(expectation, truth[node]["sum"]), field, {0.0005: wrong})
+                assert caught(answer, expectation), (node, field, wrong)
