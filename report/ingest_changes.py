@@ -156,7 +156,7 @@ def _described(race, name):
 
 
 def _settings_read(race, name):
-    """The index settings the ingest ran with, as its ingest-cost-start read them (runners/ingest.py); "-" for a record
+    """The index settings the ingest ran with, as its ingest's set-up read them (runners/ingest.py); "-" for a record
     without them."""
     found = race.ingest_changes.get(name, {}).get("index-settings")
     return ", ".join(f"{key.removeprefix('index.')} {value}" for key, value in found.items()) if found else "-"

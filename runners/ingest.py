@@ -212,24 +212,6 @@ async def _ingest_settings(es, context):
     return {key: value.lower() if isinstance(value, str) else value for key, value in values.items()}
 
 
-class IngestCostStart:
-    """Takes the starting /_stats snapshot of an ingest (after the index is created, before the first bulk) and
-    starts the race's ingest record, with the index settings the ingest runs with (INGEST_SETTINGS). Returns 1 op."""
-
-    async def __call__(self, es, params):
-        context = RaceContext.of(params)
-        record = {"epochs": [], "snapshot": await _snapshot(es, context), "index-settings": await _ingest_settings(es, context)}
-        return {
-            "weight": 1,
-            "unit": "ops",
-            "success": True,
-            **records.write(context.record_dir, params.get("record", records.INGEST), record),
-        }
-
-    def __repr__(self):
-        return "ingest-cost-start"
-
-
 class IngestCostEpoch:
     """Measures one epoch's ingest cost (after its bulk and refresh): /_stats deltas (indexing, refresh, merge,
     flush time, merged MB) since the previous snapshot, and the sum and count of the epoch's bulk `took`.
@@ -246,7 +228,7 @@ class IngestCostEpoch:
         record = records.read(context.record_dir, name, {})
         if "snapshot" not in record:
             return results.failed(
-                f"epoch {epoch}: no starting /_stats snapshot (the schedule must run ingest-cost-start before the first bulk)"
+                f"epoch {epoch}: no starting /_stats snapshot (the ingest's set-up, ingest-setup, must run before the first bulk)"
             )
         row = epoch_cost(epoch, record["snapshot"], snapshot, bulk_tooks(context.record_dir, name, epoch))
         record["epochs"] = [r for r in record["epochs"] if r["epoch"] != epoch] + [row]

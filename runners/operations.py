@@ -22,7 +22,6 @@ from runners.ingest import (
     EpochBulk,
     EpochBulkParamSource,
     IngestCostEpoch,
-    IngestCostStart,
     IngestEpochs,
     IngestEpochsParamSource,
     IngestSetup,
@@ -69,7 +68,6 @@ OPERATIONS = {
     "ingest-setup": Operation(IngestSetup, FreshIndexBodyParamSource),
     # one epoch at a time (the live challenge: the last epoch bulk-loaded while queries run)
     "epoch-bulk": Operation(EpochBulk, EpochBulkParamSource, validate_bulk),
-    "ingest-cost-start": Operation(IngestCostStart),
     "ingest-cost-epoch": Operation(IngestCostEpoch),
     "verify-doc-count": Operation(VerifyDocCount),
     "verify-corpus": Operation(VerifyCorpus),

@@ -62,7 +62,6 @@ NEEDS = {
         ("delete_index", "create_index", "view_index_metadata", "index", "monitor", "maintenance", "read"),
     ),
     "epoch-bulk": Need("indexes the corpus", index=("index",)),
-    "ingest-cost-start": Need("reads index stats and settings", index=("monitor", "view_index_metadata")),
     "ingest-cost-epoch": Need("reads index stats", index=("monitor",)),
     "verify-doc-count": Need("counts the index's documents", index=("read",)),
     "verify-corpus": Need(

@@ -12,7 +12,7 @@ import pytest
 from runners import corpus, records
 from runners.context import CONTEXT_KEY
 from runners.index_checks import VerifyCorpus, VerifyDocCount
-from runners.ingest import EpochBulk, IngestCostEpoch, IngestCostStart, epoch_cost, read_took_line, recount_bulk_tooks
+from runners.ingest import EpochBulk, IngestCostEpoch, IngestSetup, epoch_cost, read_took_line, recount_bulk_tooks
 from stub_client import StubClient
 
 
@@ -44,6 +44,11 @@ def run(runner, client, params):
     return asyncio.run(runner(client, params))
 
 
+def start(params):
+    """The set-up's parameters with no index to create: only the ingest record started (its snapshot and settings)."""
+    return {**params, "indices": [], "wait-for-status": "green", "record": records.INGEST}
+
+
 def test_epoch_cost_is_the_difference_of_two_snapshots():
     before = {"index-ms": 100, "index-docs": 1000, "refresh-ms": 5, "merge-ms": 0, "merged-bytes": 0, "flush-ms": 1}
     after = {"index-ms": 350, "index-docs": 2000, "refresh-ms": 9, "merge-ms": 40, "merged-bytes": 2**21, "flush-ms": 1}
@@ -65,7 +70,7 @@ def test_start_then_epoch_writes_the_epoch_row(context):
     settings = {
         "cluster-metrics": {"settings": {"index.refresh_interval": "-1"}, "defaults": {"index.translog.durability": "REQUEST"}}
     }  # as Elasticsearch 8.17 lists its default
-    run(IngestCostStart(), StubClient([(200, stats(10, 0)), (200, settings)]), params)
+    run(IngestSetup(), StubClient([(200, stats(10, 0)), (200, settings)]), start(params))
     records.append_line(context.record_dir, f"{records.TOOK_DIR}/ingest/epoch-1-123.txt", "200")
     records.append_line(context.record_dir, f"{records.TOOK_DIR}/ingest/epoch-1-456.txt", "0")
     records.append_line(context.record_dir, f"{records.TOOK_DIR}/ingest-2S1R/epoch-1-789.txt", "999")  # another record
@@ -83,7 +88,7 @@ def test_start_then_epoch_writes_the_epoch_row(context):
 def test_epoch_without_a_start_snapshot_fails(tmp_path, context):
     ctx = context.as_param() | {"record_dir": str(tmp_path)}
     result = run(IngestCostEpoch(), StubClient([(200, stats(60, 90))]), {CONTEXT_KEY: ctx, "epoch": 1})
-    assert result["success"] is False and "ingest-cost-start" in result["error-description"]
+    assert result["success"] is False and "ingest-setup" in result["error-description"]
 
 
 @pytest.mark.parametrize("count,success", [(180, True), (179, False)])
@@ -264,7 +269,7 @@ def test_a_folder_rebuilt_from_sample_meta_counts_every_load_driver_hosts_tooks(
         samples.append(run(EpochBulk(), client, params))
 
     params = {CONTEXT_KEY: context.as_param() | {"record_dir": first}}
-    samples.append(run(IngestCostStart(), StubClient([(200, stats(10, 0)), (200, {"i": {"settings": {}}})]), params))
+    samples.append(run(IngestSetup(), StubClient([(200, stats(10, 0)), (200, {"i": {"settings": {}}})]), start(params)))
     bulk(first, 30, 0)
     bulk(second, 12, 1)
     samples.append(run(IngestCostEpoch(), StubClient([(200, stats(60, 2))]), {**params, "epoch": 1}))
