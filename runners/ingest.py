@@ -115,9 +115,11 @@ class EpochBulk:
         client = _OperationsNotBody(es.options(max_retries=0, retry_on_status=(), retry_on_timeout=False))
         started = time.time()
         result = await self._bulk(client, params)
+        ended, window = time.time(), RequestContextHolder.request_context.get({})
         if params.get("record-dir") and result.get("took") is not None:
+            service = window["request_end"] - window["request_start"] if {"request_start", "request_end"} <= window.keys() else None
             name = _took_file(params["record"], params["epoch"], params.get("client", 0))
-            result.update(records.append_line(params["record-dir"], name, took_line(result["took"], started, time.time())))
+            result.update(records.append_line(params["record-dir"], name, took_line(result["took"], started, ended, service)))
         return result
 
     def __repr__(self):
@@ -380,7 +382,7 @@ class IngestEpochs:
     POLL_S = 0.01
 
     def __init__(self):
-        self._bulk = rally_runner.BulkIndex()
+        self._bulk = EpochBulk()
         self._abandoned = set()  # (record-dir, record, client): a wait timed out, later waits do not block again
 
     async def __call__(self, es, params):
@@ -392,15 +394,8 @@ class IngestEpochs:
             problem, record_meta = await untimed(step, es, params, context)
             problems.append(problem)
             records.add(meta, record_meta)
-        bulk_client = _OperationsNotBody(es.options(max_retries=0, retry_on_status=(), retry_on_timeout=False))
-        started = time.time()
         try:
-            result = await self._bulk(bulk_client, params)
-            ended, window = time.time(), RequestContextHolder.request_context.get({})
-            if result.get("took") is not None:
-                service = window["request_end"] - window["request_start"] if {"request_start", "request_end"} <= window.keys() else None
-                line = took_line(result["took"], started, ended, service)
-                records.add(meta, records.append_line(params["record-dir"], _took_file(params["record"], epoch, client), line))
+            result = await self._bulk(es, params)  # no client retries, its took filed (EpochBulk)
         finally:  # a failed bulk too: the last epoch is recorded and the count checked
             if params["last"] and client == 0:
                 problem, record_meta = await untimed(self._finish, es, params, context)
@@ -409,7 +404,7 @@ class IngestEpochs:
         problems = [p for p in problems if p]
         if problems and result.get("success", True):
             result = {**result, **results.failed("; ".join(problems), unit="docs")}
-        return {**result, **meta}
+        return records.add(result, meta)
 
     def _through(self, params, epoch):
         """Documents of the ingest's epochs up to and including epoch."""
