@@ -61,7 +61,7 @@ TOXIPROXY := $(PYTHON) local-es/toxiproxy_launcher.py
 # one Rally at a time: the previous race's processes take a moment to exit (waits, never kills)
 WAIT_FOR_RALLY := for i in $$(seq 120); do pgrep -f '[e]srally race' >/dev/null || pgrep -x esrally >/dev/null || break; sleep 1; done
 
-.PHONY: lint format venv es-start es-stop es-status es-wipe corpus race repeat layout-sweep node-scaling test it test-fast report accuracy validation-proof compare metrics-store metrics-store-stop \
+.PHONY: lint format venv es-start es-stop es-status es-wipe corpus race repeat layout-sweep node-scaling test it test-fast report accuracy client-cost validation-proof compare metrics-store metrics-store-stop \
 	toxiproxy proxy-start proxy-clear proxy-stop proxy-status remote-start remote-stop rtt-sweep network-faults ccs-roundtrips \
 	source-cost source-large aggregation-memory width-corpora coverage-width
 
@@ -244,6 +244,13 @@ report: venv
 
 accuracy: venv
 	$(VPY) -m report.accuracy --target-hosts $(TARGET_HOSTS) $(CLIENT_ARGS)
+
+# what the load driver adds per request: the track's request path beside a plain client on the running cluster's
+# corpus index (full scale: make race CHALLENGE=ingest-baseline first); every race's report then shows its share
+CLIENT_COST_ARGS ?= --bulk-docs 5000000
+client-cost: venv
+	mkdir -p reports
+	$(VPY) -m report.client_cost --target-hosts $(TARGET_HOSTS) $(CLIENT_ARGS) $(CLIENT_COST_ARGS) --out reports/client-cost.json | tee reports/client-cost.md
 
 # the coverage validation fed the cluster's real answers and wrong ones (run it on a full-scale ingest)
 validation-proof: venv

@@ -15,6 +15,7 @@ from pathlib import Path
 from report import (
     ReportError,
     charts,
+    client_cost,
     costs,
     hosts,
     ingest_changes,
@@ -232,6 +233,8 @@ def single_report(race, out_root, baseline=None):
         else "_no accuracy measurement yet: make accuracy (queries the running cluster)._"
     )
     parts.append("")
+    parts.append("## What the load driver adds per request\n")
+    parts.append(client_cost.race_section(race, out_root))
     for name, draw, caption in (
         ("coverage.png", charts.coverage_bars, "Coverage by variant and transport"),
         ("ingest.png", charts.ingest_stacked, "Ingest per epoch by phase"),

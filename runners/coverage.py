@@ -7,7 +7,7 @@ import time
 
 import elasticsearch
 
-from runners import interleave, load, parameters, queries, records, results, scope
+from runners import interleave, load, parameters, queries, records, results, scope, wire
 from runners.context import CONTEXT_KEY, DEFAULT_CLUSTER, RaceContext
 from runners.validation import (
     CoverageErrors,
@@ -20,8 +20,8 @@ from runners.validation import (
     request_breaker_tripped,
 )
 
-JSON = {"content-type": "application/json", "accept": "application/json"}
-NDJSON = {"content-type": "application/x-ndjson", "accept": "application/json"}
+JSON = {"content-type": "application/json", "accept": "application/json", **wire.IDENTITY}
+NDJSON = {"content-type": "application/x-ndjson", "accept": "application/json", **wire.IDENTITY}
 WARMUPS_KEY = "warmups"  # operation parameter set by the track processor: the task's warm-up iterations
 MEASURED_KEY = "measured"  # in a coverage's parameters: not a warm-up (None: the task is time-based, nobody counts)
 NO_CACHE = {"request_cache": "false"}  # _search takes it in the URL; _msearch in each header line (queries.py)
@@ -130,16 +130,8 @@ class CoverageParamSource:
         return queries.terms_search(self.variant, epoch, len(self.nodes), self.percents, self.hdr_digits, self.compression, self.exact_hits)
 
     def _requests(self, epoch):
-        """(path, URL parameters, body bytes, headers) of each HTTP request of one coverage."""
-        search_path = f"/{self.index}/_search"
-        searches = [self._node_search(epoch, n) for n in self.nodes]
-        if self.transport == "serial":
-            return [(search_path, self._url, queries.json_bytes(body), JSON) for body in searches]
-        if self.transport == "msearch":
-            msearch_url = {k: v for k, v in self._url.items() if k not in NO_CACHE}  # per header line instead
-            msearch_url.update(self._msearch_url)
-            return [("/_msearch", msearch_url or None, queries.msearch_body(self.index, searches), NDJSON)]
-        return [(search_path, self._url, queries.json_bytes(self._terms_search(epoch)), JSON)]
+        searches = [self._node_search(epoch, n) for n in self.nodes] if self.transport != "terms" else [self._terms_search(epoch)]
+        return build_requests(self.index, self.transport, searches, self._url, self._msearch_url)
 
     def partition(self, partition_index, total_partitions):
         """Each client its own count of coverages (Rally's warm-up iterations are per client), starting at its own
@@ -180,6 +172,43 @@ class FetchCoverageParamSource(CoverageParamSource):
 
     def _node_search(self, epoch, node):
         return queries.fetch_search(epoch, node, self.size, self.kind)
+
+
+def build_requests(index, transport, searches, url=NO_CACHE, msearch_url=None):
+    """(path, URL parameters, body bytes, headers) of each HTTP request of one coverage of `searches` (the node
+    searches; for terms, its one search)."""
+    search_path = f"/{index}/_search"
+    if transport == "msearch":
+        msearch_url = {**{k: v for k, v in url.items() if k not in NO_CACHE}, **(msearch_url or {})}  # per header line instead
+        return [("/_msearch", msearch_url or None, queries.msearch_body(index, searches), NDJSON)]
+    return [(search_path, url, queries.json_bytes(body), JSON) for body in searches]
+
+
+class RequestFailed(Exception):
+    """Request `index` of a coverage got no answer or an error answer (`error`, elasticsearch-py's)."""
+
+    def __init__(self, index, error):
+        super().__init__(str(error))
+        self.index, self.error = index, error
+
+
+async def send_requests(es, requests, request_timeout, new_connection=False):
+    """The timed part of a coverage: sends the requests one after another, without client retries, and keeps each
+    answer's raw bytes. Returns (bodies, seconds from the first request sent to the last answer read); raises
+    RequestFailed. report/client_cost.py times this same function beside a minimal client."""
+    client = es.options(request_timeout=request_timeout, max_retries=0, retry_on_status=(), retry_on_timeout=False)
+    es.return_raw_response()  # keep the bytes: decoding waits until the timed window is closed
+    bodies = []
+    started = time.perf_counter()
+    for i, (path, query, body, headers) in enumerate(requests):
+        if new_connection:
+            await close_connections(es)
+        try:
+            response = await client.perform_request("POST", path, params=query, body=body, headers=dict(headers))
+        except (elasticsearch.ApiError, elasticsearch.TransportError) as e:
+            raise RequestFailed(i, e) from e
+        bodies.append(response.body)
+    return bodies, time.perf_counter() - started
 
 
 class Coverage:
@@ -233,24 +262,15 @@ class Coverage:
             interleave.pass_turn(params["turn-file"], turn)
 
     async def _coverage(self, es, params):
-        client = es.options(request_timeout=params["request-timeout"], max_retries=0, retry_on_status=(), retry_on_timeout=False)
         requests = params["requests"]
-        bodies = []
-        es.return_raw_response()  # keep the bytes: decoding waits until the timed window is closed
         window_start = time.time()  # wall clock, for the record: when the coverage ran beside other tasks
-        started = time.perf_counter()
-        for i, (path, query, body, headers) in enumerate(requests):
-            if params.get("new-connection"):
-                await close_connections(es)
-            try:
-                response = await client.perform_request("POST", path, params=query, body=body, headers=dict(headers))
-            except elasticsearch.ApiError as e:
-                return http_error(e, _where(params, i))
-            except elasticsearch.TransportError as e:
-                es.on_request_end()  # the failure's moment; the client does not mark every kind (a timeout)
-                return network_error(e, _where(params, i), params["request-timeout"])
-            bodies.append(response.body)
-        seconds = time.perf_counter() - started
+        try:
+            bodies, seconds = await send_requests(es, requests, params["request-timeout"], params.get("new-connection"))
+        except RequestFailed as failed:
+            if isinstance(failed.error, elasticsearch.ApiError):
+                return http_error(failed.error, _where(params, failed.index))
+            es.on_request_end()  # the failure's moment; the client does not mark every kind (a timeout)
+            return network_error(failed.error, _where(params, failed.index), params["request-timeout"])
         window = [round(window_start, 3), round(window_start + seconds, 3)]
         # the timed window is closed: decode and check
         errors, pct_errors = CoverageErrors(), PercentileErrors()

@@ -260,6 +260,21 @@ def assert_clean(race, expected_tasks=()):
     assert not failed, f"error rates {failed}; failures logged: {race.failures()[-20:]}"
     missing = [task for task in expected_tasks if task not in rates]
     assert not missing, f"tasks not reported: {missing}"
+    assert_reported(race)
+
+
+def assert_reported(race):
+    """A race that succeeded gives its report (python -m report's single report, read from the race's files), whatever
+    its challenge: every clean race of the suite, so that no challenge's race breaks a table unseen."""
+    import tempfile
+
+    from report import races
+    from report.__main__ import single_report
+
+    with tempfile.TemporaryDirectory() as out:
+        path, _ = single_report(races.load(race.folder()), out)
+        text = path.read_text()
+    assert f"challenge `{race.race['challenge']}`" in text, text[:500]
 
 
 def assert_refused_before_any_timed_task(race, *phrases):
