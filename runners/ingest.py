@@ -289,6 +289,18 @@ async def set_up_index(es, params, context, mark=None):
     ("wait-for-status"), then the race's ingest record ("record") started: the /_stats snapshot each epoch's cost is a
     difference from, and the index settings the ingest runs with (INGEST_SETTINGS). Returns (problem or None, record
     meta)."""
+    problem = await recreate_indices(es, params, mark)
+    if problem:
+        return problem, {}
+    record = {"epochs": [], "snapshot": await _snapshot(es, context), "index-settings": await _ingest_settings(es, context)}
+    return None, records.write(context.record_dir, params["record"], record)
+
+
+async def recreate_indices(es, params, mark=None):
+    """Each index of params "indices" (runners/index_body.py's: name and body) deleted by name if it exists, created
+    afresh (mark, if given, in its mapping's _meta) and its health awaited ("wait-for-status", at most 60 s). By name:
+    no cluster privilege is needed to lift action.destructive_requires_name, as Rally's delete-index does. Returns why
+    an index did not get healthy, or None."""
     for name, body in params["indices"]:
         if mark:
             body = copy.deepcopy(body or {})
@@ -298,9 +310,8 @@ async def set_up_index(es, params, context, mark=None):
         wanted = params["wait-for-status"]
         health = (await es.perform_request("GET", f"/_cluster/health/{name}", params={"wait_for_status": wanted, "timeout": "60s"})).body
         if health.get("timed_out"):
-            return f"index {name} did not reach {wanted} health within 60 s (it is {health.get('status')})", {}
-    record = {"epochs": [], "snapshot": await _snapshot(es, context), "index-settings": await _ingest_settings(es, context)}
-    return None, records.write(context.record_dir, params["record"], record)
+            return f"index {name} did not reach {wanted} health within 60 s (it is {health.get('status')})"
+    return None
 
 
 class IngestSetup:

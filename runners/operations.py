@@ -43,7 +43,15 @@ from runners.memory import BreakerFloor, BreakerFloorParamSource, CheckQuietClus
 from runners.network import ClearToxics, SetRtt, validate_clear, validate_latency
 from runners.privileges import CheckPrivileges
 from runners.profile import ProfileBreakdown, ProfileParamSource, validate_profile
-from runners.single_doc import SingleDoc, SingleDocCount, SingleDocParamSource, validate_single_doc, validate_single_doc_count
+from runners.single_doc import (
+    SingleDoc,
+    SingleDocCount,
+    SingleDocParamSource,
+    SingleDocSetup,
+    validate_single_doc,
+    validate_single_doc_count,
+    validate_single_doc_setup,
+)
 from runners.storage import SourceStorage, validate_storage_stats
 from runners.widths import SearchPool
 
@@ -80,6 +88,7 @@ OPERATIONS = {
     "check-layouts": Operation(CheckLayouts, validate=validate_layouts),
     "layout-stats": Operation(LayoutStats, validate=validate_layout_stats),
     "single-doc": Operation(SingleDoc, SingleDocParamSource, validate_single_doc),
+    "single-doc-setup": Operation(SingleDocSetup, FreshIndexBodyParamSource, validate_single_doc_setup),
     "single-doc-count": Operation(SingleDocCount, validate=validate_single_doc_count),
     # coverage-load on several load-driver hosts: the calibration reaches every host that runs step clients
     "share-calibration": Operation(ShareCalibration, validate=validate_share, reads_corpus=False),

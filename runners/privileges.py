@@ -83,7 +83,14 @@ NEEDS = {
     "check-layouts": Need("reads the nodes", ("monitor",)),
     "layout-stats": Need("reads shard-level index stats", ("monitor",), ("monitor",)),
     "single-doc": Need("indexes one document per request into the layout's single-document index", index=("index",)),
-    "single-doc-count": Need("refreshes and counts the layout's single-document index", index=("maintenance", "read")),
+    "single-doc-setup": Need(
+        "deletes the layout's single-document index by name if it exists, creates it and waits for its health",
+        ("monitor",),
+        ("delete_index", "create_index"),
+    ),
+    "single-doc-count": Need(
+        "refreshes, counts and deletes the layout's single-document index", index=("maintenance", "read", "delete_index")
+    ),
     "share-calibration": Need(
         "hands a load calibration to the other load-driver hosts through an index of the race's own, deleted when "
         "every client has it (several load-driver hosts only)",

@@ -17,9 +17,10 @@ import time
 
 import elasticsearch
 
-from runners import layouts, parameters, records, results
+from runners import corpus, layouts, parameters, records, results
 from runners.context import RaceContext
 from runners.coverage import network_seen
+from runners.ingest import recreate_indices
 from runners.restore import JSON, body_of
 
 RECORD_KEY = "single-doc"  # the layout record's (layouts.record_name) section of the single-document indexing
@@ -222,15 +223,37 @@ def _reason(error):
     return results.error_reason(error)
 
 
+class SingleDocSetup:
+    """Untimed, before the layout's single-document task: its index (the corpus index's twin with the layout's shards
+    and replicas, param source fresh-index-body) deleted by name if a race left it, created afresh and awaited green.
+    One task where Rally's delete-index, create-index and cluster-health were three (each Rally task costs about 5 s of
+    wall time outside test mode). Returns 1 op; an index that does not get healthy within 60 s is a failed sample."""
+
+    async def __call__(self, es, params):
+        problem = await recreate_indices(es, {**params, "wait-for-status": "green"})
+        return results.failed(problem) if problem else {"weight": 1, "unit": "ops", "success": True}
+
+    def __repr__(self):
+        return "single-doc-setup"
+
+
 class SingleDocCount:
     """Untimed, after the layout's single-document task: refreshes its index and checks that _count equals the
     documents Elasticsearch acknowledged (result "created", from every client's records). Writes the task's summary
     (requests, acknowledged documents, each outcome's count, documents per whole second) into the layout's record
-    (<race>/cluster-metrics/layout-<layout>.json, section "single-doc"). Returns 1 op; a count other than the
-    acknowledged documents, or no acknowledged document at all, is a failed sample naming both numbers (and the
-    requests that got no answer: each may or may not have been applied)."""
+    (<race>/cluster-metrics/layout-<layout>.json, section "single-doc"), then deletes the index by name, whatever the
+    count (nothing of the piece is left behind). Returns 1 op; a count other than the acknowledged documents, or no
+    acknowledged document at all, is a failed sample naming both numbers (and the requests that got no answer: each
+    may or may not have been applied)."""
 
     async def __call__(self, es, params):
+        try:
+            return await self._count(es, params)
+        finally:
+            await es.perform_request("DELETE", f"/{params['index']}", params={"ignore_unavailable": "true"})
+
+    @staticmethod
+    async def _count(es, params):
         context, layout, index = RaceContext.of(params), params["layout"], params["index"]
         await es.perform_request("POST", f"/{index}/_refresh")
         count = (await es.perform_request("GET", f"/{index}/_count")).body["count"]
@@ -271,6 +294,12 @@ def validate_single_doc(params, clients, context):
         raise ValueError(f"epoch {epoch} is not among this race's corpora (track parameter epochs)")
     if context.epoch_docs[epoch] < clients:
         raise ValueError(f"{clients} clients need at least a document each, epoch {epoch} has {context.epoch_docs[epoch]}")
+
+
+def validate_single_doc_setup(params, clients, context):
+    validate_single_doc_count(params, clients, context)
+    if params.get("body-of") != corpus.INDEX:
+        raise ValueError(f"body-of must be {corpus.INDEX} (the corpus index's twin), got {params.get('body-of')!r}")
 
 
 def validate_single_doc_count(params, clients, context):

@@ -17,6 +17,7 @@ from conftest import (
     TEST_PORT,
     TOXIPROXY_LAUNCHER,
     assert_clean,
+    assert_reported,
     doc_count,
     ensure_test_index,
     http,
@@ -76,6 +77,7 @@ def test_every_fault_fails_its_coverages_and_the_race_goes_on_to_the_end(faults_
     assert not wrong, f"error rates {wrong}; failures logged: {faults_race.failures()[-20:]}"
     assert faults_race.left["docs"] == 5000  # nothing lost
     assert FAULT not in faults_race.left["toxics"]  # healed
+    assert_reported(faults_race)  # a race whose faulted cells all failed still gives its report
 
 
 @pytest.mark.parametrize("fault", sorted(FAULTS))

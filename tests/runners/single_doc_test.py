@@ -17,7 +17,7 @@ from runners import parameters, single_doc
 from runners.context import CONTEXT_KEY
 from runners.index_body import FreshIndexBodyParamSource
 from runners.layouts import record_name
-from runners.single_doc import SingleDoc, SingleDocCount, SingleDocParamSource, per_second, validate_single_doc
+from runners.single_doc import SingleDoc, SingleDocCount, SingleDocParamSource, SingleDocSetup, per_second, validate_single_doc
 from stub_client import StubClient
 
 LAYOUT = "2S1R"
@@ -141,8 +141,11 @@ def test_a_malformed_answer_is_a_failed_sample(fresh):
     assert result["success"] is False and "malformed answer (KeyError" in result["error-description"]
 
 
+DELETED = (200, {"acknowledged": True})
+
+
 def count(context, index_count, clients=4):
-    client = StubClient([(200, {"_shards": {"total": 2, "successful": 2, "failed": 0}}), (200, {"count": index_count})])
+    client = StubClient([(200, {"_shards": {"total": 2, "successful": 2, "failed": 0}}), (200, {"count": index_count}), DELETED])
     params = {CONTEXT_KEY: context.as_param(), "index": INDEX, "layout": LAYOUT, "clients": clients}
     return asyncio.run(SingleDocCount()(client, params)), client
 
@@ -152,7 +155,12 @@ def test_the_count_check_compares_the_index_with_the_acknowledged_documents(fres
         send(fresh, answer)
     result, client = count(fresh, 3)
     assert result["success"] is True and result["count"] == 3 and result["acknowledged"] == 3
-    assert [r["path"] for r in client.sent] == [f"/{INDEX}/_refresh", f"/{INDEX}/_count"]
+    # counted, then the index deleted by name: no step of its own, no cluster privilege to lift destructive_requires_name
+    assert [(r["method"], r["path"]) for r in client.sent] == [
+        ("POST", f"/{INDEX}/_refresh"),
+        ("GET", f"/{INDEX}/_count"),
+        ("DELETE", f"/{INDEX}"),
+    ]
     section = json.loads((Path(fresh.record_dir) / record_name(LAYOUT)).read_text())[single_doc.RECORD_KEY]
     assert section["requests"] == 4 and section["outcomes"] == {"ok": 2, "wrong": 1, "http": 1} and section["clients"] == 4
     assert section["index"] == INDEX and section["count"] == 3
@@ -169,8 +177,41 @@ def test_the_count_check_names_the_requests_without_an_answer(fresh):
 
 
 def test_no_acknowledged_document_at_all_fails_the_check(fresh):
-    result, _ = count(fresh, 0)
+    result, client = count(fresh, 0)
     assert result["success"] is False and "no document was acknowledged" in result["error-description"]
+    assert client.sent[-1]["method"] == "DELETE"  # a failed count leaves no index behind either
+
+
+def test_the_count_check_deletes_the_index_even_when_the_count_cannot_be_read(fresh):
+    client = StubClient([(200, {}), (503, {"error": "unavailable"}), DELETED])
+    params = {CONTEXT_KEY: fresh.as_param(), "index": INDEX, "layout": LAYOUT, "clients": 4}
+    with pytest.raises(elasticsearch.ApiError):
+        asyncio.run(SingleDocCount()(client, params))
+    assert client.sent[-1] == {
+        "method": "DELETE",
+        "path": f"/{INDEX}",
+        "params": {"ignore_unavailable": "true"},
+        "body": None,
+        "headers": None,
+    }
+
+
+def test_the_setup_recreates_the_index_by_name_and_waits_for_green(fresh):
+    body = {"settings": {"index.number_of_shards": 2}, "mappings": {"properties": {}}}
+    client = StubClient([DELETED, DELETED, (200, {"status": "green", "timed_out": False})])
+    result = asyncio.run(SingleDocSetup()(client, {"indices": [(INDEX, body)], "request-params": {}}))
+    assert result["success"] is True
+    assert [(r["method"], r["path"]) for r in client.sent] == [
+        ("DELETE", f"/{INDEX}"),
+        ("PUT", f"/{INDEX}"),
+        ("GET", f"/_cluster/health/{INDEX}"),
+    ]
+    assert client.sent[1]["body"] == body and client.sent[2]["params"]["wait_for_status"] == "green"
+    late = StubClient([DELETED, DELETED, (200, {"status": "yellow", "timed_out": True})])
+    result = asyncio.run(SingleDocSetup()(late, {"indices": [(INDEX, body)]}))
+    assert (
+        result["success"] is False and f"index {INDEX} did not reach green health within 60 s (it is yellow)" in result["error-description"]
+    )
 
 
 def test_per_second_samples_leave_the_partial_first_and_last_seconds_out():
