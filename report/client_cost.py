@@ -35,9 +35,8 @@ import time
 import urllib.parse
 
 from esrally.client import factory
-from esrally.utils import opts
 
-from report import cluster, uncertainty
+from report import ReportError, cluster, uncertainty
 from runners import corpus, coverage, queries
 from runners.ingest import EpochBulk
 from runners.tasks import coverage_task_name
@@ -93,8 +92,8 @@ def _authorization(client_options):
 def _factory(target_hosts, client_options, static_file=None, version=None):
     """Rally's client factory for the cluster as `esrally race` takes it; `version`: the cluster's, as a race passes it
     (Rally's client then rewrites the content types to the compatible-with ones on every request)."""
-    hosts = opts.TargetHosts(target_hosts).default
-    options = dict(opts.ClientOptions(client_options, target_hosts=opts.TargetHosts(target_hosts)).default)
+    hosts, options = cluster.settings(target_hosts, client_options)
+    options = dict(options)
     if static_file:
         options["static_responses"] = static_file
     return factory.EsClientFactory(hosts, options, distribution_version=version)
@@ -383,4 +382,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except ReportError as e:  # settings Rally cannot read, named with their fix
+        raise SystemExit(str(e))

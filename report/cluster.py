@@ -126,6 +126,17 @@ def _scrub(text, secrets):
     return text
 
 
+def settings(target_hosts, client_options, fixes=CLUSTER):
+    """Rally's hosts ([{"host", "port"}]) and client options (a dict) of --target-hosts and --client-options in Rally's
+    spelling (`k:v,k:v` text, JSON text, or a .json file), parsed by Rally; settings it cannot read raise ReportError
+    naming the fix."""
+    try:
+        hosts = opts.TargetHosts(target_hosts)
+        return hosts.default, opts.ClientOptions(client_options, target_hosts=hosts).default
+    except (ValueError, KeyError, TypeError, OSError) as e:
+        raise unusable(e, fixes) from None
+
+
 class Cluster:
     """One cluster, as `esrally race` takes it, reached with Rally's own synchronous client (EsClientFactory).
 
@@ -133,13 +144,7 @@ class Cluster:
 
     def __init__(self, target_hosts=DEFAULT_TARGET_HOSTS, client_options=DEFAULT_CLIENT_OPTIONS, fixes=CLUSTER):
         """`target_hosts` and `client_options` in Rally's spelling: `k:v,k:v` text, JSON text, or a .json file."""
-        try:
-            hosts = opts.TargetHosts(target_hosts)
-            options = opts.ClientOptions(client_options, target_hosts=hosts)
-            hosts, options = hosts.default, options.default
-        except (ValueError, KeyError, TypeError, OSError) as e:
-            raise unusable(e, fixes) from None
-        self._connect(hosts, options, fixes)
+        self._connect(*settings(target_hosts, client_options, fixes), fixes)
 
     @classmethod
     def of(cls, hosts, client_options, fixes=CLUSTER):
