@@ -6,7 +6,9 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 ESRALLY := $(VENV)/bin/esrally
 
-# local node
+# local node: ES_VERSION one of local-es/esnode.py's VERSIONS (`make es-versions`; empty: its default, the study's 8.17.2)
+ES_VERSION ?=
+ES_VERSION_ARG = $(if $(ES_VERSION),--version $(ES_VERSION))
 NODES ?= 1
 HEAP ?= 1g
 PORT ?= 9200
@@ -61,7 +63,7 @@ TOXIPROXY := $(PYTHON) local-es/toxiproxy_launcher.py
 # one Rally at a time: the previous race's processes take a moment to exit (waits, never kills)
 WAIT_FOR_RALLY := for i in $$(seq 120); do pgrep -f '[e]srally race' >/dev/null || pgrep -x esrally >/dev/null || break; sleep 1; done
 
-.PHONY: lint format venv es-start es-stop es-status es-wipe corpus race repeat layout-sweep node-scaling test it test-fast report accuracy client-cost validation-proof compare metrics-store metrics-store-stop \
+.PHONY: it-versions lint format venv es-start es-versions es-stop es-status es-wipe corpus race repeat layout-sweep node-scaling test it test-fast report accuracy client-cost validation-proof compare metrics-store metrics-store-stop \
 	toxiproxy proxy-start proxy-clear proxy-stop proxy-status remote-start remote-stop rtt-sweep network-faults ccs-roundtrips \
 	source-cost source-large aggregation-memory width-corpora coverage-width
 
@@ -73,7 +75,9 @@ $(VENV)/.installed: requirements.txt
 	touch $@
 
 es-start:
-	$(PYTHON) local-es/esnode.py start --nodes $(NODES) --heap $(HEAP) --http-port $(PORT) $(ES_TOPOLOGY)
+	$(PYTHON) local-es/esnode.py start $(ES_VERSION_ARG) --nodes $(NODES) --heap $(HEAP) --http-port $(PORT) $(ES_TOPOLOGY)
+es-versions:
+	$(PYTHON) local-es/esnode.py versions
 es-stop:
 	$(PYTHON) local-es/esnode.py stop --http-port $(PORT)
 es-status:
@@ -166,7 +170,7 @@ proxy-status:
 
 # the remote cluster of the cross-cluster comparison, and the proxy in front of its transport port
 remote-start:
-	$(PYTHON) local-es/esnode.py start --nodes 1 --heap $(HEAP) --http-port $(REMOTE_PORT)
+	$(PYTHON) local-es/esnode.py start $(ES_VERSION_ARG) --nodes 1 --heap $(HEAP) --http-port $(REMOTE_PORT)
 remote-stop:
 	$(PYTHON) local-es/esnode.py stop --http-port $(REMOTE_PORT)
 
@@ -225,6 +229,14 @@ test: venv lint
 	$(VPY) -m pytest -m 'not integration or smoke' --durations=10 tests
 it: venv
 	$(VPY) -m pytest -m 'integration and not smoke' --durations=25 tests
+	$(MAKE) --no-print-directory it-versions
+# the version tier: every challenge's race (its test marked versions) on the newest 9.x, the smoke set on the last 8.x
+# (versions of local-es/esnode.py's VERSIONS; make test and the rest of make it run the study's 8.17.2)
+NEWEST_ES := 9.5.3
+LAST_8X_ES := 8.19.21
+it-versions: venv
+	TEST_ES_VERSION=$(NEWEST_ES) $(VPY) -m pytest -m versions --durations=10 tests
+	TEST_ES_VERSION=$(LAST_8X_ES) $(VPY) -m pytest -m smoke --durations=10 tests
 
 # unit tests only (no node, no race): seconds
 test-fast: venv lint

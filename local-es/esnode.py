@@ -1,9 +1,18 @@
 #!/usr/bin/env python3
-"""Local Elasticsearch 8.17.2 launcher: builds a node home from Maven Central jars and runs 1..N nodes on loopback.
+"""Local Elasticsearch launcher: builds a node home from Maven Central jars and runs 1..N nodes on loopback.
 
-Commands: start [--nodes N] [--coordinating C] [--pin-cores] [--also-bind ADDR] [--heap 1g] [--http-port 9200], stop,
-status, wipe.
+Commands: start [--version V] [--nodes N] [--coordinating C] [--pin-cores] [--also-bind ADDR] [--heap 1g]
+[--http-port 9200], stop, status, wipe, versions.
 Stdlib only, so it runs before the project's virtualenv exists.
+
+Versions (VERSIONS below; `esnode.py versions` prints the table): 8.17.2, the study's and the default; 8.19.21 and
+9.5.3, the newest of the lines users run that Maven Central serves with their HTTP module. Each runs on the JDK the
+table names for it, found in ES_JAVA_HOME, JAVA_HOME, PATH or /usr/lib/jvm. From 8.19 on the server bootstraps its
+entitlement system, whose agent and java.base bridge are not published: the launcher builds both from its own sources
+(java/entitlement-agent, java/entitlement-bridge), checks their shape against the version's published entitlement jar
+when it builds the home, and the server's start-up self-test checks them again. ES's native library (libvec) is not
+published either: 8.19 and 9.x then run with native access off (no system call filter; Debian's libzstd serves their
+zstd), which the README names beside the version figures.
 
 Ports: without coordinating nodes, node i (1..N) listens on HTTP port + i - 1 (transport: transport port + i - 1).
 With --coordinating C (seed 003's "client node": node.roles [], it holds no shard and routes every request it gets
@@ -20,11 +29,12 @@ set-up"); never a machine's own network.
 
 Layout (under local-es/.state/, git-ignored; override with ES_LOCAL_STATE; as root in a checkout the unprivileged
 node user cannot reach, such as a 0700 folder, under /var/tmp/cluster-metrics-local-es/<checkout hash>/ instead):
-  dist/                  the node home shared by every node: lib/, modules/, plugins/, bin/
-  cluster-<N>-<port>/node-<i>/  one node: config/, data/, logs/, tmp/, serverargs.bin, node.pid
-  cluster-<N>-coord<C>-<port>/{coord-<j>,node-<i>}/  the same with C coordinating-only nodes (its own data)
-  running-<port>.json    what runs on that HTTP port: data node count ("size"), coordinating nodes, pinning, and each
-                         node's ports, roles, core and pid (only these pids are ever signalled)
+  elasticsearch-<version>/  one version's home and data (an index written by a newer version cannot be read by an older)
+    dist/                  the node home shared by every node: lib/, modules/, plugins/, bin/
+    cluster-<N>-<port>/node-<i>/  one node: config/, data/, logs/, tmp/, serverargs.bin, node.pid
+    cluster-<N>-coord<C>-<port>/{coord-<j>,node-<i>}/  the same with C coordinating-only nodes (its own data)
+  running-<port>.json    what runs on that HTTP port: its version, data node count ("size"), coordinating nodes,
+                         pinning, and each node's ports, roles, core and pid (only these pids are ever signalled)
 Clusters on different HTTP ports (PORT=...) are independent: the test suite runs its own beside yours.
 """
 
@@ -45,10 +55,26 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+import zipfile
 from pathlib import Path
 
-ES_VERSION = "8.17.2"
-SUPPORTED_JAVA = range(17, 24)  # 17 is tested; 8.17 needs the Security Manager, gone in JDK 24
+
+class Version:
+    """A version the launcher builds: the JDKs it runs on (`tested`, the one this project races it on, is preferred
+    where several are installed) and whether a JDK of a wrong version is worth a hint."""
+
+    def __init__(self, java, tested, note):
+        self.java, self.tested, self.note = java, tested, note
+
+
+# The JDK each version runs on here (the table local-es/ keeps; `esnode.py versions` prints it)
+VERSIONS = {
+    "8.17.2": Version(range(17, 24), 17, "the study's version; needs the Security Manager, gone in JDK 24"),
+    "8.19.21": Version(range(17, 26), 17, "the last 8.x line; entitlements instead of the Security Manager"),
+    "9.5.3": Version(range(21, 26), 25, "the current major; Java 21 or newer (Lucene 10)"),
+}
+DEFAULT_VERSION = "8.17.2"
+JVM_ROOT = Path("/usr/lib/jvm")  # where Debian's and Adoptium's packages install JDKs
 HERE = Path(__file__).resolve().parent
 CLUSTER_NAME = "cluster-metrics-local"
 UNPRIVILEGED_USER = "nobody"  # Elasticsearch refuses to run as root
@@ -71,7 +97,14 @@ def default_state():
 
 STATE = Path(os.environ.get("ES_LOCAL_STATE") or default_state()).resolve()
 STATE_NOTE = "" if STATE == (HERE / ".state").resolve() else f" (node state in {STATE}: '{UNPRIVILEGED_USER}' cannot reach this checkout)"
-DIST = STATE / "dist"
+
+
+def version_root(version):
+    return STATE / f"elasticsearch-{version}"
+
+
+def dist_dir(version):
+    return version_root(version) / "dist"
 
 
 class LauncherError(Exception):
@@ -85,42 +118,55 @@ def log(msg):
 # ---------------------------------------------------------------- checks
 
 
-def find_java():
-    """The java binary from ES_JAVA_HOME, JAVA_HOME or PATH, with its major version checked."""
-    for var in ("ES_JAVA_HOME", "JAVA_HOME"):
-        home = os.environ.get(var)
-        if home:
-            java = Path(home) / "bin" / "java"
-            if not java.is_file():
-                raise LauncherError(
-                    f"{var}={home} has no bin/java. Point {var} at a JDK {SUPPORTED_JAVA.start} "
-                    f"(e.g. /usr/lib/jvm/java-17-openjdk-amd64) or unset it to use java from PATH."
-                )
-            source = f"{var}={home}"
-            break
-    else:
-        found = shutil.which("java")
-        if not found:
-            raise LauncherError(
-                "no Java found (ES_JAVA_HOME, JAVA_HOME and PATH checked). Install a JDK 17: "
-                "apt-get install openjdk-17-jdk-headless, or set ES_JAVA_HOME."
-            )
-        java = Path(found)
-        source = "PATH"
-    out = subprocess.run([str(java), "-version"], capture_output=True, text=True).stderr
+def java_major(java):
+    """The major version `java -version` reports, or None when it cannot be read."""
+    try:
+        out = subprocess.run([str(java), "-version"], capture_output=True, text=True, timeout=60).stderr
+    except OSError:
+        return None
     match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
     if not match:
-        raise LauncherError(f"cannot read the Java version of {java} (from {source}): {out.strip()[:200]}")
+        return None
     major = int(match.group(1))
-    if major == 1:  # "1.8.0_x" style
-        major = int(match.group(2))
-    if major not in SUPPORTED_JAVA:
-        raise LauncherError(
-            f"Java {major} at {java} (from {source}) is not supported: Elasticsearch {ES_VERSION} here needs "
-            f"JDK {SUPPORTED_JAVA.start} (tested) to {SUPPORTED_JAVA.stop - 1}. Set ES_JAVA_HOME to such a JDK."
-        )
-    javac = java.parent / "javac"
-    return java, javac, major
+    return int(match.group(2)) if major == 1 else major  # "1.8.0_x" style
+
+
+def find_java(version):
+    """The java binary for this Elasticsearch version, with its major version checked: ES_JAVA_HOME when set (an
+    explicit choice: used or refused), else the first of JAVA_HOME, PATH and the JDKs under /usr/lib/jvm (the tested
+    major first) whose major the version supports."""
+    wanted = VERSIONS[version]
+    span = f"JDK {wanted.java.start} to {wanted.java.stop - 1} (tested: {wanted.tested})"
+    explicit = os.environ.get("ES_JAVA_HOME")
+    if explicit:
+        java = Path(explicit) / "bin" / "java"
+        if not java.is_file():
+            raise LauncherError(f"ES_JAVA_HOME={explicit} has no bin/java. Point it at a {span}, or unset it to let the launcher find one.")
+        major = java_major(java)
+        if major not in wanted.java:
+            raise LauncherError(
+                f"Java {major} at {java} (from ES_JAVA_HOME) is not supported: Elasticsearch {version} here needs {span}. "
+                f"Set ES_JAVA_HOME to such a JDK, or unset it."
+            )
+        return java, java.parent / "javac", major
+    candidates = []
+    if os.environ.get("JAVA_HOME"):
+        candidates.append((Path(os.environ["JAVA_HOME"]) / "bin" / "java", "JAVA_HOME"))
+    if shutil.which("java"):
+        candidates.append((Path(shutil.which("java")).resolve(), "PATH"))
+    installed = sorted(JVM_ROOT.glob("*/bin/java")) if JVM_ROOT.is_dir() else []
+    candidates += [(java, str(JVM_ROOT)) for java in installed]
+    found = [(java, source, java_major(java) if java.is_file() else None) for java, source in candidates]
+    for fits in (lambda major: major == wanted.tested, lambda major: major in wanted.java):
+        for java, _, major in found:
+            if fits(major):
+                return java, java.parent / "javac", major
+    seen = [f"Java {major} ({java}, from {source})" if major else f"{java} (from {source}, unreadable)" for java, source, major in found]
+    found = "; ".join(dict.fromkeys(seen)) or "none"
+    raise LauncherError(
+        f"no JDK for Elasticsearch {version}: it needs {span}; found {found}. Install one (JDK 17: apt-get install "
+        f"openjdk-17-jdk-headless; JDK 21+: Adoptium's temurin-25-jdk) and set ES_JAVA_HOME to it if it is not under {JVM_ROOT}."
+    )
 
 
 def parse_heap(heap):
@@ -169,10 +215,14 @@ def run_checked(cmd, what, fix, **kwargs):
     return result
 
 
-def build_dist(javac):
-    """Builds dist/ once; a marker file written last makes a half-built home count as absent."""
-    marker = DIST / ".built"
-    if marker.is_file() and marker.read_text().strip() == ES_VERSION:
+def build_dist(version, javac):
+    """Builds the version's dist/ once; a marker file written last makes a half-built home count as absent. What a
+    version needs beyond 8.17.2's recipe is read from its jars: the entitlement shims where the server has no Security
+    Manager bootstrap left, the netty module's own descriptors where its jar carries them, and the shape of the plugin
+    REST hook its ActionPlugin declares."""
+    dist = dist_dir(version)
+    marker = dist / ".built"
+    if marker.is_file() and marker.read_text().strip() == version:
         return False
     mvn = shutil.which("mvn")
     if not mvn:
@@ -181,11 +231,11 @@ def build_dist(javac):
         )
     if not javac.is_file():
         raise LauncherError(
-            f"no javac beside {javac.parent}/java: install a full JDK 17 " "(apt-get install openjdk-17-jdk-headless), not only a JRE."
+            f"no javac beside {javac.parent}/java: install a full JDK, not only a JRE (JDK 17: apt-get install openjdk-17-jdk-headless)."
         )
-    log(f"building a node home for Elasticsearch {ES_VERSION} from Maven Central (first use only)")
-    STATE.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix="dist-", dir=STATE))
+    log(f"building a node home for Elasticsearch {version} from Maven Central (first use only)")
+    version_root(version).mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix="dist-", dir=version_root(version)))
     staging.chmod(0o755)  # mkdtemp makes it private; the unprivileged node user must read it
     try:
         fix = "Check that Maven Central is reachable (or the mirror in ~/.m2/settings.xml) " "and retry with: make es-start"
@@ -201,86 +251,168 @@ def build_dist(javac):
                     "dependency:copy-dependencies",
                     "-DincludeScope=runtime",
                     f"-DoutputDirectory={target}",
-                    f"-Des.version={ES_VERSION}",
+                    f"-Des.version={version}",
                 ],
-                f"Maven resolution of the {profile} jars",
+                f"Maven resolution of the {profile} jars of Elasticsearch {version}",
                 fix,
             )
+        lib = staging / "lib"
         netty_module = staging / "modules" / "transport-netty4"
         netty_module.mkdir(parents=True)
         for jar in (staging / "netty").glob("*.jar"):
-            # elasticsearch-core is already in lib/; a second copy breaks the module checks
-            if not jar.name.startswith("elasticsearch-core-"):
+            # the server's own libraries are already in lib/; a second copy breaks the module checks
+            if not jar.name.startswith(("elasticsearch-core-", "elasticsearch-entitlement-")):
                 shutil.move(str(jar), netty_module / jar.name)
         shutil.rmtree(staging / "netty")
-        write_descriptor(
-            netty_module,
-            name="transport-netty4",
-            classname="org.elasticsearch.transport.netty4.Netty4Plugin",
-            description="Netty 4 based HTTP and transport layer",
-            modulename="org.elasticsearch.transport.netty4",
-        )
-        (netty_module / "plugin-security.policy").write_text(
-            "grant {\n"
-            '  permission java.net.SocketPermission "*", "accept,connect";\n'
-            '  permission java.util.PropertyPermission "sun.nio.ch.bugLevel", "write";\n'
-            '  permission java.lang.RuntimePermission "setContextClassLoader";\n'
-            "};\n"
-        )
-        classpath = f"{staging / 'lib'}/*"
-        compile_jar(javac, "ansi-console", classpath, staging / "lib" / "tools" / "ansi-console" / "ansi-console-stub.jar")
+        if not copy_plugin_files(netty_module / f"transport-netty4-{version}.jar", "transport-netty4", netty_module):
+            write_descriptor(
+                netty_module,
+                version,
+                name="transport-netty4",
+                classname="org.elasticsearch.transport.netty4.Netty4Plugin",
+                description="Netty 4 based HTTP and transport layer",
+                modulename="org.elasticsearch.transport.netty4",
+            )
+            (netty_module / "plugin-security.policy").write_text(
+                "grant {\n"
+                '  permission java.net.SocketPermission "*", "accept,connect";\n'
+                '  permission java.util.PropertyPermission "sun.nio.ch.bugLevel", "write";\n'
+                '  permission java.lang.RuntimePermission "setContextClassLoader";\n'
+                "};\n"
+            )
+        classpath = f"{lib}/*"
+        compile_jar(javac, ["ansi-console"], classpath, lib / "tools" / "ansi-console" / "ansi-console-stub.jar")
         root_module = staging / "modules" / "root-info"
-        compile_jar(javac, "root-info", classpath, root_module / "root-info.jar")
+        server_jar = lib / f"elasticsearch-{version}.jar"
+        rest_hook = (
+            "root-info-rest-services"
+            if jar_has(server_jar, "org/elasticsearch/plugins/ActionPlugin$RestHandlersServices.class")
+            else "root-info-rest-settings"
+        )
+        compile_jar(javac, ["root-info", rest_hook], classpath, root_module / "root-info.jar")
         write_descriptor(
             root_module,
+            version,
             name="root-info",
-            classname="org.clustermetrics.rootinfo.RootInfoPlugin",
+            classname="org.clustermetrics.rootinfo.RootInfoRestPlugin",
             description="Serves GET / in place of the unpublished rest-root module",
         )
-        compile_classes(javac, "bootstrap", classpath, staging / "bootstrap")
+        compile_classes(javac, ["bootstrap"], classpath, staging / "bootstrap")
+        if not jar_has(server_jar, "org/elasticsearch/bootstrap/Security.class"):
+            # no Security Manager bootstrap left (8.19 on): the server always bootstraps its entitlements
+            build_entitlement_shims(javac, version, staging)
         for folder in ("plugins", "bin", "config"):  # security setup needs an existing bin/
             (staging / folder).mkdir()
-        (staging / ".built").write_text(ES_VERSION + "\n")
-        if DIST.exists():
-            shutil.rmtree(DIST)
-        staging.rename(DIST)
+        (staging / ".built").write_text(version + "\n")
+        if dist.exists():
+            shutil.rmtree(dist)
+        staging.rename(dist)
     finally:
         if staging.exists():
             shutil.rmtree(staging)
     return True
 
 
-def compile_classes(javac, source_dir, classpath, out_dir):
-    sources = [str(p) for p in (HERE / "java" / source_dir).rglob("*.java")]
+def jar_has(jar, entry):
+    with zipfile.ZipFile(jar) as archive:
+        return entry in archive.namelist()
+
+
+def copy_plugin_files(jar, name, folder):
+    """A module jar that carries its own descriptor and entitlement policy (META-INF/es-plugins/<name>/, from 8.19
+    on): those files into the module's folder. False when the jar has none (8.17.2: the launcher writes them)."""
+    prefix = f"META-INF/es-plugins/{name}/"
+    with zipfile.ZipFile(jar) as archive:
+        files = [entry for entry in archive.namelist() if entry.startswith(prefix) and not entry.endswith("/")]
+        for entry in files:
+            (folder / entry[len(prefix) :]).write_bytes(archive.read(entry))
+    return bool(files)
+
+
+ENTITLEMENT_BRIDGE_JAR = "lib/entitlement-bridge/entitlement-bridge.jar"
+ENTITLEMENT_AGENT_JAR = "lib/entitlement-agent/entitlement-agent.jar"
+# what the version's instrumenter writes into the JDK's methods and the bridge must answer: its registry's methods
+# and their descriptor, the handle's accessor, the caller lookup and the denial
+INSTRUMENTER_NAMES = (
+    "check$",
+    "(Ljava/lang/String;Ljava/lang/Class;[Ljava/lang/Object;)V",
+    "defaultValue$",
+    "instance",
+    "getCallerClass",
+    "org/elasticsearch/entitlement/bridge/Util",
+    "org/elasticsearch/entitlement/bridge/NotEntitledException",
+)
+
+
+def build_entitlement_shims(javac, version, home):
+    """The entitlement agent and bridge the version's server needs, from the launcher's sources, and their shape
+    checked against the version's published entitlement jar: EntitlementShapeCheck compiles only if the initialization
+    entry points are there and return the bridge's registry, and the instrumenter must name what the bridge defines."""
+    lib = home / "lib"
+    entitlement_jar = lib / f"elasticsearch-entitlement-{version}.jar"
+    missing = [name for name in INSTRUMENTER_NAMES if name.encode() not in instrumenter_constants(entitlement_jar)]
+    if missing:
+        raise LauncherError(
+            f"Elasticsearch {version}'s entitlement instrumenter no longer calls what the launcher's bridge defines "
+            f"(missing: {', '.join(missing)}): local-es/java/entitlement-bridge must follow its libs/entitlement/bridge."
+        )
+    bridge = home / ENTITLEMENT_BRIDGE_JAR
+    compile_jar(javac, ["entitlement-bridge"], "", bridge)
+    compile_classes(javac, ["entitlement-check"], f"{bridge}:{entitlement_jar}:{lib}/*", home / ".entitlement-check")
+    shutil.rmtree(home / ".entitlement-check")
+    manifest = home / ".agent-manifest"
+    manifest.write_text(
+        "Agent-Class: org.clustermetrics.entitlement.EntitlementAgent\nCan-Redefine-Classes: true\nCan-Retransform-Classes: true\n"
+    )
+    compile_jar(javac, ["entitlement-agent"], "", home / ENTITLEMENT_AGENT_JAR, manifest)
+    manifest.unlink()
+    zstd = Path("/usr/lib/x86_64-linux-gnu/libzstd.so.1")
+    if zstd.is_file():  # without it the server turns native access off altogether (Debian: libzstd1)
+        platform = lib / "platform" / "linux-x64"
+        platform.mkdir(parents=True)
+        shutil.copy(zstd, platform / "libzstd.so")
+
+
+def instrumenter_constants(entitlement_jar):
+    """The class files of the version's instrumenter (nested under IMPL-JARS/ in the entitlement jar), as bytes."""
+    with zipfile.ZipFile(entitlement_jar) as archive:
+        names = [n for n in archive.namelist() if "/instrumentation/impl/InstrumenterImpl" in n and n.endswith(".class")]
+        if not names:
+            raise LauncherError(f"{entitlement_jar.name} holds no InstrumenterImpl: the launcher does not know this entitlement layout.")
+        return b"".join(archive.read(n) for n in names)
+
+
+def compile_classes(javac, source_dirs, classpath, out_dir):
+    sources = [str(p) for d in source_dirs for p in (HERE / "java" / d).rglob("*.java")]
     out_dir.mkdir(parents=True, exist_ok=True)
     run_checked(
-        [str(javac), "-nowarn", "-d", str(out_dir), "-cp", classpath, *sources],
-        f"compiling local-es/java/{source_dir}",
-        "This is a bug in the launcher's Java sources.",
+        [str(javac), "-nowarn", "-d", str(out_dir), *(["-cp", classpath] if classpath else []), *sources],
+        f"compiling local-es/java/{'+'.join(source_dirs)}",
+        "The launcher's Java sources do not fit this Elasticsearch version's jars (javac's message above).",
     )
 
 
-def compile_jar(javac, source_dir, classpath, jar_path):
-    classes = jar_path.parent / f".{source_dir}-classes"
-    compile_classes(javac, source_dir, classpath, classes)
+def compile_jar(javac, source_dirs, classpath, jar_path, manifest=None):
+    classes = jar_path.parent / f".{source_dirs[0]}-classes"
+    compile_classes(javac, source_dirs, classpath, classes)
     jar_tool = javac.parent / "jar"
     run_checked(
-        [str(jar_tool), "cf", str(jar_path), "-C", str(classes), "."],
+        [str(jar_tool), "cfm" if manifest else "cf", str(jar_path), *([str(manifest)] if manifest else []), "-C", str(classes), "."],
         f"packaging {jar_path.name}",
         "The JDK's jar tool is needed beside javac.",
     )
     shutil.rmtree(classes)
 
 
-def write_descriptor(folder, name, classname, description, modulename=None):
+def write_descriptor(folder, version, name, classname, description, modulename=None):
     folder.mkdir(parents=True, exist_ok=True)
     lines = [
         f"name={name}",
         f"description={description}",
-        f"version={ES_VERSION}",
+        f"version={version}",
         f"classname={classname}",
         "java.version=17",
-        f"elasticsearch.version={ES_VERSION}",
+        f"elasticsearch.version={version}",
         "extended.plugins=",
         "has.native.controller=false",
         "licensed=false",
@@ -312,10 +444,11 @@ COORDINATING_ROLES = []  # node.roles of a coordinating-only node: no master, no
 PINNED_PROCESSORS = 1  # node.processors of a pinned data node: its thread pools sized for its one core
 
 
-def cluster_dir(nodes, http_port, coordinating=0):
-    """A cluster's folder: its own per data node count and coordinating nodes (a coordinating-only node refuses a
-    data folder that holds shards, so the two layouts never share one)."""
-    return STATE / (f"cluster-{nodes}-coord{coordinating}-{http_port}" if coordinating else f"cluster-{nodes}-{http_port}")
+def cluster_dir(nodes, http_port, coordinating=0, version=DEFAULT_VERSION):
+    """A cluster's folder: its own per version, data node count and coordinating nodes (a coordinating-only node
+    refuses a data folder that holds shards, so the two layouts never share one)."""
+    name = f"cluster-{nodes}-coord{coordinating}-{http_port}" if coordinating else f"cluster-{nodes}-{http_port}"
+    return version_root(version) / name
 
 
 def allowed_cores():
@@ -323,11 +456,11 @@ def allowed_cores():
     return sorted(os.sched_getaffinity(0))
 
 
-def node_layout(nodes, http_port, transport_port, coordinating=0, pin_cores=False, cores=None):
+def node_layout(nodes, http_port, transport_port, coordinating=0, pin_cores=False, cores=None, version=DEFAULT_VERSION):
     """Every node of the cluster: coordinating-only nodes first (they take the HTTP port itself, where the race's
     requests go), then the data nodes; with pin_cores each data node's core (node-i: the i-th of `cores`, modulo
     their count) and processors. roles None: Elasticsearch's default roles (master-eligible data node)."""
-    folder = cluster_dir(nodes, http_port, coordinating)
+    folder = cluster_dir(nodes, http_port, coordinating, version)
     cores = cores if cores is not None else (allowed_cores() if pin_cores else [])
     layout = []
     for j in range(coordinating):
@@ -399,9 +532,9 @@ def check_taskset(layout):
         raise LauncherError("--pin-cores runs each data node under taskset, which is not installed: apt-get install util-linux.")
 
 
-def node_command(java, node, heap_mb, major, privileges=()):
+def node_command(java, node, heap_mb, major, privileges=(), version=DEFAULT_VERSION):
     """The whole command of one node: its core pinning, the drop to the unprivileged user, then the JVM."""
-    return pin_prefix(node) + list(privileges) + java_command(java, node, heap_mb, major)
+    return pin_prefix(node) + list(privileges) + java_command(java, node, heap_mb, major, version)
 
 
 def drop_privileges_prefix():
@@ -418,26 +551,26 @@ def chown_tree(path, user):
             os.chown(os.path.join(root, name), user.pw_uid, user.pw_gid)
 
 
-def check_unprivileged_access(prefix):
+def check_unprivileged_access(prefix, version):
     if not prefix:
         return
-    probe = subprocess.run(prefix + ["test", "-r", str(DIST / "lib" / f"elasticsearch-{ES_VERSION}.jar")])
+    dist = dist_dir(version)
+    probe = subprocess.run(prefix + ["test", "-r", str(dist / "lib" / f"elasticsearch-{version}.jar")])
     if probe.returncode != 0:
         raise LauncherError(
-            f"Elasticsearch refuses to run as root, so it runs as '{UNPRIVILEGED_USER}', which cannot read {DIST}. "
+            f"Elasticsearch refuses to run as root, so it runs as '{UNPRIVILEGED_USER}', which cannot read {dist}. "
             f"Move the checkout to a world-readable path, or set ES_LOCAL_STATE to a folder '{UNPRIVILEGED_USER}' can read."
         )
 
 
-def java_command(java, node, heap_mb, major):
-    node_dir = Path(node["dir"])
+def java_command(java, node, heap_mb, major, version=DEFAULT_VERSION):
+    node_dir, dist = Path(node["dir"]), dist_dir(version)
     cmd = [
         str(java),
         f"-Xms{heap_mb}m",
         f"-Xmx{heap_mb}m",
         "-XX:+UseG1GC",
         "-Xss1m",
-        "-Djava.security.manager=allow",
         "-Des.networkaddress.cache.ttl=60",
         "-Des.networkaddress.cache.negative.ttl=10",
         "-Djava.awt.headless=true",
@@ -452,15 +585,36 @@ def java_command(java, node, heap_mb, major):
         "-Dlog4j2.formatMsgNoLookups=true",
         "-Djava.locale.providers=CLDR",
         "-Des.distribution.type=tar",
-        f"-Des.path.home={DIST}",
+        f"-Des.path.home={dist}",
         f"-Des.path.conf={node_dir / 'config'}",
         f"-Djava.io.tmpdir={node_dir / 'tmp'}",
         f"-XX:ErrorFile={node_dir / 'logs' / 'hs_err_pid%p.log'}",
     ]
+    if (dist / ENTITLEMENT_AGENT_JAR).is_file():
+        # the server attaches the agent to itself; the bridge joins java.base, where the instrumented JDK calls it
+        cmd += [
+            "-Djdk.attach.allowAttachSelf=true",
+            f"-Des.entitlement.agentJar={dist / ENTITLEMENT_AGENT_JAR}",
+            f"--patch-module=java.base={dist / ENTITLEMENT_BRIDGE_JAR}",
+            "--add-exports=java.base/org.elasticsearch.entitlement.bridge="
+            "org.elasticsearch.entitlement,java.logging,java.net.http,java.naming,jdk.net",
+        ]
+        if major >= 21:
+            # as the distribution's server-cli (SystemJvmOptions) starts an entitlement version on these JDKs
+            cmd += [
+                "-XX:+EnableDynamicAgentLoading",
+                "--enable-native-access=ALL-UNNAMED",
+                f"-Dorg.apache.lucene.vectorization.upperJavaFeatureVersion={major}",
+            ]
+        if major >= 24:
+            cmd.append("--illegal-native-access=deny")
+    else:
+        cmd.append("-Djava.security.manager=allow")  # 8.17's Security Manager
     if major >= 21:
         cmd.append("--enable-native-access=org.elasticsearch.nativeaccess,org.apache.lucene.core")
+        cmd.append("--add-modules=jdk.incubator.vector")  # Lucene's vectorized code, as the distribution's jvm.options
     cmd += [
-        f"--module-path={DIST / 'lib'}",
+        f"--module-path={dist / 'lib'}",
         "--add-modules=jdk.net",
         "--add-modules=jdk.management.agent",
         "--add-modules=ALL-MODULE-PATH",
@@ -471,12 +625,13 @@ def java_command(java, node, heap_mb, major):
 
 
 def pid_is_our_node(pid):
-    """True only for a live process whose command line names our node home: pids are never trusted blindly."""
+    """True only for a live process whose command line names one of our node homes: pids are never trusted blindly."""
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
     except OSError:
         return False
-    return f"-Des.path.home={DIST}" in cmdline
+    homes = [dist_dir(version) for version in VERSIONS] + [STATE / "dist"]  # the last: 8.17.2's before versions had homes
+    return any(f"-Des.path.home={home}\0" in cmdline for home in homes)
 
 
 def read_running(http_port):
@@ -523,9 +678,9 @@ def wait_for_health(layout, procs, timeout):
     )
 
 
-def shape(nodes, coordinating, pinned):
+def shape(version, nodes, coordinating, pinned):
     """How start and the state file name a cluster's make-up."""
-    text = f"{nodes} data node(s)"
+    text = f"Elasticsearch {version}, {nodes} data node(s)"
     if coordinating:
         text += f" behind {coordinating} coordinating-only node(s)"
     return text + (", data nodes pinned to cores" if pinned else "")
@@ -547,28 +702,48 @@ def check_also_bind(address):
     return address
 
 
+def check_version(version):
+    if version not in VERSIONS:
+        raise LauncherError(f"ES_VERSION={version} is not one the launcher builds: use one of {', '.join(VERSIONS)} (esnode.py versions).")
+    return version
+
+
+def versions(args):
+    """The table: each version, the JDKs it runs on here, and the one found for it now."""
+    for version, wanted in VERSIONS.items():
+        try:
+            java, _, major = find_java(version)
+            found = f"Java {major} at {java}"
+        except LauncherError:
+            found = "no JDK found"
+        default = " (default)" if version == DEFAULT_VERSION else ""
+        print(f"{version}{default}: JDK {wanted.java.start}-{wanted.java.stop - 1}, tested {wanted.tested}; {wanted.note}; {found}")
+    return 0
+
+
 def start(args):
     nodes, coordinating, pinned = args.nodes, args.coordinating, args.pin_cores
     if nodes < 1 or nodes > 9:
         raise LauncherError(f"NODES={nodes} is not valid: use 1 to 9.")
     if coordinating < 0 or coordinating > MAX_COORDINATING:
         raise LauncherError(f"--coordinating {coordinating} is not valid: use 0 to {MAX_COORDINATING} (make: COORDINATING=yes or no).")
+    version = check_version(args.version)
     heap_mb = parse_heap(args.heap)
     also_bind = check_also_bind(args.also_bind)
     running = read_running(args.http_port)
     if running:
         # a state file from before coordinating nodes and pinning: neither
-        found = (running["size"], running.get("coordinating", 0), bool(running.get("pinned")))
-        if found != (nodes, coordinating, pinned):
+        found = (running.get("version", DEFAULT_VERSION), running["size"], running.get("coordinating", 0), bool(running.get("pinned")))
+        if found != (version, nodes, coordinating, pinned):
             raise LauncherError(
                 f"a local cluster of {shape(*found)} is already running on port {args.http_port}; run make es-stop before "
-                f"starting one of {shape(nodes, coordinating, pinned)}."
+                f"starting one of {shape(version, nodes, coordinating, pinned)}."
             )
         health = http_json(running["nodes"][0]["http_port"], "/_cluster/health")
         log(f"already running: {shape(*found)}, status {health['status']}, " f"http://127.0.0.1:{running['nodes'][0]['http_port']}")
         return 0
-    java, javac, major = find_java()
-    layout = node_layout(nodes, args.http_port, args.transport_port, coordinating, pinned)
+    java, javac, major = find_java(version)
+    layout = node_layout(nodes, args.http_port, args.transport_port, coordinating, pinned, version=version)
     check_taskset(layout)
     for node in layout:
         for port in (node["http_port"], node["transport_port"]):
@@ -579,9 +754,10 @@ def start(args):
                 )
     check_memory(heap_mb, len(layout))
     began = time.monotonic()
-    built = build_dist(javac)
+    built = build_dist(version, javac)
+    dist = dist_dir(version)
     prefix, user = drop_privileges_prefix()
-    check_unprivileged_access(prefix)
+    check_unprivileged_access(prefix, version)
     for node in layout:
         write_node_config(node, layout, also_bind)
         node_dir = Path(node["dir"])
@@ -590,9 +766,9 @@ def start(args):
             [
                 str(java),
                 "-cp",
-                f"{DIST / 'bootstrap'}:{DIST / 'lib'}/*",
+                f"{dist / 'bootstrap'}:{dist / 'lib'}/*",
                 "WriteServerArgs",
-                str(DIST),
+                str(dist),
                 str(node_dir / "config"),
                 str(node_dir / "node.pid"),
                 str(serverargs),
@@ -608,7 +784,7 @@ def start(args):
         env = dict(os.environ, LIBFFI_TMPDIR=str(node_dir / "tmp"), ES_TMPDIR=str(node_dir / "tmp"))
         with open(node_dir / "serverargs.bin", "rb") as stdin, open(node_dir / "stdout.log", "wb") as out:
             proc = subprocess.Popen(
-                node_command(java, node, heap_mb, major, prefix),
+                node_command(java, node, heap_mb, major, prefix, version),
                 stdin=stdin,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -618,7 +794,15 @@ def start(args):
             )
         node["pid"] = proc.pid  # taskset and setpriv exec java, so this is the JVM's pid
         procs.append(proc)
-    state = {"size": nodes, "coordinating": coordinating, "pinned": pinned, "heap_mb": heap_mb, "nodes": layout}
+    state = {
+        "version": version,
+        "size": nodes,
+        "coordinating": coordinating,
+        "pinned": pinned,
+        "heap_mb": heap_mb,
+        "java": major,
+        "nodes": layout,
+    }
     running_file(args.http_port).write_text(json.dumps(state, indent=2))
     try:
         health = wait_for_health(layout, procs, float(os.environ.get("ES_START_TIMEOUT", "120")))
@@ -636,7 +820,7 @@ def start(args):
     info = http_json(layout[0]["http_port"], "/")
     took = time.monotonic() - began
     log(
-        f"Elasticsearch {info['version']['number']} is up: {shape(nodes, coordinating, pinned)}, status {health['status']}, "
+        f"{shape(info['version']['number'], nodes, coordinating, pinned)} is up on Java {major}, status {health['status']}, "
         f"http://127.0.0.1:{layout[0]['http_port']} ({'cold, node home built' if built else 'warm'} start, {took:.1f} s)"
         f"{STATE_NOTE}"
     )
@@ -680,6 +864,7 @@ def status(args):
     if not running:
         log(f"no local node is running on port {args.http_port}")
         return 3
+    log(f"Elasticsearch {running.get('version', DEFAULT_VERSION)}")
     for node in running["nodes"]:
         alive = pid_is_our_node(node["pid"])
         log(
@@ -698,7 +883,7 @@ def status(args):
 def wipe(args):
     if read_running(args.http_port):
         raise LauncherError(f"a local node is running on port {args.http_port}; run make es-stop before make es-wipe.")
-    removed = [d for d in STATE.glob(f"cluster-*-{args.http_port}") if d.is_dir()]
+    removed = [d for d in STATE.glob(f"elasticsearch-*/cluster-*-{args.http_port}") if d.is_dir()]
     for folder in removed:
         shutil.rmtree(folder)
     log(f"removed the data of {len(removed)} local cluster layout(s); the node home (jars) is kept")
@@ -709,6 +894,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     p_start = sub.add_parser("start", help="start (building the node home on first use)")
+    p_start.add_argument("--version", default=DEFAULT_VERSION, help=f"one of {', '.join(VERSIONS)} (default {DEFAULT_VERSION})")
     p_start.add_argument("--nodes", type=int, default=int(os.environ.get("NODES", "1")))
     p_start.add_argument("--heap", default=os.environ.get("HEAP", "1g"))
     p_start.add_argument("--transport-port", type=int, default=None)
@@ -731,13 +917,14 @@ def main(argv=None):
         sub.add_parser("status", help="show the nodes and cluster health"),
         sub.add_parser("wipe", help="delete the data (node must be stopped)"),
     ]
+    sub.add_parser("versions", help="the versions the launcher builds and the JDK each runs on")
     for p in [p_start, *others]:
         p.add_argument("--http-port", type=int, default=int(os.environ.get("PORT", "9200")))
     args = parser.parse_args(argv)
     if args.command == "start" and args.transport_port is None:
         args.transport_port = args.http_port + 100
     try:
-        return {"start": start, "stop": stop, "status": status, "wipe": wipe}[args.command](args)
+        return {"start": start, "stop": stop, "status": status, "wipe": wipe, "versions": versions}[args.command](args)
     except LauncherError as e:
         print(f"[local-es] ERROR: {e}", file=sys.stderr, flush=True)
         return 2

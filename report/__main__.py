@@ -267,7 +267,10 @@ def _speedup_summary(race):
 
 COMPARE_NOTE = (
     "Coverage ratios: median of the later race over the first's and its 95% interval (each median's "
-    "order-statistic interval at 97.5%). " + uncertainty.VERDICT_RULE
+    "order-statistic interval at 97.5%). " + uncertainty.VERDICT_RULE + " Ingest docs/s: the baseline ingest's "
+    "documents over its epochs' summed walls; against the first race, the ratio of epoch walls paired epoch by epoch "
+    "(geometric mean) with Student's t-interval over the epochs (above 1: slower), the same verdict rule without the "
+    "ms floor."
 )
 
 
@@ -283,6 +286,12 @@ def compare_report(race_list, out_root):
     for v, t in keys:
         values = [tables.valid_median(c, (v, t)) if not tables.failed(c.get((v, t))) else "FAILED" for c in cells]
         rows.append([f"{tables.coverage_task_name(v, t)} median (ms)"] + values + _cell_comparisons(race_list, cells, (v, t), values))
+    rows.insert(
+        0,
+        ["Elasticsearch"] + [r.data.get("cluster", {}).get("distribution-version") or "-" for r in race_list] + [""] * (len(race_list) - 1),
+    )
+    if all(ingest):
+        rows.append(_ingest_throughput_row(race_list, ingest))
     for label, key in (
         ("ingest wall (s)", "wall_s"),
         ("bulk took (s)", "bulk_took_s"),
@@ -312,6 +321,19 @@ def compare_report(race_list, out_root):
     )
     (out / "compare.md").write_text(text)
     return out / "compare.md", text
+
+
+def _ingest_throughput_row(race_list, ingest):
+    """The baseline ingest's documents per second (all epochs' documents over their summed walls), and against the first
+    race its epochs' walls paired epoch by epoch (uncertainty.compare_paired: the ratio of walls, so above 1 is slower)."""
+    walls = [None if tables.ingest_problem(r) else [row["wall_s"] for row in epochs] for r, epochs in zip(race_list, ingest)]
+    values = [
+        "FAILED" if w is None else (sum(row["docs"] for row in epochs) / sum(w) if None not in w and sum(w) else None)
+        for w, epochs in zip(walls, ingest)
+    ]
+    return (
+        ["ingest docs/s (vs the first: epoch walls paired)"] + values + [uncertainty.compare_paired(walls[0], w).text() for w in walls[1:]]
+    )
 
 
 def _cell_comparisons(race_list, cells, key, values):

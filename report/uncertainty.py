@@ -174,6 +174,27 @@ def compare_race_sets(a, b, margin=MARGIN, floor_ms=NOISE_FLOOR_MS):
     return _verdict(ratio, low, high, margin, math.exp(float(np.mean(log_b))) - math.exp(float(np.mean(log_a))), floor_ms)
 
 
+def compare_paired(a, b, margin=MARGIN, floor=0.0):
+    """B's times against A's where each sample of B has its partner in A (epoch N of one ingest beside epoch N of the
+    other: the same documents into an index of the same size). The ratio is the geometric mean of the pairs' ratios;
+    its 95% interval is Student's t-interval of the mean log-ratio (pairs - 1 degrees of freedom), and the verdict
+    reads it as compare() does, with `floor` in the samples' unit for the smallest difference of means it names."""
+    if a is None or b is None or any(v is None for v in (*a, *b)):
+        return Comparison(None, None, None, None, "a failed side has no verdict")
+    if len(a) != len(b) or len(a) < MIN_RACES:
+        return Comparison(None, None, None, None, f"{min(len(a), len(b))} pair(s), a paired verdict needs {MIN_RACES} or more")
+    if min(*a, *b) <= 0:
+        return Comparison(None, None, None, None, "a time of 0 or less")
+    logs = np.log(np.asarray(b, float)) - np.log(np.asarray(a, float))
+    diff = float(np.mean(logs))
+    if np.ptp(logs) < 1e-12:  # the same ratio on every pair (up to rounding): the interval is the point
+        low = high = diff
+    else:
+        interval = stats.ttest_1samp(logs, 0.0).confidence_interval(CONFIDENCE)
+        low, high = float(interval.low), float(interval.high)
+    return _verdict(math.exp(diff), math.exp(low), math.exp(high), margin, float(np.mean(b) - np.mean(a)), floor)
+
+
 def run_to_run_spread(medians):
     """(max - min) / the median of the races' medians: how far repeated races of one cell land apart."""
     values = [m for m in medians if m is not None]

@@ -20,6 +20,9 @@ from runners import corpus  # noqa: E402
 from runners import records  # noqa: E402
 
 TEST_PORT = int(os.environ.get("TEST_ES_PORT", "9250"))
+# the Elasticsearch version of every node the suite starts: the launcher's default (the study's) unless TEST_ES_VERSION
+# names another (make it's version tier races each challenge's `versions` test on the newer lines)
+TEST_ES_VERSION = os.environ.get("TEST_ES_VERSION") or None
 PYTHON = sys.executable
 ESRALLY = str(Path(sys.executable).with_name("esrally"))
 LAUNCHER = str(REPO / "local-es" / "esnode.py")
@@ -67,8 +70,9 @@ def with_rally_client(work, port=TEST_PORT):
     from esrally.client.factory import EsClientFactory
 
     async def run():
+        version = http("GET", "/", port=port)[1]["version"]["number"]  # as Rally asks the cluster before a race
         factory = EsClientFactory(
-            hosts=[{"host": "127.0.0.1", "port": port}], client_options={}, distribution_version="8.17.2", distribution_flavor="default"
+            hosts=[{"host": "127.0.0.1", "port": port}], client_options={}, distribution_version=version, distribution_flavor="default"
         )
         es = factory.create_async(client_id=0)
         try:
@@ -81,8 +85,9 @@ def with_rally_client(work, port=TEST_PORT):
 
 
 def launcher(*args, env=None, port=TEST_PORT):
+    version = ["--version", TEST_ES_VERSION] if TEST_ES_VERSION and args[:1] == ("start",) else []
     return subprocess.run(
-        [sys.executable, LAUNCHER, *args, "--http-port", str(port)],
+        [sys.executable, LAUNCHER, *args, *version, "--http-port", str(port)],
         capture_output=True,
         text=True,
         env=env or os.environ.copy(),
@@ -420,12 +425,20 @@ def other_certs(tmp_path_factory):
     return make_other_ca(tmp_path_factory.mktemp("other-tls"))
 
 
-def pytest_collection_modifyitems(items):
+def pytest_collection_modifyitems(config, items):
     """A test that uses the node or a Rally home (directly or through another fixture) is an integration test; a
-    test that starts a node of its own says so with its own mark."""
+    test that starts a node of its own says so with its own mark. A run of the version tier (-m versions) races every
+    challenge of the track: a challenge no `versions` test names stops it before anything starts."""
     for item in items:
         if {"es_node", "rally_home"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.integration)
+    if "versions" in (config.getoption("markexpr") or ""):
+        raced = {mark.args[0] for item in items for mark in item.iter_markers("versions")}
+        missing = sorted(set(rendered_challenges()) - raced)
+        if missing:
+            raise pytest.UsageError(
+                f"no test marked versions(<challenge>) races {', '.join(missing)}: the version tier races every challenge"
+            )
 
 
 @pytest.fixture(scope="module")

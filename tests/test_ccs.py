@@ -66,6 +66,7 @@ def ccs_race(rally_home, remote_cluster):
     return run_race(rally_home, "ccs-roundtrips", track_params(**PARAMS), target_hosts=hosts(remote_cluster))
 
 
+@pytest.mark.versions("ccs-roundtrips")
 def test_ccs_roundtrips_runs_clean_and_takes_its_registration_back(ccs_race):
     tasks = list(rendered_tasks(rendered_challenges(PARAMS)["ccs-roundtrips"]))
     assert_clean(ccs_race, [t["operation"]["name"] for t in tasks if t["operation"]["operation-type"] in OPERATIONS])

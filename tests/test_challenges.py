@@ -116,11 +116,15 @@ def challenge_race(shared_races, challenge):
     return shared_races.race(challenge, *extra, *ARGS.get(challenge, []), before=before, after=after)
 
 
-@pytest.mark.parametrize("challenge", [pytest.param(c, marks=pytest.mark.smoke) if c == "full" else c for c in ONE_NODE if c not in ARGS])
+@pytest.mark.parametrize(
+    "challenge",
+    [pytest.param(c, marks=[pytest.mark.versions(c), *([pytest.mark.smoke] if c == "full" else [])]) for c in ONE_NODE if c not in ARGS],
+)
 def test_the_challenge_runs_clean_with_every_task_reported(shared_races, challenge):
     assert_clean(challenge_race(shared_races, challenge), ours(challenge))
 
 
+@pytest.mark.versions("query-decomposition")
 def test_exclude_by_tag_runs_every_task_but_the_excluded(shared_races):
     """--exclude-tasks=tag:check: every task of query-decomposition ran but the check, which Rally never started."""
     race = challenge_race(shared_races, "query-decomposition")

@@ -30,6 +30,7 @@ def layout_race(rally_home, small_corpus):
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
 
 
+@pytest.mark.versions("layout-sweep")
 def test_layout_sweep_runs_clean_on_three_nodes(layout_race):
     tasks = list(rendered_tasks(rendered_challenges(PARAMS)["layout-sweep"]))
     assert rendered_challenges()["layout-sweep"]["meta"]["data_nodes"] == 3

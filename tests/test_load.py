@@ -22,6 +22,7 @@ LOAD_PARAMS = {
 }
 
 
+@pytest.mark.versions("coverage-load")
 def test_a_step_reaches_its_fraction_of_the_calibrated_rate(es_node, tmp_path):
     """coverage-load outside test mode (which caps iterations), one cell, one step at 10%. In a Rally home of its
     own, with a corpus of one 1,000-row epoch: a file that small is its own test-mode file, so the fast test-mode
@@ -59,6 +60,7 @@ LIVE_TASKS = [
 LIVE_PARAMS = {"bulk_size": 10}
 
 
+@pytest.mark.versions("live")
 def test_live_queries_the_complete_epoch_while_the_next_one_is_ingested(shared_races):
     race = shared_races.race("live", f"--track-params={json.dumps(LIVE_PARAMS)}")
     assert_clean(race, LIVE_TASKS)

@@ -162,10 +162,11 @@ def test_a_coordinating_node_takes_the_http_port_and_the_data_nodes_follow(esnod
         ("node-2", 9202, 9302, None),
         ("node-3", 9203, 9303, None),
     ]
-    assert {Path(n["dir"]).parent for n in layout} == {tmp_path / "cluster-3-coord1-9200"}  # its own data, never a data node's
+    home = esnode.version_root(esnode.DEFAULT_VERSION)
+    assert {Path(n["dir"]).parent for n in layout} == {home / "cluster-3-coord1-9200"}  # its own data, never a data node's
     # without one, nothing moves: node-1 on the HTTP port, the folder an earlier cluster of that size used
     plain = esnode.node_layout(3, 9200, 9300)
-    assert [n["http_port"] for n in plain] == [9200, 9201, 9202] and Path(plain[0]["dir"]).parent == tmp_path / "cluster-3-9200"
+    assert [n["http_port"] for n in plain] == [9200, 9201, 9202] and Path(plain[0]["dir"]).parent == home / "cluster-3-9200"
 
 
 def test_the_coordinating_node_is_configured_with_no_role_and_joins_the_data_nodes(esnode):
@@ -247,3 +248,100 @@ def test_load_driver_hosts_are_refused_in_the_machines_own_network_namespace(tmp
     )
     assert not (tmp_path / "hosts.json").exists()
     assert subprocess.run(["ip", "link", "show", "cm-hosts"], capture_output=True).returncode != 0
+
+
+# ---------------------------------------------------------------- versions: the JDK each runs on, what each needs
+
+
+def _fake_jdk(root, name, version_line):
+    """A JDK folder whose java prints this `java -version` line (and nothing runs)."""
+    java = root / name / "bin" / "java"
+    java.parent.mkdir(parents=True)
+    java.write_text(f"#!/bin/sh\necho '{version_line}' >&2\n")
+    java.chmod(0o755)
+    return java
+
+
+def test_each_version_gets_a_jdk_it_runs_on_the_tested_one_first(esnode, tmp_path, monkeypatch):
+    jvm = tmp_path / "jvm"
+    jdk17 = _fake_jdk(jvm, "java-17", 'openjdk version "17.0.12" 2024-07-16')
+    jdk21 = _fake_jdk(jvm, "java-21", 'openjdk version "21.0.4" 2024-07-16')
+    jdk25 = _fake_jdk(jvm, "temurin-25", 'openjdk version "25.0.3" 2026-04-21 LTS')
+    monkeypatch.setattr(esnode, "JVM_ROOT", jvm)
+    for var in ("ES_JAVA_HOME", "JAVA_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(esnode.shutil, "which", lambda name: None)
+    assert esnode.find_java("8.17.2")[0] == jdk17
+    assert esnode.find_java("8.19.21")[0] == jdk17
+    assert esnode.find_java("9.5.3")[0] == jdk25  # the tested one, though 21 fits too and comes first
+    jdk25.unlink()
+    assert esnode.find_java("9.5.3")[0] == jdk21
+    jdk21.unlink()
+    with pytest.raises(esnode.LauncherError, match=r"no JDK for Elasticsearch 9.5.3: it needs JDK 21 to 25 \(tested: 25\); found Java 17"):
+        esnode.find_java("9.5.3")
+    # ES_JAVA_HOME is a choice: used or refused, never passed over
+    monkeypatch.setenv("ES_JAVA_HOME", str(jdk17.parents[1]))
+    with pytest.raises(esnode.LauncherError, match="Java 17 at .* \\(from ES_JAVA_HOME\\) is not supported: Elasticsearch 9.5.3"):
+        esnode.find_java("9.5.3")
+
+
+def test_an_unknown_version_is_refused_naming_the_ones_there_are(esnode):
+    with pytest.raises(esnode.LauncherError, match="ES_VERSION=9.4.0 is not one the launcher builds: use one of 8.17.2, 8.19.21, 9.5.3"):
+        esnode.check_version("9.4.0")
+    result = launcher("start", "--version", "9.4.0", port=9266)
+    assert result.returncode == 2 and "ES_VERSION=9.4.0" in result.stderr
+
+
+def test_an_entitlement_version_runs_with_its_shims_and_8_17_with_the_security_manager(esnode):
+    (node,) = esnode.node_layout(1, 9200, 9300, version="9.5.3")
+    assert "/elasticsearch-9.5.3/" in node["dir"]
+    for jar in (esnode.ENTITLEMENT_AGENT_JAR, esnode.ENTITLEMENT_BRIDGE_JAR):
+        (esnode.dist_dir("9.5.3") / jar).parent.mkdir(parents=True, exist_ok=True)
+        (esnode.dist_dir("9.5.3") / jar).touch()
+    newer = esnode.java_command(Path("/jdk/bin/java"), node, 1024, 25, "9.5.3")
+    bridge = esnode.dist_dir("9.5.3") / esnode.ENTITLEMENT_BRIDGE_JAR
+    assert f"--patch-module=java.base={bridge}" in newer and "-XX:+EnableDynamicAgentLoading" in newer
+    assert "-Djava.security.manager=allow" not in newer and "--add-modules=jdk.incubator.vector" in newer
+    (old,) = esnode.node_layout(1, 9200, 9300)
+    study = esnode.java_command(Path("/jdk/bin/java"), old, 1024, 17)
+    assert "-Djava.security.manager=allow" in study and not any(a.startswith("--patch-module") for a in study)
+
+
+def test_a_bridge_the_versions_instrumenter_does_not_call_stops_the_build(esnode, tmp_path):
+    """The shape check reads what the version's instrumenter writes into the JDK: a jar whose instrumenter names
+    other methods than the bridge's is refused, naming what is missing."""
+    import zipfile
+
+    jar = tmp_path / "elasticsearch-entitlement-9.9.9.jar"
+    with zipfile.ZipFile(jar, "w") as archive:
+        archive.writestr("IMPL-JARS/x.jar/org/elasticsearch/entitlement/instrumentation/impl/InstrumenterImpl.class", b"check$ instance")
+    names = esnode.instrumenter_constants(jar)
+    missing = [n for n in esnode.INSTRUMENTER_NAMES if n.encode() not in names]
+    assert "defaultValue$" in missing and "check$" not in missing
+    with pytest.raises(esnode.LauncherError, match=r"no longer calls what the launcher's bridge defines \(missing: .*defaultValue\$"):
+        esnode.build_entitlement_shims(Path("/no/javac"), "9.9.9", _home_with(tmp_path, jar))
+
+
+def _home_with(tmp_path, jar):
+    home = tmp_path / "home"
+    (home / "lib").mkdir(parents=True)
+    jar.rename(home / "lib" / jar.name)
+    return home
+
+
+def test_a_module_jar_with_its_own_descriptor_gives_it_and_one_without_gives_none(tmp_path):
+    import importlib.util
+    import zipfile
+
+    spec = importlib.util.spec_from_file_location("esnode_files", LAUNCHER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    jar = tmp_path / "transport-netty4.jar"
+    with zipfile.ZipFile(jar, "w") as archive:
+        archive.writestr("META-INF/es-plugins/transport-netty4/plugin-descriptor.properties", "name=transport-netty4\n")
+        archive.writestr("META-INF/es-plugins/transport-netty4/entitlement-policy.yaml", "io.netty.common: []\n")
+    out = tmp_path / "module"
+    out.mkdir()
+    assert module.copy_plugin_files(jar, "transport-netty4", out)
+    assert sorted(p.name for p in out.iterdir()) == ["entitlement-policy.yaml", "plugin-descriptor.properties"]
+    assert not module.copy_plugin_files(jar, "other-module", out)

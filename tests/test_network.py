@@ -65,6 +65,7 @@ def faults_in_schedule_order():
     return order
 
 
+@pytest.mark.versions("network-faults")
 def test_every_fault_fails_its_coverages_and_the_race_goes_on_to_the_end(faults_race):
     """Every coverage under a fault failed, everything else (the healed coverages, the document count after)
     succeeded, and the race went on to the end."""
@@ -102,6 +103,7 @@ def rtt_race(shared_races, ingested):
     return shared_races.race("rtt-sweep", track_params(**RTT_PARAMS), port=PROXY_PORT)
 
 
+@pytest.mark.versions("rtt-sweep")
 def test_rtt_sweep_runs_clean(rtt_race):
     assert_clean(rtt_race, [rtt_task_name("D_td", t, r) for t in ("serial", "msearch", "terms") for r in RTT_PARAMS["rtt_ms"]])
 

@@ -1,5 +1,6 @@
-"""Request bodies and response validation, on real responses recorded from Elasticsearch 8.17.2
-(tests/fixtures/record_fixtures.py); the ground truth comes from the recorded documents themselves."""
+"""Request bodies and response validation, on real responses recorded from each Elasticsearch version the track is
+raced on (tests/fixtures/responses-<version>.json, by tests/fixtures/record_fixtures.py: 8.17.2, 8.19.21, 9.5.3; a test
+that reads a recorded answer runs on each version's); the ground truth comes from the recorded documents themselves."""
 
 import copy
 import json
@@ -12,8 +13,21 @@ import cmgen
 from runners import queries
 from runners.validation import CoverageErrors, NodeExpectation, PercentileErrors, check_node_response, check_terms_response
 
-FIXTURES = json.loads((Path(__file__).parent / "fixtures" / "responses.json").read_text())
-RESPONSES = FIXTURES["responses"]
+RECORDED = {
+    json.loads(path.read_text())["version"]: json.loads(path.read_text())
+    for path in sorted((Path(__file__).parent / "fixtures").glob("responses-*.json"))
+}
+FIXTURES = next(iter(RECORDED.values()))  # the documents: the same in every version's recording
+
+
+@pytest.fixture(params=sorted(RECORDED), ids=lambda version: f"es{version}")
+def responses(request):
+    """The recorded answers of one version (the test runs once per version)."""
+    return RECORDED[request.param]["responses"]
+
+
+# the percents of the edge-percent answers, as the recording asked for them
+EDGE_PERCENTS = FIXTURES["edge-percents"]
 
 
 def truth_of(node):
@@ -32,9 +46,9 @@ def expect(node, variant, percents=(0, 50, 90, 100)):
     return NodeExpectation(truth_of(node), variant, list(percents))
 
 
-def check(response, variant, node="N001"):
+def check(response, variant, node="N001", percents=(0, 50, 90, 100)):
     errors, pct = CoverageErrors(), PercentileErrors()
-    check_node_response(response, node, 1, expect(node, variant), errors, pct)
+    check_node_response(response, node, 1, expect(node, variant, percents), errors, pct)
     return errors, pct
 
 
@@ -71,48 +85,48 @@ def test_unknown_variant_or_transport_is_named(bad):
 
 
 @pytest.mark.parametrize("variant", ["D_td", "D_hdr", "A"])
-def test_real_responses_pass(variant):
-    errors, pct = check(RESPONSES[f"search-{variant}-N001"], variant)
+def test_real_responses_pass(variant, responses):
+    errors, pct = check(responses[f"search-{variant}-N001"], variant)
     assert not errors, errors.description()
     if variant != "A":
         assert pct.count == 12 and pct.abs_max < 30.75 - 10.25  # within the data range: 3 docs per node here
 
 
 @pytest.mark.parametrize("variant", ["D_td", "D_hdr", "A"])
-def test_real_terms_responses_pass(variant):
+def test_real_terms_responses_pass(variant, responses):
     errors, pct = CoverageErrors(), PercentileErrors()
     nodes = ["N001", "N002", "N003"]
-    check_terms_response(RESPONSES[f"terms-{variant}"], nodes, 1, {n: expect(n, variant) for n in nodes}, errors, pct)
+    check_terms_response(responses[f"terms-{variant}"], nodes, 1, {n: expect(n, variant) for n in nodes}, errors, pct)
     assert not errors, errors.description()
 
 
-def test_msearch_sub_response_error_fails():
-    first, second = RESPONSES["msearch-sub-error"]["responses"]
+def test_msearch_sub_response_error_fails(responses):
+    first, second = responses["msearch-sub-error"]["responses"]
     assert not check(first, "D_hdr")[0]
     errors, _ = check(second, "D_hdr", node="N002")
     assert errors and "index_not_found_exception" in errors.description() and "node N002" in errors.description()
 
 
-def test_real_shard_failure_fails():
-    errors, _ = check(RESPONSES["search-shard-failure"], "B")
+def test_real_shard_failure_fails(responses):
+    errors, _ = check(responses["search-shard-failure"], "B")
     assert "1 of 2 shards failed" in errors.description()
     assert "not supported for aggregation [sum]" in errors.description()
 
 
-def test_timed_out_fails():
-    response = copy.deepcopy(RESPONSES["search-D_td-N001"])
+def test_timed_out_fails(responses):
+    response = copy.deepcopy(responses["search-D_td-N001"])
     response["timed_out"] = True
     assert "timed_out" in check(response, "D_td")[0].description()
 
 
-def test_wrong_hit_count_fails():
-    response = copy.deepcopy(RESPONSES["search-D_td-N001"])
+def test_wrong_hit_count_fails(responses):
+    response = copy.deepcopy(responses["search-D_td-N001"])
     response["hits"]["total"]["value"] += 1
     assert "4 hits (eq), expected 3" in check(response, "D_td")[0].description()
 
 
-def test_capped_hit_count_fails():
-    response = copy.deepcopy(RESPONSES["search-A-N001"])
+def test_capped_hit_count_fails(responses):
+    response = copy.deepcopy(responses["search-A-N001"])
     response["hits"]["total"]["relation"] = "gte"
     assert check(response, "A")[0]
 
@@ -172,25 +186,40 @@ def test_variant_a_without_exact_counts_rejects_what_its_answer_can_show(value, 
         assert f"{value} hits ({relation}), expected" in errors.description()
 
 
-def test_wrong_sum_fails_naming_node_epoch_and_field():
-    response = copy.deepcopy(RESPONSES["search-D_td-N001"])
+def test_wrong_sum_fails_naming_node_epoch_and_field(responses):
+    response = copy.deepcopy(responses["search-D_td-N001"])
     response["aggregations"]["mem_sum"]["value"] += 0.01
     description = check(response, "D_td")[0].description()
     assert "epoch 1 node N001 mem_sum" in description
 
 
-def test_far_off_percentile_fails_and_close_one_is_measured():
-    response = copy.deepcopy(RESPONSES["search-D_hdr-N001"])
+def test_far_off_percentile_fails_and_close_one_is_measured(responses):
+    response = copy.deepcopy(responses["search-D_hdr-N001"])
     response["aggregations"]["cpu_pct"]["values"]["50.0"] = 99.0
     errors, pct = check(response, "D_hdr")
     assert "cpu p50" in errors.description()
     assert pct.abs_max == pytest.approx(99.0 - 20.5)
 
 
-def test_missing_terms_bucket_fails():
-    response = copy.deepcopy(RESPONSES["terms-D_td"])
+def test_missing_terms_bucket_fails(responses):
+    response = copy.deepcopy(responses["terms-D_td"])
     response["aggregations"]["per_node"]["buckets"].pop()
     errors = CoverageErrors()
     nodes = ["N001", "N002", "N003"]
     check_terms_response(response, nodes, 1, {n: expect(n, "D_td", [50]) for n in nodes}, errors, PercentileErrors())
     assert "buckets differ from the nodes (missing N00" in errors.description()
+
+
+@pytest.mark.parametrize("variant", ["D_td", "D_hdr"])
+def test_percents_elasticsearch_spells_otherwise_validate_and_a_wrong_one_fails(responses, variant):
+    """The real answer to percents [0, 0.0005, 50, 99.9995, 100] (keys as the version spells the double, 5.0E-4 where
+    Python says 0.0005) passes; the same answer with p0.0005 far off fails, naming it."""
+    response = responses[f"search-{variant}-N001-edge-percents"]
+    values = response["aggregations"]["cpu_pct"]["values"]
+    assert sorted(map(float, values)) == EDGE_PERCENTS and "0.0005" not in values
+    errors, pct = check(response, variant, percents=EDGE_PERCENTS)
+    assert not errors, errors.description()
+    wrong = copy.deepcopy(response)
+    key = next(k for k in wrong["aggregations"]["cpu_pct"]["values"] if float(k) == 0.0005)
+    wrong["aggregations"]["cpu_pct"]["values"][key] = 1000.0
+    assert "cpu p0.0005" in check(wrong, variant, percents=EDGE_PERCENTS)[0].description()

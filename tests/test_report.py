@@ -13,6 +13,7 @@ import pytest
 from conftest import REPO, TEST_PORT, ensure_test_index
 from report import ReportError, races, tables, uncertainty
 from report.__main__ import main as report_main
+from runners import records
 
 HOME = Path(__file__).parent / "fixtures" / "races"
 FULL, PROFILE, PRODUCTION = "b8b9bc99", "23248411", "87d33580"
@@ -296,3 +297,44 @@ def test_ingest_time_is_split_between_elasticsearch_the_connection_and_the_load_
         row["bulk-requests"] = 3  # two clients' requests, each as long as the task
     (copy / "cluster-metrics" / "ingest.json").write_text(json.dumps(record))
     assert tables.ingest_time_table(races.find("c2c2c2c2", rally_home=tmp_path)) is None
+
+
+def _with_epoch_walls(folder, walls):
+    """The race's baseline ingest record with these epoch walls (s), as the ingest task records them."""
+    path = folder / records.RECORD_DIR / records.INGEST
+    record = json.loads(path.read_text())
+    for row, wall in zip(sorted(record["epochs"], key=lambda r: r["epoch"]), walls):
+        row["wall-s"] = wall
+    path.write_text(json.dumps(record))
+
+
+def test_compare_names_each_races_version_and_pairs_the_ingests_epochs(tmp_path, capsys):
+    """Races on two Elasticsearch versions: the version row, and the ingest's docs/s with the epochs' walls paired
+    (a 30% slower ingest on every epoch is named slower; the same walls are no difference)."""
+    walls = [1.0, 1.2, 0.9, 1.1, 1.05]
+
+    def on(version):
+        return lambda data: data.setdefault("cluster", {}).update({"distribution-version": version})
+
+    _with_epoch_walls(_copy_race(FULL, tmp_path, "aaaaaaaa-0000-0000-0000-000000000000", on("8.17.2")), walls)
+    _with_epoch_walls(_copy_race(FULL, tmp_path, "bbbbbbbb-0000-0000-0000-000000000000", on("9.5.3")), [w * 1.3 for w in walls])
+    _with_epoch_walls(_copy_race(FULL, tmp_path, "cccccccc-0000-0000-0000-000000000000", on("8.19.21")), walls)
+    ids = ["aaaaaaaa", "bbbbbbbb", "cccccccc"]
+    report_main([*(a for i in ids for a in ("--race", i)), "--compare", "--rally-home", str(tmp_path), "--out", str(tmp_path / "out")])
+    lines = capsys.readouterr().out.splitlines()
+    version = [c.strip() for c in next(l for l in lines if l.startswith("| Elasticsearch ")).strip("|").split("|")]
+    assert version[1:4] == ["8.17.2", "9.5.3", "8.19.21"]
+    ingest = [c.strip() for c in next(l for l in lines if l.startswith("| ingest docs/s")).strip("|").split("|")]
+    assert float(ingest[1].replace(",", "")) == pytest.approx(5000 / sum(walls), rel=1e-3)
+    assert ingest[4].startswith("1.300 [1.300, 1.300] slower") and ingest[5].endswith("no difference beyond noise")
+
+
+def test_a_paired_comparison_names_a_difference_only_beyond_its_interval():
+    a = [20.0, 22.0, 19.0, 21.0, 20.5]
+    assert uncertainty.compare_paired(a, [x * 1.2 for x in a]).verdict == uncertainty.SLOWER
+    assert uncertainty.compare_paired(a, [x / 1.2 for x in a]).verdict == uncertainty.FASTER
+    # epoch ratios 0.8 to 1.3: the interval holds 1, no verdict of a difference
+    noisy = uncertainty.compare_paired(a, [x * r for x, r in zip(a, [0.8, 1.3, 0.9, 1.2, 1.0])])
+    assert noisy.verdict == uncertainty.SAME and noisy.low < 1 < noisy.high
+    assert uncertainty.compare_paired(a[:1], a[:1]).verdict is None and uncertainty.compare_paired(a, None).verdict is None
+    assert uncertainty.compare_paired(a, a[:4]).verdict is None  # pairs need partners

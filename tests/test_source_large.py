@@ -22,6 +22,7 @@ PARAMS = {"large_doc_mb": 1, "large_docs": 4, "large_fetch_size": 2}
 FETCHES = [large_fetch_task_name(m, f) for m in LARGE_SOURCE_MODES for f in LARGE_SOURCE_FORMATS]
 
 
+@pytest.mark.versions("source-large")
 def test_source_large_indexes_counts_fetches_and_deletes_its_documents(shared_races):
     race = shared_races.race("source-large", f"--track-params={json.dumps(PARAMS)}")
     ours = [large_task_name(n) for n in ("create-index", "index-documents", "verify-doc-count")]

@@ -8,6 +8,8 @@ import os
 import shutil
 import subprocess
 
+import pytest
+
 from conftest import REPO, assert_clean, ensure_test_index, rendered_challenges, rendered_tasks, run_rally
 from runners import interleave, records
 from runners.parameters import PARAMETERS
@@ -43,6 +45,7 @@ PASSING_ASSERTIONS = {
 PARAMS = {"schedule": "interleaved", **PASSING_ASSERTIONS}
 
 
+@pytest.mark.versions("production-comparison")
 def test_the_track_folder_alone_races_from_a_teams_repository(shared_races, tmp_path):
     """The track folder copied alone into a team's git track repository, with runners/ beside it (README: the track
     folder on its own), races production-comparison: nothing of this repository's layout is needed. The same race

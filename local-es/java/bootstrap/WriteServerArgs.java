@@ -27,8 +27,10 @@ public final class WriteServerArgs {
         Path pidFile = Path.of(args[2]).toAbsolutePath();
         Settings input = Settings.builder().put("path.home", home.toString()).build();
         Environment env = InternalSettingsPreparer.prepareEnvironment(input, Map.of(), configDir, () -> null);
+        // path.logs as the environment resolved it (Environment's getter is logsFile() before 8.19, logsDir() after)
+        Path logsDir = Path.of(Environment.PATH_LOGS_SETTING.get(env.settings()));
         // daemonize=true: the server does not treat EOF on stdin as a shutdown request, so a file works as stdin.
-        ServerArgs serverArgs = new ServerArgs(true, true, pidFile, KeyStoreWrapper.create(), env.settings(), configDir, env.logsFile());
+        ServerArgs serverArgs = new ServerArgs(true, true, pidFile, KeyStoreWrapper.create(), env.settings(), configDir, logsDir);
         try (OutputStream out = Files.newOutputStream(Path.of(args[3])); OutputStreamStreamOutput stream = new OutputStreamStreamOutput(out)) {
             serverArgs.writeTo(stream);
         }

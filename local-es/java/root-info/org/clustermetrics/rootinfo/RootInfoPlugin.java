@@ -3,19 +3,10 @@ package org.clustermetrics.rootinfo;
 import org.apache.lucene.util.Version;
 import org.elasticsearch.Build;
 import org.elasticsearch.client.internal.node.NodeClient;
-import org.elasticsearch.cluster.metadata.IndexNameExpressionResolver;
-import org.elasticsearch.cluster.node.DiscoveryNodes;
 import org.elasticsearch.cluster.service.ClusterService;
-import org.elasticsearch.common.io.stream.NamedWriteableRegistry;
-import org.elasticsearch.common.settings.ClusterSettings;
-import org.elasticsearch.common.settings.IndexScopedSettings;
-import org.elasticsearch.common.settings.Settings;
-import org.elasticsearch.common.settings.SettingsFilter;
-import org.elasticsearch.features.NodeFeature;
 import org.elasticsearch.plugins.ActionPlugin;
 import org.elasticsearch.plugins.Plugin;
 import org.elasticsearch.rest.BaseRestHandler;
-import org.elasticsearch.rest.RestController;
 import org.elasticsearch.rest.RestHandler;
 import org.elasticsearch.rest.RestRequest;
 import org.elasticsearch.rest.RestResponse;
@@ -25,15 +16,15 @@ import org.elasticsearch.xcontent.XContentBuilder;
 import java.util.Collection;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.Predicate;
 import java.util.function.Supplier;
 
 /**
  * Serves {@code GET /} and {@code HEAD /}, standing in for Elasticsearch's {@code rest-root} module, which is not
  * published on Maven Central. Every client (elasticsearch-py, Rally) reads the version from {@code GET /}.
- * All values come from the running server: Build.current(), Lucene's version, and the cluster state.
+ * All values come from the running server: Build.current(), Lucene's version, and the cluster state. The plugin class
+ * is RootInfoRestPlugin, built from root-info-rest-settings (8.x's getRestHandlers) or root-info-rest-services (9.x's).
  */
-public final class RootInfoPlugin extends Plugin implements ActionPlugin {
+public abstract class RootInfoPlugin extends Plugin implements ActionPlugin {
     private final AtomicReference<ClusterService> clusterService = new AtomicReference<>();
 
     @Override
@@ -42,19 +33,9 @@ public final class RootInfoPlugin extends Plugin implements ActionPlugin {
         return List.of();
     }
 
-    @Override
-    public Collection<RestHandler> getRestHandlers(
-        Settings settings,
-        NamedWriteableRegistry namedWriteableRegistry,
-        RestController restController,
-        ClusterSettings clusterSettings,
-        IndexScopedSettings indexScopedSettings,
-        SettingsFilter settingsFilter,
-        IndexNameExpressionResolver indexNameExpressionResolver,
-        Supplier<DiscoveryNodes> nodesInCluster,
-        Predicate<NodeFeature> clusterSupportsFeature
-    ) {
-        return List.of(new RootInfoHandler(clusterService::get));
+    /** The handler of GET / and HEAD /: registered by RootInfoRestPlugin, whose hook's signature is the version's. */
+    protected final RestHandler rootInfoHandler() {
+        return new RootInfoHandler(clusterService::get);
     }
 
     static final class RootInfoHandler extends BaseRestHandler {
