@@ -168,7 +168,7 @@ MEMORY_NOTE = (
     "(trips at: the highest limit at which one tripped the request breaker; the floor is within memory_resolution of "
     "it). It is the memory the request breaker accounts to one coverage on an idle node: on the coordinating node, "
     "the reservation for the shard results it reduces, plus terms buckets and other BigArrays; for msearch, summed "
-    "over the searches running at once. Elasticsearch 8.17 creates the shard-level t-digest and HDR states outside "
+    "over the searches running at once. In Elasticsearch 8.17 (read in its source) the shard-level t-digest and HDR states are created outside "
     "the breaker, so their size shows only through what is serialized back to the coordinator. young GCs / GC ms: "
     "young-generation collections per coverage at the node's own limit (the node's JVM statistics, over the "
     "memory_attempts baseline coverages), which count every allocation, breaker-accounted or not. Seed 002 (ES|QL's "

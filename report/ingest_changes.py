@@ -287,7 +287,7 @@ CHANGES_NOTE = (
 SEGMENT_NOTE = (
     "Seed 000's split of an epoch's wall time, per epoch (our figures: the mean over epochs). The seed derived it from "
     "the bulk took sum: client + network = wall - took sum, ES indexing = /_stats indexing, ES other = took sum - "
-    "indexing. On this node a bulk's took is a coarse clock (Elasticsearch 8.17 reads a clock cached every 200 ms: "
+    "indexing. On this node a bulk's took is a coarse clock (Elasticsearch reads a clock cached every 200 ms, 8.17 to 9.5 alike: "
     "most bulks report 0, a few 200 ms or more), so per-epoch took sums are unreliable and are shown for reference "
     "only. Here ES indexing = /_stats indexing time; ES other = /_stats refresh + merge + flush time; client + "
     "network = wall - (ES indexing + ES other), floored at 0, from the epochs' means. The /_stats times are summed "
