@@ -39,6 +39,7 @@ Clusters on different HTTP ports (PORT=...) are independent: the test suite runs
 """
 
 import argparse
+import functools
 import hashlib
 import ipaddress
 import json
@@ -57,14 +58,16 @@ import urllib.error
 import urllib.request
 import zipfile
 from pathlib import Path
+from typing import NamedTuple
 
 
-class Version:
-    """A version the launcher builds: the JDKs it runs on (`tested`, the one this project races it on, is preferred
-    where several are installed) and whether a JDK of a wrong version is worth a hint."""
+class Version(NamedTuple):
+    """A version the launcher builds: the JDK majors it runs on, the one this project races it on (preferred where
+    several are installed), and a word on why."""
 
-    def __init__(self, java, tested, note):
-        self.java, self.tested, self.note = java, tested, note
+    java: range
+    tested: int
+    note: str
 
 
 # The JDK each version runs on here (the table local-es/ keeps; `esnode.py versions` prints it)
@@ -118,8 +121,9 @@ def log(msg):
 # ---------------------------------------------------------------- checks
 
 
+@functools.lru_cache(maxsize=None)
 def java_major(java):
-    """The major version `java -version` reports, or None when it cannot be read."""
+    """The major version `java -version` reports, or None when it cannot be read (asked once per binary)."""
     try:
         out = subprocess.run([str(java), "-version"], capture_output=True, text=True, timeout=60).stderr
     except OSError:
@@ -149,22 +153,24 @@ def find_java(version):
                 f"Set ES_JAVA_HOME to such a JDK, or unset it."
             )
         return java, java.parent / "javac", major
-    candidates = []
+    candidates = {}  # java binary -> where it was found (the first place: PATH's java is often one under /usr/lib/jvm)
     if os.environ.get("JAVA_HOME"):
-        candidates.append((Path(os.environ["JAVA_HOME"]) / "bin" / "java", "JAVA_HOME"))
+        candidates.setdefault(Path(os.environ["JAVA_HOME"]) / "bin" / "java", "JAVA_HOME")
     if shutil.which("java"):
-        candidates.append((Path(shutil.which("java")).resolve(), "PATH"))
-    installed = sorted(JVM_ROOT.glob("*/bin/java")) if JVM_ROOT.is_dir() else []
-    candidates += [(java, str(JVM_ROOT)) for java in installed]
-    found = [(java, source, java_major(java) if java.is_file() else None) for java, source in candidates]
+        candidates.setdefault(Path(shutil.which("java")).resolve(), "PATH")
+    for java in sorted(JVM_ROOT.glob("*/bin/java")) if JVM_ROOT.is_dir() else []:
+        candidates.setdefault(java, str(JVM_ROOT))
+    majors = {java: java_major(java) if java.is_file() else None for java in candidates}
     for fits in (lambda major: major == wanted.tested, lambda major: major in wanted.java):
-        for java, _, major in found:
+        for java, major in majors.items():
             if fits(major):
                 return java, java.parent / "javac", major
-    seen = [f"Java {major} ({java}, from {source})" if major else f"{java} (from {source}, unreadable)" for java, source, major in found]
-    found = "; ".join(dict.fromkeys(seen)) or "none"
+    seen = "; ".join(
+        f"Java {major} ({java}, from {candidates[java]})" if major else f"{java} (from {candidates[java]}, unreadable)"
+        for java, major in majors.items()
+    )
     raise LauncherError(
-        f"no JDK for Elasticsearch {version}: it needs {span}; found {found}. Install one (JDK 17: apt-get install "
+        f"no JDK for Elasticsearch {version}: it needs {span}; found {seen or 'none'}. Install one (JDK 17: apt-get install "
         f"openjdk-17-jdk-headless; JDK 21+: Adoptium's temurin-25-jdk) and set ES_JAVA_HOME to it if it is not under {JVM_ROOT}."
     )
 

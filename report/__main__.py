@@ -198,7 +198,7 @@ def single_report(race, out_root, baseline=None):
     parts = [
         f"# cluster-metrics race {race.race_id}",
         "",
-        f"challenge `{race.challenge}`, Elasticsearch {race.data.get('cluster', {}).get('distribution-version', '?')}, "
+        f"challenge `{race.challenge}`, Elasticsearch {race.version or '?'}, "
         f"track params `{race.data.get('track-params', {})}`, {race.data.get('race-timestamp', '')}; read from {race.source}",
         "",
     ]
@@ -279,17 +279,13 @@ def compare_report(race_list, out_root):
     first = race_list[0]
     header = ["quantity"] + [r.label for r in race_list] + [f"ratio {r.race_id[:8]} / {first.race_id[:8]}" for r in race_list[1:]]
     verdicts = all(r.samples is not None for r in race_list)
-    rows = []
+    rows = [["Elasticsearch"] + [r.version or "-" for r in race_list] + [""] * (len(race_list) - 1)]
     cells = [tables.coverage_cells(r) for r in race_list]
     ingest = [tables.ingest_rows(r) for r in race_list]
     keys = tables.in_study_order({k for c in cells for k in c})
     for v, t in keys:
         values = [tables.valid_median(c, (v, t)) if not tables.failed(c.get((v, t))) else "FAILED" for c in cells]
         rows.append([f"{tables.coverage_task_name(v, t)} median (ms)"] + values + _cell_comparisons(race_list, cells, (v, t), values))
-    rows.insert(
-        0,
-        ["Elasticsearch"] + [r.data.get("cluster", {}).get("distribution-version") or "-" for r in race_list] + [""] * (len(race_list) - 1),
-    )
     if all(ingest):
         rows.append(_ingest_throughput_row(race_list, ingest))
     for label, key in (
@@ -310,7 +306,7 @@ def compare_report(race_list, out_root):
     out.mkdir(parents=True, exist_ok=True)
     text = (
         f"# cluster-metrics: {len(race_list)} races side by side\n\n"
-        + (tables.markdown(header, rows) if rows else "_these races share no coverage or ingest tasks._")
+        + (tables.markdown(header, rows) if len(rows) > 1 else "_these races share no coverage or ingest tasks._")
         + "\n\n"
         + (
             COMPARE_NOTE

@@ -50,6 +50,11 @@ class Race:
         return self.data.get("challenge")
 
     @property
+    def version(self):
+        """The Elasticsearch version Rally found on the cluster (race.json's cluster.distribution-version), or None."""
+        return (self.data.get("cluster") or {}).get("distribution-version")
+
+    @property
     def label(self):
         tags = self.data.get("user-tags") or {}
         tag_text = ",".join(f"{k}:{v}" for k, v in sorted(tags.items()))

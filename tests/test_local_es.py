@@ -329,19 +329,15 @@ def _home_with(tmp_path, jar):
     return home
 
 
-def test_a_module_jar_with_its_own_descriptor_gives_it_and_one_without_gives_none(tmp_path):
-    import importlib.util
+def test_a_module_jar_with_its_own_descriptor_gives_it_and_one_without_gives_none(esnode, tmp_path):
     import zipfile
 
-    spec = importlib.util.spec_from_file_location("esnode_files", LAUNCHER)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
     jar = tmp_path / "transport-netty4.jar"
     with zipfile.ZipFile(jar, "w") as archive:
         archive.writestr("META-INF/es-plugins/transport-netty4/plugin-descriptor.properties", "name=transport-netty4\n")
         archive.writestr("META-INF/es-plugins/transport-netty4/entitlement-policy.yaml", "io.netty.common: []\n")
     out = tmp_path / "module"
     out.mkdir()
-    assert module.copy_plugin_files(jar, "transport-netty4", out)
+    assert esnode.copy_plugin_files(jar, "transport-netty4", out)
     assert sorted(p.name for p in out.iterdir()) == ["entitlement-policy.yaml", "plugin-descriptor.properties"]
-    assert not module.copy_plugin_files(jar, "other-module", out)
+    assert not esnode.copy_plugin_files(jar, "other-module", out)
