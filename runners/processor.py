@@ -315,9 +315,6 @@ class CorpusChecks:
             corpus.check_ground_truth(root, manifest, fix)  # names a missing or edited file
             self._note(line)
         return path
-        corpus.check_ground_truth(root, manifest, fix)
-        self._note(self._noted(path)[0])
-        return path
 
 
 def check_load_driver_host(track, data_root_dir):

@@ -3,6 +3,7 @@ home (RALLY_HOME under .rally-test/, never the user's), and a small generated co
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -137,6 +138,7 @@ class Race:
     def __init__(self, returncode, output, race, log="", home=None):
         self.returncode, self.output, self.race, self.log, self.home = returncode, output, race, log, home
         self.left = {}  # what the race left on the cluster, when a test reads it right after (SharedRaces' after)
+        self.actors_log, self.oom_kills = "", None  # thespian's log of the race, the OOM killer's kills meanwhile
 
     def failures(self):
         """The failed samples' descriptions our runners logged during this race (Rally's log, WARNING and above)."""
@@ -146,6 +148,28 @@ class Race:
             if "cluster-metrics" in line or "runners." in line
             if " WARNING " in line or " ERROR " in line
         ]
+
+    def explained(self, tail=3000):
+        """What an assertion on this race prints: the command's output tail, every ERROR record of Rally's log with the
+        traceback under it, and what Thespian logged of its actors' exits and signals (a worker that "exited
+        prematurely" is explained only there: the output says no more)."""
+        errors, keep = [], False
+        for line in self.log.splitlines():
+            if re.match(r"\d{4}-\d\d-\d\d ", line):
+                keep = " ERROR " in line
+            if keep:
+                errors.append(line)
+        actors = [
+            line
+            for line in self.actors_log.splitlines()
+            if not re.search(r" p\d+ I ", line) or re.search(r"exit|signal|died|dead", line, re.IGNORECASE)
+        ]
+        return (
+            self.output[-tail:]
+            + ("\nRally's log, its errors:\n" + "\n".join(errors[-200:]) if errors else "")
+            + ("\nThespian's log (exits, signals, warnings):\n" + "\n".join(actors[-100:]) if actors else "")
+            + (f"\nOOM kills during the race: {self.oom_kills}" if self.oom_kills else "")
+        )
 
     def error_rates(self):
         """Per task; empty for a race that ended before it measured anything (its race.json has no results)."""
@@ -212,7 +236,22 @@ def _rally(home, args, start, **how):
     """esrally with these arguments and its own Rally home, once the previous Rally of the suite has exited."""
     wait_for_our_rally()
     RALLY_HOMES.add(home)
-    return start([ESRALLY, *args], text=True, env=dict(os.environ, RALLY_HOME=str(home)), **how)
+    return start([ESRALLY, *args], text=True, env=dict(os.environ, RALLY_HOME=str(home), **thespian_log(home)), **how)
+
+
+def thespian_log(home):
+    """Thespian's own log (Rally's actor system), kept in the Rally home at INFO: why an actor process ended (a worker
+    that "exited prematurely") is written only there, and by default to a 50 KB file in the system's temp folder."""
+    path = home / ".rally" / "logs" / "thespian.log"
+    return {"THESPLOG_FILE": str(path), "THESPLOG_THRESHOLD": "INFO", "THESPLOG_FILE_MAXSIZE": str(20 << 20)}
+
+
+def oom_kills():
+    """The kernel's count of processes its OOM killer ended in this machine's cgroup (None where it is not readable)."""
+    try:
+        return int(dict(line.split() for line in open("/sys/fs/cgroup/memory.events"))["oom_kill"])
+    except (OSError, KeyError, ValueError):
+        return None
 
 
 def race_args(challenge, *extra, track=None, port=TEST_PORT, test_mode=True, target_hosts=None):
@@ -243,6 +282,9 @@ def run_race(home, challenge, *extra, track=None, port=TEST_PORT, test_mode=True
     before = set(races.glob("*/race.json")) if races.exists() else set()
     log_file = home / ".rally" / "logs" / "rally.log"
     log_start = log_file.stat().st_size if log_file.exists() else 0
+    actors_file = Path(thespian_log(home)["THESPLOG_FILE"])
+    actors_start = actors_file.stat().st_size if actors_file.exists() else 0
+    oom_before = oom_kills()
     result = run_rally(home, *cmd)
     output = result.stdout + result.stderr
     after = set(races.glob("*/race.json")) if races.exists() else set()
@@ -253,14 +295,20 @@ def run_race(home, challenge, *extra, track=None, port=TEST_PORT, test_mode=True
         with log_file.open("rb") as f:
             f.seek(log_start if log_file.stat().st_size >= log_start else 0)
             log = f.read().decode("utf-8", "replace")
-    return Race(result.returncode, output, race, log, home)
+    race = Race(result.returncode, output, race, log, home)
+    if actors_file.exists():
+        with actors_file.open("rb") as f:
+            f.seek(actors_start if actors_file.stat().st_size >= actors_start else 0)
+            race.actors_log = f.read().decode("utf-8", "replace")
+    race.oom_kills = None if oom_before is None else oom_kills() - oom_before
+    return race
 
 
 def assert_clean(race, expected_tasks=()):
     """The race succeeded, every task it reports has error rate 0, and each expected task is among them."""
-    assert race.returncode == 0, race.output[-3000:]
+    assert race.returncode == 0, race.explained()
     rates = race.error_rates()
-    assert rates, race.output[-3000:]
+    assert rates, race.explained()
     failed = {task: rate for task, rate in rates.items() if rate != 0}
     assert not failed, f"error rates {failed}; failures logged: {race.failures()[-20:]}"
     missing = [task for task in expected_tasks if task not in rates]
@@ -284,9 +332,9 @@ def assert_reported(race):
 
 def assert_refused_before_any_timed_task(race, *phrases):
     """A bad input: the race failed, its output says each phrase, and no coverage was timed."""
-    assert race.returncode != 0, race.output[-3000:]
+    assert race.returncode != 0, race.explained()
     missing = [phrase for phrase in phrases if phrase not in race.output]
-    assert not missing, f"not said: {missing}; output: {race.output[-3000:]}"
+    assert not missing, f"not said: {missing}; output: {race.explained()}"
     assert race.race is None or not any(task.startswith("coverage-") for task in race.error_rates())
 
 

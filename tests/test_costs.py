@@ -48,7 +48,7 @@ def test_the_breaker_limit_is_put_back_when_the_bisection_fails_midway(shared_ra
         proxy.close()
         set_limit(None)
     cell = memory_cell("D_td", "msearch", compression=100)
-    assert race.returncode == 0, race.output[-3000:]
+    assert race.returncode == 0, race.explained()
     assert race.error_rates()[memory_task_name(cell)] == 0
     assert race.error_rates()[breaker_floor_task_name(cell)] == 1
     assert any("failed without tripping the request breaker" in line and "net p50" in line for line in race.failures()), race.failures()

@@ -12,7 +12,7 @@ from runners.index_checks import VerifyDocCount
 
 
 def faulty(race, *tasks):
-    assert race.race is not None, race.output[-2000:]
+    assert race.race is not None, race.explained()
     rates = race.error_rates()
     assert all(rates[task] > 0 for task in tasks), rates
 
@@ -52,7 +52,7 @@ def test_rally_assertions_apply_to_coverages(shared_races):
     ensure_test_index(shared_races)
     failing = json.dumps({"coverage_assertions": [{"property": "hits", "condition": "==", "value": 0}]})
     race = run_race(shared_races.home, "production-comparison", "--enable-assertions", f"--track-params={failing}")
-    assert race.returncode != 0 and "Expected [hits] in [coverage-D_td-serial] to be == [0] but was [1000]" in race.output
+    assert race.returncode != 0 and "Expected [hits] in [coverage-D_td-serial] to be == [0] but was [1000]" in race.output, race.explained()
 
 
 def test_lost_documents_fail_the_count_check(shared_races):

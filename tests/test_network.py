@@ -69,7 +69,7 @@ def faults_in_schedule_order():
 def test_every_fault_fails_its_coverages_and_the_race_goes_on_to_the_end(faults_race):
     """Every coverage under a fault failed, everything else (the healed coverages, the document count after)
     succeeded, and the race went on to the end."""
-    assert faults_race.returncode == 0, faults_race.output[-3000:]
+    assert faults_race.returncode == 0, faults_race.explained()
     failing = {fault_task_name(f, "D_td", t) for f in FAULTS for t in FAULTED}
     healed = {healed_task_name(f, "D_td", "msearch") for f in FAULTS}
     rates = faults_race.error_rates()

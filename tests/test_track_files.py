@@ -4,7 +4,7 @@ agree with their runners. Unit tests (no node): the track is rendered by Rally's
 import pytest
 
 from conftest import REPO, STANDARD_SHAPE, rendered_challenges, rendered_tasks, rendered_track
-from runners import records
+from runners import interleave, records
 from runners.operations import OPERATIONS
 from runners.queries import INGEST_CHANGE_BASELINE
 from runners.tasks import INGEST, KIND_TAGS, STUDY_TAGS, ingest_change_task_name
@@ -45,6 +45,25 @@ def test_every_task_is_tagged_with_one_kind_and_at_most_one_study(params):
                 assert studies == ["network"], task["operation"]["name"]
             if challenge["name"] in ("full", "query-decomposition", "ingest-baseline", "ingest-changes"):
                 assert not studies and kinds, task["operation"]["name"]
+
+
+@pytest.mark.parametrize("schedule", ["interleaved", "blocked"])
+def test_cells_that_take_turns_are_one_step_each_group(schedule):
+    """schedule interleaved: the cells of each group (the study's, a width's, a round-trip time's, a _source mode's)
+    are exactly one parallel step, so a group costs one of Rally's steps, not one per cell; blocked: none takes turns,
+    a step per cell. Counted on the challenges that group cells."""
+    for name, challenge in rendered_challenges({"schedule": schedule}).items():
+        groups = {}
+        for step in challenge["schedule"]:
+            for task in step["parallel"]["tasks"] if "parallel" in step else [step]:
+                if interleave.GROUP_KEY in task["operation"]:
+                    groups.setdefault(task["operation"][interleave.GROUP_KEY], set()).add(id(step))
+        assert all(len(steps) == 1 for steps in groups.values()), (name, groups)
+        if schedule == "blocked":
+            assert not groups, name
+    interleaved, blocked = (rendered_challenges({"schedule": schedule}) for schedule in ("interleaved", "blocked"))
+    for name in ("coverage-width", "rtt-sweep", "source-cost", "query-decomposition"):
+        assert len(interleaved[name]["schedule"]) < len(blocked[name]["schedule"]), name
 
 
 def test_operation_types_and_runner_names_agree():
