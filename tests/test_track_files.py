@@ -49,7 +49,7 @@ def test_every_task_is_tagged_with_one_kind_and_at_most_one_study(params):
 
 @pytest.mark.parametrize("schedule", ["interleaved", "blocked"])
 def test_cells_that_take_turns_are_one_step_each_group(schedule):
-    """schedule interleaved: the cells of each group (the study's, a width's, a round-trip time's, a _source mode's)
+    """schedule interleaved: the cells of each group (the study's, a round-trip time's, a _source mode's)
     are exactly one parallel step, so a group costs one of Rally's steps, not one per cell; blocked: none takes turns,
     a step per cell. Counted on the challenges that group cells."""
     for name, challenge in rendered_challenges({"schedule": schedule}).items():
@@ -62,7 +62,7 @@ def test_cells_that_take_turns_are_one_step_each_group(schedule):
         if schedule == "blocked":
             assert not groups, name
     interleaved, blocked = (rendered_challenges({"schedule": schedule}) for schedule in ("interleaved", "blocked"))
-    for name in ("coverage-width", "rtt-sweep", "source-cost", "query-decomposition"):
+    for name in ("rtt-sweep", "source-cost", "query-decomposition"):
         assert len(interleaved[name]["schedule"]) < len(blocked[name]["schedule"]), name
 
 
