@@ -280,28 +280,32 @@ def run_race(home, challenge, *extra, track=None, port=TEST_PORT, test_mode=True
     cmd = race_args(challenge, *extra, track=track, port=port, test_mode=test_mode, target_hosts=target_hosts)
     races = home / ".rally" / "benchmarks" / "races"
     before = set(races.glob("*/race.json")) if races.exists() else set()
-    log_file = home / ".rally" / "logs" / "rally.log"
-    log_start = log_file.stat().st_size if log_file.exists() else 0
-    actors_file = Path(thespian_log(home)["THESPLOG_FILE"])
-    actors_start = actors_file.stat().st_size if actors_file.exists() else 0
+    log_file, actors_file = home / ".rally" / "logs" / "rally.log", Path(thespian_log(home)["THESPLOG_FILE"])
+    log_start, actors_start = _size(log_file), _size(actors_file)
     oom_before = oom_kills()
     result = run_rally(home, *cmd)
     output = result.stdout + result.stderr
     after = set(races.glob("*/race.json")) if races.exists() else set()
     new = sorted(after - before, key=lambda p: p.stat().st_mtime)
     race = json.loads(new[-1].read_text()) if new else None
-    log = ""
-    if log_file.exists():
-        with log_file.open("rb") as f:
-            f.seek(log_start if log_file.stat().st_size >= log_start else 0)
-            log = f.read().decode("utf-8", "replace")
+    log = _appended(log_file, log_start)
     race = Race(result.returncode, output, race, log, home)
-    if actors_file.exists():
-        with actors_file.open("rb") as f:
-            f.seek(actors_start if actors_file.stat().st_size >= actors_start else 0)
-            race.actors_log = f.read().decode("utf-8", "replace")
+    race.actors_log = _appended(actors_file, actors_start)
     race.oom_kills = None if oom_before is None else oom_kills() - oom_before
     return race
+
+
+def _size(path):
+    return path.stat().st_size if path.exists() else 0
+
+
+def _appended(path, start):
+    """What a log file gained since it was start bytes long (all of it if it was rotated meanwhile)."""
+    if not path.exists():
+        return ""
+    with path.open("rb") as f:
+        f.seek(start if path.stat().st_size >= start else 0)
+        return f.read().decode("utf-8", "replace")
 
 
 def assert_clean(race, expected_tasks=()):
