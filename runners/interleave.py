@@ -15,7 +15,12 @@ import os
 import random
 import time
 
+from runners.context import RaceContext
+
 GROUP_KEY = "interleave"  # operation parameter: the cell belongs to this interleaved group (schedule.j2)
+# operation parameter: this member of the group takes its first turn, once, before any cell: the set-up the cells are
+# measured under (rtt-sweep's set-rtt), in the cells' schedule step instead of a step of its own
+LEAD_KEY = "interleave-lead"
 ORDER_KEY = "interleave-order"  # set by the track processor: the group's task names in turn order
 TURN_KEY = "turn"  # set by the parameter source: this coverage's place in the order
 
@@ -57,12 +62,17 @@ def assign(tasks, seed, load_driver_hosts):
             "cells run a task after the other and split their clients across the hosts, or race with one host"
         )
     for group, members in groups.items():
-        passes = {t.name: (t.warmup_iterations or 0) + (t.iterations or 0) for t in members}
+        leads = [t.name for t in members if t.operation.params.get(LEAD_KEY)]
+        cells = [t for t in members if not t.operation.params.get(LEAD_KEY)]
+        runs = {t.name: (t.warmup_iterations or 0) + (t.iterations if t.iterations is not None else 1) for t in members}
+        if len(leads) > 1 or any(runs[name] != 1 for name in leads):
+            raise ValueError(f"interleaved group {group}: at most one lead, which runs once (runs: { {n: runs[n] for n in leads} })")
+        passes = {t.name: runs[t.name] for t in cells}
         if len(set(passes.values())) != 1 or any(t.clients != 1 for t in members) or any(t.time_period for t in members):
             raise ValueError(
                 f"interleaved group {group}: every cell needs one client and the same iteration count " f"(warm-up + measured: {passes})"
             )
-        turn_order = order(sorted(passes), next(iter(passes.values())), seed)
+        turn_order = leads + order(sorted(passes), next(iter(passes.values())), seed)
         for task in members:
             task.operation.params[ORDER_KEY] = turn_order
 
@@ -110,3 +120,20 @@ def pass_turn(path, turn):
     with open(temporary, "w") as f:
         f.write(str(turn + 1))
     os.replace(temporary, path)
+
+
+async def as_lead(params, act):
+    """Runs act() (a coroutine function) as its group's lead when the schedule made it one, else just runs it. The
+    lead holds the first turn: the cells wait until it passed it on, and if act() fails they fail at once with why
+    (the STALLED file) instead of waiting for a turn that never comes."""
+    if not params.get(ORDER_KEY):
+        return await act()
+    path = turn_file(RaceContext.of(params).record_dir, params[GROUP_KEY])
+    try:
+        result = await act()
+    except BaseException as e:
+        with open(path + STALLED, "w") as f:
+            f.write(f"interleaved schedule: {params.get('name')}, which sets up the group's cells, failed: {e}")
+        raise
+    pass_turn(path, params[ORDER_KEY].index(params.get("name")))
+    return result

@@ -5,7 +5,7 @@ call by runners/scope.py, as a fault is)."""
 import asyncio
 import time
 
-from runners import parameters, restore
+from runners import interleave, parameters, restore
 from runners.context import DEFAULT_CLUSTER
 from runners.toxiproxy import DEFAULT_API, Toxiproxy, ToxiproxyError
 
@@ -32,6 +32,10 @@ class SetRtt:
     async def __call__(self, es, params):
         if isinstance(es, dict):
             es = es[params.get("cluster", DEFAULT_CLUSTER) if params.get("path-check", "http") == "http" else DEFAULT_CLUSTER]
+        # the lead of an interleaved group (rtt-sweep): the round-trip time set before the first cell takes its turn
+        return await interleave.as_lead(params, lambda: self._set(es, params))
+
+    async def _set(self, es, params):
         proxy, rtt, check = params["proxy"], params["rtt-ms"], params.get("path-check", "http")
         toxiproxy = Toxiproxy(params["toxiproxy-url"])
         es.on_request_start()  # Rally times an operation by its client requests; this one starts with Toxiproxy's

@@ -1,17 +1,31 @@
-"""The track parameters: each one's default and what it accepts, in one place.
+"""The track parameters: what each one accepts, beside its default as track.json declares it (its one home).
 
-track.json declares every parameter with the same default at its top (a test ties the two together); the track
+track.json declares every parameter with its default at its top (runners/track_files.py reads them); the track
 processor checks the values a user gave against these rules when the track loads, before anything is sent to the
 cluster, and names the parameter and what it expects. The template renders any value without failing (typed Rally
 fields fall back to the default), so that this check, not a JSON error, is what a user sees.
 """
 
+import json
 import numbers
+
+import jinja2
 
 from runners.corpus import FETCH_TRUTH_ROWS, MAX_NODES
 from runners.layouts import parse_layout
-from runners.queries import CCS_DIRECT_ROUTES, FETCH_KINDS, FETCH_TRANSPORTS, INGEST_CHANGES, LAYOUTS, SOURCE_MODES, TRANSPORTS, VARIANTS
-from runners.toxiproxy import DEFAULT_API, FAULTS, PROXIES
+from runners.queries import (
+    CCS_DIRECT_ROUTES,
+    FETCH_KINDS,
+    FETCH_TRANSPORTS,
+    INGEST_CHANGES,
+    LAYOUTS,
+    SOURCE_MODES,
+    TRANSPORTS,
+    VARIANTS,
+    VOCABULARY_MODULE,
+)
+from runners.toxiproxy import FAULTS
+from runners.track_files import Expression, declared_defaults
 
 MAX_HDR_DIGITS = 5  # Elasticsearch accepts number_of_significant_value_digits 0..5
 MIN_RESOLUTION = 0.001  # the request breaker floor's finest relative bracket
@@ -168,133 +182,152 @@ def _assertions(value):
         raise ParameterError('a list of Rally assertions such as [{"property": "hits", "condition": ">", "value": 0}]')
 
 
-# name -> (default, check); the defaults are the ones track.json declares
-PARAMETERS = {
-    "number_of_shards": (1, _integer(1, 1024)),
-    "number_of_replicas": (0, _integer(0)),
-    "source_enabled": (True, _boolean),
-    "epochs": (5, _integer(1)),
-    "bulk_size": (1000, _integer(1)),
-    "bulk_clients": (1, _integer(1)),
-    "tuned_bulk_size": (10000, _integer(1)),
-    "tuned_clients": (4, _integer(1)),
-    "tuned_refresh_interval": ("-1", _time_value),
-    "tuned_translog_durability": ("async", _one_of("async", "request")),
+# name -> what a value must be (ParameterError says it); the default is track.json's
+RULES = {
+    "number_of_shards": _integer(1, 1024),
+    "number_of_replicas": _integer(0),
+    "source_enabled": _boolean,
+    "epochs": _integer(1),
+    "bulk_size": _integer(1),
+    "bulk_clients": _integer(1),
+    "tuned_bulk_size": _integer(1),
+    "tuned_clients": _integer(1),
+    "tuned_refresh_interval": _time_value,
+    "tuned_translog_durability": _one_of("async", "request"),
     # ingest-changes: the seed's changes measured one at a time (each beside the baseline, in the vocabulary's order)
-    "ingest_changes": (list(INGEST_CHANGES), _names(tuple(INGEST_CHANGES))),
-    "variants": (list(VARIANTS), _names(tuple(VARIANTS))),
-    "transports": (list(TRANSPORTS), _names(TRANSPORTS)),
-    "warmup_iterations": (5, _integer(0)),
-    "iterations": (15, _integer(1)),
-    "percents": ([0, 50, 90, 100], _percents),
-    "hdr_digits": (3, _integer(0, MAX_HDR_DIGITS)),
-    "request_timeout": (120, _positive_number),
-    "profile_node": ("N001", _string),
-    "profile_epoch": (1, _integer(1)),
-    "profile_iterations": (20, _integer(1)),  # measured OFF/ON pairs of profile-breakdown, each side a sample
-    "verify_corpus_checksums": (True, _boolean),
-    "coverage_assertions": ([], _assertions),
+    "ingest_changes": _names(tuple(INGEST_CHANGES)),
+    "variants": _names(tuple(VARIANTS)),
+    "transports": _names(TRANSPORTS),
+    "warmup_iterations": _integer(0),
+    "iterations": _integer(1),
+    "percents": _percents,
+    "hdr_digits": _integer(0, MAX_HDR_DIGITS),
+    "request_timeout": _positive_number,
+    "profile_node": _string,
+    "profile_epoch": _integer(1),
+    "profile_iterations": _integer(1),  # measured OFF/ON pairs of profile-breakdown, each side a sample
+    "verify_corpus_checksums": _boolean,
+    "coverage_assertions": _assertions,
     # the study's cells each in a block of its own, or taking turns in shuffled passes (runners/interleave.py)
-    "track_total_hits": (False, _boolean),
-    "schedule": ("interleaved", _one_of("blocked", "interleaved")),
-    "schedule_seed": (1, _integer(0)),
-    "layouts": (list(LAYOUTS), _layouts),
-    "layout_bulk_size": (5000, _integer(1)),
-    "layout_bulk_clients": (4, _integer(1)),
-    "search_clients": (4, _integer(1)),
-    "layout_iterations": (20, _integer(1)),
+    "track_total_hits": _boolean,
+    "schedule": _one_of("blocked", "interleaved"),
+    "schedule_seed": _integer(0),
+    "layouts": _layouts,
+    "layout_bulk_size": _integer(1),
+    "layout_bulk_clients": _integer(1),
+    "search_clients": _integer(1),
+    "layout_iterations": _integer(1),
     # the layout sweep's single-document indexing (seed 003's realtime indexing): clients, and seconds per layout (0
     # leaves it out)
-    "single_doc_clients": (4, _integer(1, 256)),
-    "single_doc_seconds": (60, _integer(0, 86400)),
+    "single_doc_clients": _integer(1, 256),
+    "single_doc_seconds": _integer(0, 86400),
     # the network (Toxiproxy): RTT sweep, cross-cluster search, faults
-    "toxiproxy_url": (DEFAULT_API, _http_url),
-    "network_proxy": (PROXIES["http"], _string),
-    "rtt_ms": ([0, 1, 5, 20, 50, 100, 200], _list_of(_integer(0, 60000), "round-trip times in ms (0 to 60000)")),
-    "rtt_variants": (["D_td", "D_hdr"], _names(tuple(VARIANTS))),
-    "rtt_transports": (list(TRANSPORTS), _names(TRANSPORTS)),
-    "rtt_iterations": (20, _integer(1)),
-    "ccs_alias": ("metrics-remote", _string),
-    "ccs_proxy": (PROXIES["remote"], _string),
-    "ccs_proxy_address": ("", _host_port_or_empty),
-    "ccs_transports": (["msearch", "terms"], _names(TRANSPORTS)),
-    "ccs_minimize_roundtrips": ([True, False], _list_of(_boolean, "true/false")),
+    "toxiproxy_url": _http_url,
+    "network_proxy": _string,
+    "rtt_ms": _list_of(_integer(0, 60000), "round-trip times in ms (0 to 60000)"),
+    "rtt_variants": _names(tuple(VARIANTS)),
+    "rtt_transports": _names(TRANSPORTS),
+    "rtt_iterations": _integer(1),
+    "ccs_alias": _string,
+    "ccs_proxy": _string,
+    "ccs_proxy_address": _host_port_or_empty,
+    "ccs_transports": _names(TRANSPORTS),
+    "ccs_minimize_roundtrips": _list_of(_boolean, "true/false"),
     # seed 001's point: its round-trip times, its remote asked directly beside CCS, its schedule (1 warm-up)
-    "ccs_shards": (200, _integer(1, 1024)),
-    "ccs_rtt_ms": ([0, 190], _list_of(_integer(0, 60000), "round-trip times in ms (0 to 60000)")),
-    "ccs_variants": (["D_td"], _names(tuple(VARIANTS))),
-    "ccs_direct": (list(CCS_DIRECT_ROUTES), _names_or_none(CCS_DIRECT_ROUTES)),
-    "ccs_far_alias": ("metrics-remote-far", _string),
-    "ccs_far_proxy": (PROXIES["remote-http"], _string),
-    "ccs_warmup_iterations": (1, _integer(0)),
-    "ccs_iterations": (20, _integer(1)),
-    "faults": (list(FAULTS), _names(tuple(FAULTS))),
-    "fault_request_timeout": (2, _positive_number),
+    "ccs_shards": _integer(1, 1024),
+    "ccs_rtt_ms": _list_of(_integer(0, 60000), "round-trip times in ms (0 to 60000)"),
+    "ccs_variants": _names(tuple(VARIANTS)),
+    "ccs_direct": _names_or_none(CCS_DIRECT_ROUTES),
+    "ccs_far_alias": _string,
+    "ccs_far_proxy": _string,
+    "ccs_warmup_iterations": _integer(0),
+    "ccs_iterations": _integer(1),
+    "faults": _names(tuple(FAULTS)),
+    "fault_request_timeout": _positive_number,
     # load: a target rate and clients for the study's coverages, the load steps and redline, the live challenge
-    "target_throughput": (None, _positive_number_or_none),
-    "include_target_throughput": (True, _boolean),
-    "coverage_clients": (1, _integer(1)),
-    "load_variants": (["D_td", "D_hdr"], _names(tuple(VARIANTS))),
-    "load_transports": (list(TRANSPORTS), _names(TRANSPORTS)),
-    "load_steps": ([25, 50, 75, 90, 100, 110, 150, 200], _list_of(_integer(1, 10000), "percents of the calibrated rate (1 to 10000)")),
-    "load_clients": (4, _integer(1)),
-    "load_iterations": (30, _integer(1)),
-    "load_calibration_iterations": (10, _integer(1)),
+    "target_throughput": _positive_number_or_none,
+    "include_target_throughput": _boolean,
+    "coverage_clients": _integer(1),
+    "load_variants": _names(tuple(VARIANTS)),
+    "load_transports": _names(TRANSPORTS),
+    "load_steps": _list_of(_integer(1, 10000), "percents of the calibrated rate (1 to 10000)"),
+    "load_clients": _integer(1),
+    "load_iterations": _integer(1),
+    "load_calibration_iterations": _integer(1),
     # several load-driver hosts: how long a host waits for the others to take a calibration (runners/load.py)
-    "load_share_timeout": (120, _integer(1)),
-    "redline_latency_ms": (1000, _positive_number),
-    "live_variant": ("D_td", _one_of(*VARIANTS)),
-    "live_transport": ("msearch", _one_of(*TRANSPORTS)),
-    "live_target_throughput": (1, _positive_number),
-    "live_iterations": (60, _integer(1)),
+    "load_share_timeout": _integer(1),
+    "redline_latency_ms": _positive_number,
+    "live_variant": _one_of(*VARIANTS),
+    "live_transport": _one_of(*TRANSPORTS),
+    "live_target_throughput": _positive_number,
+    "live_iterations": _integer(1),
     # what it costs: _source modes (stored last, so that the index ends as the other challenges create it), the
     # size-0 coverages and a fetch per mode; aggregation memory per cell (request breaker floor, GC activity)
-    "source_modes": (["disabled", "synthetic", "stored"], _names(SOURCE_MODES)),
-    "source_variants": (list(VARIANTS), _names(tuple(VARIANTS))),
-    "source_transports": (["msearch"], _names(TRANSPORTS)),
-    "source_force_merge": (True, _boolean),
-    "fetch_size": (500, _integer(1, FETCH_TRUTH_ROWS)),  # the ground truth's top rows per node (within max_result_window)
-    "fetch_kinds": (list(FETCH_KINDS), _names(FETCH_KINDS)),
-    "fetch_transports": (["msearch"], _names(FETCH_TRANSPORTS)),
+    "source_modes": _names(SOURCE_MODES),
+    "source_variants": _names(tuple(VARIANTS)),
+    "source_transports": _names(TRANSPORTS),
+    "source_force_merge": _boolean,
+    "fetch_size": _integer(1, FETCH_TRUTH_ROWS),  # the ground truth's top rows per node (within max_result_window)
+    "fetch_kinds": _names(FETCH_KINDS),
+    "fetch_transports": _names(FETCH_TRANSPORTS),
     # source-large (seed 004 at its scale): large_docs documents of large_doc_mb each in an index of their own, and a
     # fetch of the first large_fetch_size of them per _source mode and response format
-    "large_doc_mb": (10, _document_mb),
-    "large_docs": (40, _integer(1)),
-    "large_fetch_size": (20, _integer(1, MAX_RESULT_WINDOW)),  # at most large_docs: checked with the fetch's operation
-    "large_iterations": (10, _integer(1)),
-    "large_warmup_iterations": (2, _integer(0)),
-    "memory_variants": (list(VARIANTS), _names(tuple(VARIANTS))),
-    "memory_transports": (list(TRANSPORTS), _names(TRANSPORTS)),
-    "memory_hdr_digits": ([1, 2, 3, 4, 5], _list_of(_integer(0, MAX_HDR_DIGITS), f"HDR digits (0 to {MAX_HDR_DIGITS})")),
-    "memory_tdigest_compression": ([50, 100, 200, 500], _list_of(_integer(1, 100000), "t-digest compressions " "(1 to 100000)")),
+    "large_doc_mb": _document_mb,
+    "large_docs": _integer(1),
+    "large_fetch_size": _integer(1, MAX_RESULT_WINDOW),  # at most large_docs: checked with the fetch's operation
+    "large_iterations": _integer(1),
+    "large_warmup_iterations": _integer(0),
+    "memory_variants": _names(tuple(VARIANTS)),
+    "memory_transports": _names(TRANSPORTS),
+    "memory_hdr_digits": _list_of(_integer(0, MAX_HDR_DIGITS), f"HDR digits (0 to {MAX_HDR_DIGITS})"),
+    "memory_tdigest_compression": _list_of(_integer(1, 100000), "t-digest compressions " "(1 to 100000)"),
     # above this many digits the HDR sweep runs over serial only: msearch and terms hold up to 90 histograms at once,
     # which at 5 digits is more than a 1 GB heap holds, and no breaker sees them (runners/memory.py)
-    "memory_parallel_hdr_digits_max": (4, _integer(0, MAX_HDR_DIGITS)),
-    "memory_attempts": (3, _integer(1, 100)),
-    "memory_resolution": (0.05, _resolution),
-    "memory_iterations": (5, _integer(1)),
+    "memory_parallel_hdr_digits_max": _integer(0, MAX_HDR_DIGITS),
+    "memory_attempts": _integer(1, 100),
+    "memory_resolution": _resolution,
+    "memory_iterations": _integer(1),
     # the bisection lowers a cluster-wide limit: refused while other clients search, unless the user accepts it
-    "memory_shared_cluster": (False, _boolean),
+    "memory_shared_cluster": _boolean,
     # the coverage-width sweep: a corpus set per width (corpora-gen/generate --widths), equal rows per epoch by default
     # (the same documents to aggregate at every width, so what changes is the width's own cost); per-node grows the
     # corpus with the width
-    "widths": ([30, 100, 300, 1000, 3000], _list_of(_integer(1, MAX_NODES), f"node counts (1 to {MAX_NODES})")),
-    "width_rows": ("per-epoch", _one_of("per-epoch", "per-node")),
-    "width_rows_per_epoch": (1_000_000, _integer(1)),
-    "width_rows_per_node": (1000, _integer(1)),
-    "width_epochs": (1, _integer(1)),
-    "width_variants": (list(VARIANTS), _names(tuple(VARIANTS))),
-    "width_transports": (list(TRANSPORTS), _names(TRANSPORTS)),
+    "widths": _list_of(_integer(1, MAX_NODES), f"node counts (1 to {MAX_NODES})"),
+    "width_rows": _one_of("per-epoch", "per-node"),
+    "width_rows_per_epoch": _integer(1),
+    "width_rows_per_node": _integer(1),
+    "width_epochs": _integer(1),
+    "width_variants": _names(tuple(VARIANTS)),
+    "width_transports": _names(TRANSPORTS),
     # _msearch's max_concurrent_searches per msearch cell; 0 leaves it to Elasticsearch (its default depends on the
     # data nodes and the search pool: the report names it)
-    "width_max_concurrent_searches": ([0, 1], _list_of(_integer(0, 1024), "max_concurrent_searches (0: Elasticsearch's default)")),
+    "width_max_concurrent_searches": _list_of(_integer(0, 1024), "max_concurrent_searches (0: Elasticsearch's default)"),
     # serial sends a request per node: above this width it is not run (the report extrapolates from the widest run)
-    "width_serial_max_nodes": (300, _integer(0)),
+    "width_serial_max_nodes": _integer(0),
     # an HDR variant over terms holds 3 histograms per node in one response, which no breaker sees: at 3000 nodes a
     # 1 GB node died of OutOfMemoryError (C_hdr, 3 digits); above this width that cell is not run
-    "width_hdr_terms_max_nodes": (1000, _integer(0)),
-    "width_iterations": (10, _integer(1)),
+    "width_hdr_terms_max_nodes": _integer(0),
+    "width_iterations": _integer(1),
 }
+
+
+def _defaults():
+    """track.json's declared defaults as values (its expressions over the vocabulary evaluated as Jinja would)."""
+    environment = jinja2.Environment()
+    declared = {
+        name: environment.compile_expression(default)(vocabulary=VOCABULARY_MODULE) if isinstance(default, Expression) else default
+        for name, default in declared_defaults().items()
+    }
+    unruled, undeclared = declared.keys() - RULES.keys(), RULES.keys() - declared.keys()
+    if unruled or undeclared:  # a parameter nobody checks, or a rule of no parameter: the track and this file disagree
+        raise RuntimeError(
+            f"track.json declares parameters without a rule here: {sorted(unruled)}; rules without a declaration: {sorted(undeclared)}"
+        )
+    return declared
+
+
+DEFAULTS = _defaults()
+PARAMETERS = {name: (DEFAULTS[name], rule) for name, rule in RULES.items()}  # name -> (default, check)
 
 
 def width_rows_per_epoch(user_params, width):
@@ -329,3 +362,22 @@ def check_operation_value(operation_param, value, track_param):
         PARAMETERS[track_param][1](value)
     except ParameterError as e:
         raise ValueError(f"{operation_param} must be {e}, got {value!r} (track parameter {track_param})") from None
+
+
+def accepted(name):
+    """What a parameter accepts, in the words its check uses to refuse a value."""
+    try:
+        RULES[name](object())
+    except ParameterError as e:
+        return str(e)
+    raise AssertionError(f"the rule of {name} accepted an object()")
+
+
+def main():
+    """`make params`: every track parameter in track.json's order, its default and what it accepts."""
+    for name, (default, _) in PARAMETERS.items():
+        print(f"{name} = {json.dumps(default)}\n    {accepted(name)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -4,36 +4,21 @@ The seed's query: size 0, a bool filter of term node + term epoch, and the varia
 """
 
 import json
-from pathlib import Path
 
 import jinja2
 
-from runners.records import TRACK_NAME
+from runners.track_files import track_dir
 
 FIELDS = ("cpu", "mem", "net")
 
-
-def _track_dir():
-    """The track folder, seen from this package: tracks/cluster-metrics in this repository, or beside runners/ in a
-    team's track repository that holds the two side by side (track.py finds runners/ the same way)."""
-    root = Path(__file__).resolve().parents[1]
-    candidates = (root / TRACK_NAME, root / "tracks" / TRACK_NAME)
-    found = next((c for c in candidates if (c / "track.json").is_file()), None)
-    if found is None:
-        raise FileNotFoundError(f"no {TRACK_NAME} track folder at {' or '.join(map(str, candidates))}: keep runners/ beside it")
-    return found
-
-
-VOCABULARY = _track_dir() / "vocabulary.j2"
-
-
-_MODULE = jinja2.Environment().from_string(VOCABULARY.read_text()).module
+VOCABULARY = track_dir() / "vocabulary.j2"
+VOCABULARY_MODULE = jinja2.Environment().from_string(VOCABULARY.read_text()).module  # also what track.json's defaults refer to
 
 
 def _vocabulary():
     """Variants (name -> aggregation pieces), transports, the layout sweep's layouts, the _source modes and the fetch
     kinds, from the file track.json imports too."""
-    module = _MODULE
+    module = VOCABULARY_MODULE
     return (
         {name: tuple(pieces) for name, pieces in module.variants.items()},
         tuple(module.transports),
@@ -44,24 +29,24 @@ def _vocabulary():
 
 
 VARIANTS, TRANSPORTS, LAYOUTS, SOURCE_MODES, FETCH_KINDS = _vocabulary()
-SOURCE_MODE_SETTING = _MODULE.source_mode_setting
-DEFAULT_COMPRESSION = _MODULE.default_compression  # Elasticsearch's default t-digest compression
+SOURCE_MODE_SETTING = VOCABULARY_MODULE.source_mode_setting
+DEFAULT_COMPRESSION = VOCABULARY_MODULE.default_compression  # Elasticsearch's default t-digest compression
 # ingest-changes: each seed change -> the track parameters it ingests with; the baseline's name
-INGEST_CHANGES = {name: tuple(tuned) for name, tuned in _MODULE.ingest_changes.items()}
-INGEST_CHANGE_BASELINE = _MODULE.ingest_change_baseline
-CCS_DIRECT_ROUTES = tuple(_MODULE.ccs_direct_routes)
+INGEST_CHANGES = {name: tuple(tuned) for name, tuned in VOCABULARY_MODULE.ingest_changes.items()}
+INGEST_CHANGE_BASELINE = VOCABULARY_MODULE.ingest_change_baseline
+CCS_DIRECT_ROUTES = tuple(VOCABULARY_MODULE.ccs_direct_routes)
 FETCH_TRANSPORTS = ("serial", "msearch")  # top_hits in a terms bucket stops at index.max_inner_result_window (100)
 # source-large: its index, what its fetch asks of each hit's _source, the response formats (runners/large_source.py)
-LARGE_SOURCE_INDEX = _MODULE.large_source_index
-LARGE_SOURCE_MODES = tuple(_MODULE.large_source_modes)
-LARGE_SOURCE_FORMATS = tuple(_MODULE.large_source_formats)
+LARGE_SOURCE_INDEX = VOCABULARY_MODULE.large_source_index
+LARGE_SOURCE_MODES = tuple(VOCABULARY_MODULE.large_source_modes)
+LARGE_SOURCE_FORMATS = tuple(VOCABULARY_MODULE.large_source_formats)
 FETCH_SORT_FIELD = "cpu"  # a fetch coverage returns each node's busiest samples: sorted by cpu, descending
 DOC_FIELDS = ("epoch", "node", "task", "cpu", "mem", "net")  # index.json's properties
 
 
 def rtt_samples(rtt_ms, iterations):
     """Measured samples per point of the RTT sweep and the CCS comparison (the rule track.json applies)."""
-    return int(str(_MODULE.rtt_samples(rtt_ms, iterations)))
+    return int(str(VOCABULARY_MODULE.rtt_samples(rtt_ms, iterations)))
 
 
 DEFAULT_PERCENTS = (0, 50, 90, 100)

@@ -9,15 +9,16 @@ import json
 import urllib.error
 import urllib.request
 
+from runners.track_files import declared_defaults
+
 VERSION = "v2.12.0"  # github.com/Shopify/toxiproxy/v2, installed with `go install` from the Go module proxy
-DEFAULT_API = "http://127.0.0.1:8474"
+_DECLARED = declared_defaults()  # the track parameters that name Toxiproxy and its proxies default to what we create
+DEFAULT_API = _DECLARED["toxiproxy_url"]
 START_FIX = "start it with `make proxy-start` (installs Toxiproxy on first use), or give the track parameter " "toxiproxy_url"
 
-# the proxies this project creates: in front of the target cluster's HTTP port (RTT sweep, faults), and in front of
-# the remote cluster's transport port (cross-cluster search)
 # the track's proxies, by role: the target cluster's HTTP port (RTT sweep, faults), the remote cluster's transport port
-# (cross-cluster search) and the remote cluster's HTTP port (seed 001's direct cells to the far cluster)
-PROXIES = {"http": "cluster-metrics-http", "remote": "cluster-metrics-remote", "remote-http": "cluster-metrics-remote-http"}
+# (cross-cluster search) and the remote cluster's HTTP port (the direct cells to the far cluster)
+PROXIES = {"http": _DECLARED["network_proxy"], "remote": _DECLARED["ccs_proxy"], "remote-http": _DECLARED["ccs_far_proxy"]}
 
 # our toxics' names: only these are ever added or removed, so a user's own toxics on the same proxy are left alone
 LATENCY_UP, LATENCY_DOWN, FAULT = "cluster-metrics-rtt-up", "cluster-metrics-rtt-down", "cluster-metrics-fault"

@@ -44,6 +44,21 @@ def rendered_challenges(params=None):
     return {c["name"]: c for c in rendered_track(params)["challenges"]}
 
 
+VERSIONS_MARK = re.compile(r'mark\.versions\("([a-z0-9-]+)"\)')
+
+
+def challenges_raced_by_their_own_module():
+    """{challenge: test module} of the challenges a study's own module races (a test marked versions("<challenge>")
+    outside test_challenges.py): those that need a set-up of their own (a proxy, a remote, three nodes) or parameters
+    its tests assert on. test_challenges.py races every other challenge of the track, so a new one needs no list."""
+    found = {}
+    for path in sorted(Path(__file__).parent.glob("test_*.py")):
+        if path.name != "test_challenges.py":
+            for challenge in VERSIONS_MARK.findall(path.read_text()):
+                found.setdefault(challenge, path.stem)
+    return found
+
+
 def rendered_tasks(challenge):
     """A rendered challenge's tasks, those inside a parallel element included, in schedule order."""
     for element in challenge["schedule"]:

@@ -3,7 +3,7 @@ agree with their runners. Unit tests (no node): the track is rendered by Rally's
 
 import pytest
 
-from conftest import REPO, STANDARD_SHAPE, rendered_challenges, rendered_tasks, rendered_track
+from conftest import REPO, STANDARD_SHAPE, challenges_raced_by_their_own_module, rendered_challenges, rendered_tasks, rendered_track
 from runners import interleave, records
 from runners.operations import OPERATIONS
 from runners.queries import INGEST_CHANGE_BASELINE
@@ -153,3 +153,16 @@ def test_the_makefile_targets_of_the_seeds_points_are_valid_shell(target):
     assert "esrally race" in shown.stdout
     parsed = subprocess.run(["bash", "-n"], input=shown.stdout, capture_output=True, text=True)
     assert parsed.returncode == 0, parsed.stderr + shown.stdout
+
+
+def test_every_challenge_of_the_track_is_raced_by_the_suite():
+    """A challenge the suite races nowhere: test_challenges.py races each one that no study module marks as its own
+    (versions("<challenge>")), so only a module that claims a challenge can leave it out, and the claim is its race."""
+    from test_challenges import ARGS, one_node_challenges
+
+    own = challenges_raced_by_their_own_module()
+    generic = set(one_node_challenges())
+    assert set(own) <= set(rendered_challenges()), "a module claims a challenge the track no longer has"
+    assert generic and not generic & set(own) and "full" in generic and one_node_challenges()[0] == "full"
+    assert {"rtt-sweep", "ccs-roundtrips", "layout-sweep"} <= set(own)  # the proxies', the remote's, the three nodes'
+    assert set(ARGS) <= set(rendered_challenges()) - set(own)

@@ -11,6 +11,7 @@ import pytest
 from coverage_test import answers, source
 
 from runners import interleave
+from runners.context import CONTEXT_KEY
 from runners.coverage import Coverage
 from stub_client import StubClient
 
@@ -122,3 +123,53 @@ def test_processes_take_turns_through_the_counter_file(tmp_path):
         w.join(60)
     assert [w.exitcode for w in workers] == [0, 0]
     assert (tmp_path / "turns-g.txt.log").read_text().split() == [str(i) for i in range(40)]
+
+
+def lead(name="set-rtt-5ms", iterations=None, group="study"):
+    t = task(name, warmup=None, iterations=iterations, group=group)
+    t.operation.params[interleave.LEAD_KEY] = True
+    return t
+
+
+def test_a_lead_takes_the_first_turn_once_and_the_cells_follow_in_their_passes():
+    tasks = [task(n) for n in CELLS] + [lead()]
+    interleave.assign(tasks, 1, ["localhost"])
+    order = tasks[0].operation.params[interleave.ORDER_KEY]
+    assert order == ["set-rtt-5ms"] + interleave.order(sorted(CELLS), 3, 1)
+    assert all(t.operation.params[interleave.ORDER_KEY] is order for t in tasks)
+
+
+@pytest.mark.parametrize(
+    "members,message",
+    [([lead(), lead("set-rtt-again")], "at most one lead"), ([lead(iterations=2)], "which runs once")],
+)
+def test_a_lead_that_is_not_one_run_is_refused(members, message):
+    with pytest.raises(ValueError, match=message):
+        interleave.assign([task(n) for n in CELLS] + members, 1, None)
+
+
+def test_the_lead_passes_the_first_turn_on_or_fails_the_cells_at_once(context, tmp_path):
+    context = type(context)(**{**context.as_param(), "record_dir": str(tmp_path)})
+    params = {
+        "name": "set-rtt-5ms",
+        interleave.GROUP_KEY: "g",
+        interleave.ORDER_KEY: ["set-rtt-5ms", *CELLS],
+        CONTEXT_KEY: context.as_param(),
+    }
+    path = interleave.turn_file(str(tmp_path), "g")
+
+    async def set_up():
+        return {"success": True}
+
+    assert asyncio.run(interleave.as_lead(params, set_up)) == {"success": True}
+    assert asyncio.run(interleave.wait_for_turn(path, 1, stall_seconds=0.2)) is None  # the first cell's turn came
+
+    async def broken():
+        raise RuntimeError("the probe did not cross the proxy")
+
+    other = dict(params, **{interleave.GROUP_KEY: "h"})
+    with pytest.raises(RuntimeError):
+        asyncio.run(interleave.as_lead(other, broken))
+    why = asyncio.run(interleave.wait_for_turn(interleave.turn_file(str(tmp_path), "h"), 1, stall_seconds=60))
+    assert "set-rtt-5ms, which sets up the group's cells, failed: the probe did not cross the proxy" in why  # at once
+    assert asyncio.run(interleave.as_lead({"name": "x"}, set_up)) == {"success": True}  # blocked: no turns

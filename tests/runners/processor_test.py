@@ -6,6 +6,8 @@ import json
 import re
 import shutil
 import socket
+import subprocess
+import sys
 
 import jinja2
 import pytest
@@ -16,7 +18,7 @@ import cmgen
 from conftest import REPO, rendered_tasks
 from runners import corpus, interleave
 from runners import load as load_runner
-from runners import parameters
+from runners import parameters, track_files
 from runners.context import CONTEXT_KEY, RaceContext
 from runners.network import clear_toxics
 from runners.operations import OPERATIONS, PARAM_SOURCES
@@ -212,18 +214,26 @@ def test_list_and_info_need_no_corpus(tmp_path):
     assert load(tmp_path, race_id=None).challenges  # esrally list tracks / info: no race id
 
 
-def test_track_json_declares_every_parameter_with_the_same_default():
-    text = (TRACK_DIR / "track.json").read_text()
-    declared = dict(re.findall(r"\{% set p_(\w+) = \(\1 \| default\((.+?)\)\) %\}", text))
-    assert declared.keys() == parameters.PARAMETERS.keys()
-    vocabulary = jinja2.Environment().from_string((TRACK_DIR / "vocabulary.j2").read_text()).module
-    for name, default in declared.items():
-        value = (
-            jinja2.Environment().compile_expression(default)(vocabulary=vocabulary)
-            if default.startswith("vocabulary.")
-            else None if default == "none" else json.loads(default)
-        )
-        assert value == parameters.PARAMETERS[name][0], name
+def test_track_json_declarations_are_read_as_rally_renders_them():
+    """Each default is read from track.json's one declaration: literals as JSON, vocabulary expressions as Jinja, and
+    a declaration whose variable is not p_<its name> is refused."""
+    text = """{% set p_epochs = (epochs | default(5)) %}
+{% set p_target_throughput = (target_throughput | default(none)) %}
+{% set p_tuned_refresh_interval = (tuned_refresh_interval | default("-1")) %}
+{% set p_transports = (transports | default(vocabulary.transports)) %}"""
+    declared = track_files.declared_defaults(text)
+    assert declared == {"epochs": 5, "target_throughput": None, "tuned_refresh_interval": "-1", "transports": "vocabulary.transports"}
+    assert isinstance(declared["transports"], track_files.Expression) and not isinstance(
+        declared["tuned_refresh_interval"], track_files.Expression
+    )
+    with pytest.raises(ValueError, match="p_epoch from epochs"):
+        track_files.declared_defaults("{% set p_epoch = (epochs | default(5)) %}")
+    # the track as Rally renders it with no parameters uses the defaults read here: the epochs' corpora, the transports' cells
+    rendered = json.loads(loader.render_template_from_file(str(TRACK_DIR / "track.json"), {}))
+    assert len(rendered["corpora"]) == parameters.DEFAULTS["epochs"]
+    full = next(c for c in rendered["challenges"] if c["name"] == "full")
+    coverages = [t["operation"]["name"] for t in rendered_tasks(full) if t["operation"]["operation-type"] == "coverage"]
+    assert coverages == [coverage_task_name(v, t) for v in parameters.DEFAULTS["variants"] for t in parameters.DEFAULTS["transports"]]
 
 
 def test_rendered_task_names_use_the_shared_vocabulary():
@@ -626,3 +636,14 @@ def test_the_track_readme_privilege_table_is_what_the_processor_hands_each_chall
     cell = lambda privileges: ", ".join(f"`{p}`" for p in privileges) or "-"  # noqa: E731
     table = "\n".join(f"| `{name}` | {' | '.join(cell(p) for p in row)} |" for name, row in sorted(found.items()))
     assert readme_privileges() == found, f"the track README's rows, as the processor sums them:\n{table}"
+
+
+def test_every_default_passes_its_own_rule_and_make_params_names_what_each_accepts():
+    for name, (default, rule) in parameters.PARAMETERS.items():
+        rule(default)  # a default the processor would refuse: track.json and the rule disagree
+    listed = subprocess.run([sys.executable, "-m", "runners.parameters"], capture_output=True, text=True, cwd=REPO, check=True).stdout
+    assert (
+        "epochs = 5\n    an integer of at least 1\n" in listed
+        and "schedule = \"interleaved\"\n    one of 'blocked', 'interleaved'" in listed
+    )
+    assert listed.count("\n    ") == len(parameters.PARAMETERS)
