@@ -134,7 +134,7 @@ layout-sweep: CHALLENGE = layout-sweep
 layout-sweep: TARGET_HOSTS = 127.0.0.1:$(PORT)
 layout-sweep: race
 
-# node scaling (track README "Node scaling"): the layout sweep's coverage throughput of 1S0R on 1 data node pinned to
+# node scaling (docs/layouts.md, "Node scaling"): the layout sweep's coverage throughput of 1S0R on 1 data node pinned to
 # core 0, then of 2S0R and 1S1R on 2 data nodes pinned to cores 0 and 1 (node.processors 1 each), both behind an
 # unpinned coordinating node on PORT; then one report of the two races (reports/node-scaling-<ids>/). It stops the local
 # cluster on PORT and starts each of the two in turn (the launcher signals only its own pids). TRACK_PARAMS adds to both.
@@ -185,8 +185,7 @@ rtt-sweep network-faults: venv es-start corpus proxy-start
 
 # seed 001: searches sent to the local cluster, the index (CCS_SHARDS shards, CCS_EPOCHS epochs) on the remote,
 # through the proxy; beside them the remote asked directly, near and far (its HTTP proxy); both clusters are the
-# local nodes it starts (two secured clusters: esrally race with --client-options keyed by cluster, track README
-# "Over a network")
+# local nodes it starts (two secured clusters: esrally race with --client-options keyed by cluster, docs/network.md)
 CCS_PARAMS = epochs:$(CCS_EPOCHS)$(if $(TRACK_PARAMS),$(comma)$(TRACK_PARAMS))
 ccs-roundtrips: venv es-start remote-start corpus proxy-start
 	$(TOXIPROXY) proxy --api-port $(TOXIPROXY_PORT) --role remote --listen $(REMOTE_PROXY_PORT) --upstream $$(( $(REMOTE_PORT) + 100 ))
@@ -222,7 +221,7 @@ aggregation-memory: venv es-start corpus
 	$(MAKE) --no-print-directory race CHALLENGE=aggregation-memory
 	$(VPY) -m report
 
-# the tests in two tiers (README: Tests). test: lint, every unit test and a few representative races on one node
+# the tests in two tiers (docs/tests.md). test: lint, every unit test and a few representative races on one node
 # (minutes); it: every other integration test (every challenge, Toxiproxy, the 3-node and remote clusters, the
 # network namespaces, the private checkout). CI runs both, so every behaviour is proven on every change.
 test: venv lint

@@ -12,7 +12,7 @@ entitlement system, whose agent and java.base bridge are not published: the laun
 (java/entitlement-agent, java/entitlement-bridge), checks their shape against the version's published entitlement jar
 when it builds the home, and the server's start-up self-test checks them again. ES's native library (libvec) is not
 published either: 8.19 and 9.x then run with native access off (no system call filter; Debian's libzstd serves their
-zstd), which the README names beside the version figures.
+zstd), which docs/versions.md names beside the version figures.
 
 Ports: without coordinating nodes, node i (1..N) listens on HTTP port + i - 1 (transport: transport port + i - 1).
 With --coordinating C (seed 003's "client node": node.roles [], it holds no shard and routes every request it gets
@@ -24,8 +24,8 @@ this process may use) with node.processors 1, so that Elasticsearch sizes its th
 coordinating node stays unpinned (it shares every core with Rally, as the seed's client node shared its host with
 JMeter). The state file records each node's roles, core and processors.
 --also-bind ADDR: HTTP also on that address of this network namespace (beside 127.0.0.1, where everything else of the
-launcher stays): for load-driver hosts in network namespaces of their own (tests/test_load_drivers.py, README "Team
-set-up"); never a machine's own network.
+launcher stays): for load-driver hosts in network namespaces of their own (tests/test_load_drivers.py, docs/team-setup.md,
+"Trying it on one machine"); never a machine's own network.
 
 Layout (under local-es/.state/, git-ignored; override with ES_LOCAL_STATE; as root in a checkout the unprivileged
 node user cannot reach, such as a 0700 folder, under /var/tmp/cluster-metrics-local-es/<checkout hash>/ instead):

@@ -13,7 +13,7 @@ bridge, no route beyond the bridge, and, for each --private directory, an empty 
     run --state DIR I -- COMMAND ...                 run a command on host I (its namespaces; the same files otherwise)
     down --state DIR                                 stop the sleepers (the namespaces and links go with them)
 
-Stdlib only. tests/test_load_drivers.py drives two hosts through the Hosts class; README.md ("Team set-up") has the
+Stdlib only. tests/test_load_drivers.py drives two hosts through the Hosts class; docs/team-setup.md ("Load-driver hosts") has the
 recipe by hand.
 """
 

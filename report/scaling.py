@@ -22,7 +22,7 @@ SCALING_NOTE = (
     "nodes normalized to 1S0R. What one host can show: each data node has a core of its own, but Rally and the "
     "coordinating node run unpinned on the same cores, and disk, memory bandwidth and the page cache are shared; a "
     "ratio here is a lower bound on what a second machine would add, never the seed's three independent machines "
-    "(tracks/cluster-metrics/README.md, Node scaling).\n"
+    "(docs/layouts.md, Node scaling).\n"
 )
 
 

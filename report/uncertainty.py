@@ -46,7 +46,7 @@ MIN_SAMPLES = min_samples(SIDE_CONFIDENCE)  # a verdict's, on each side
 MARGIN = 0.05  # the smallest relative difference a verdict names (run-to-run spread, see above)
 # the smallest difference of medians (ms) a verdict names: a cell of a few milliseconds moves by more than its
 # within-race interval from one race to the next (JIT, GC, what else the host runs); A/A pairs of one build on one
-# index (5 x 100,000 rows, README "Verdicts") set it
+# index (5 x 100,000 rows, docs/checks.md, "Verdicts") set it
 NOISE_FLOOR_MS = 5.0
 
 VERDICT_RULE = (

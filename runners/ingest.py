@@ -150,7 +150,7 @@ class _OperationsNotBody:
     """The client as Rally's bulk runner sees it, but its bulk(body=...) goes out as bulk(operations=...), the same
     request. elasticsearch-py 8.6 deprecates `body` there, and before each warning it walks the call stack with
     inspect.stack(), which reads source files: several ms of load-driver CPU per bulk request, counted in Rally's
-    processing time of every bulk (found with Rally's --enable-driver-profiling; tracks/cluster-metrics/README.md,
+    processing time of every bulk (found with Rally's --enable-driver-profiling; docs/ingest.md,
     "Where per-epoch ingest cost goes")."""
 
     def __init__(self, client):

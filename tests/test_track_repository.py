@@ -96,7 +96,7 @@ def test_this_repository_shared_whole_names_its_track_by_path(tmp_path):
 
 def test_the_top_level_challenges_folder_is_the_tracks_own():
     """The card's layout has challenges/ at the top level: a link to the track folder's challenges/, the one home of
-    the challenge files, which the track folder keeps so that Rally reads it on its own (README: Layout)."""
+    the challenge files, which the track folder keeps so that Rally reads it on its own (docs/repository.md)."""
     top = REPO / "challenges"
     assert top.is_symlink() and os.readlink(top) == os.path.join("tracks", "cluster-metrics", "challenges")
     assert top.resolve() == (TRACK / "challenges").resolve()

@@ -1,7 +1,7 @@
 """Thin plugin entry point: registers the runners package (runners/__init__.py).
 
 Rally puts the track folder's parent on sys.path, so runners/ is found beside the track folder, as in a team's track
-repository that holds the two side by side (README.md, "The track folder on its own"); in this repository the track
+repository that holds the two side by side (docs/team-setup.md, "The track folder on its own"); in this repository the track
 folder is tracks/cluster-metrics and runners/ is two levels up, added here.
 """
 
