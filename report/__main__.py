@@ -17,9 +17,12 @@ from report import (
     charts,
     client_cost,
     costs,
+    coverage,
     hosts,
+    ingest,
     ingest_changes,
     large_source,
+    layouts,
     load,
     network,
     profile,
@@ -83,8 +86,8 @@ INGEST_TIME_NOTE = (
 
 # (title, table builder, what a race without it lacks, the note under the table: text or race -> text)
 SECTIONS = [
-    ("Ingest per epoch", tables.ingest_table, "ingest", INGEST_NOTE),
-    ("Ingest: where an epoch's wall time goes", tables.ingest_time_table, "ingest time breakdown", INGEST_TIME_NOTE),
+    ("Ingest per epoch", ingest.ingest_table, "ingest", INGEST_NOTE),
+    ("Ingest: where an epoch's wall time goes", ingest.ingest_time_table, "ingest time breakdown", INGEST_TIME_NOTE),
     (
         "Ingest changes one at a time: each seed change alone against the baseline",
         ingest_changes.changes_table,
@@ -97,8 +100,8 @@ SECTIONS = [
         "ingest segments",
         ingest_changes.SEGMENT_NOTE,
     ),
-    ("30-node coverage: service time per coverage", tables.coverage_table, "coverage", lambda race: coverage_note(race)),
-    ("Validation: every coverage checked against the ground truth", tables.validation_table, "validation counts", None),
+    ("30-node coverage: service time per coverage", coverage.coverage_table, "coverage", lambda race: coverage_note(race)),
+    ("Validation: every coverage checked against the ground truth", coverage.validation_table, "validation counts", None),
     ("Server took against client wall per coverage (seed 000, 4.2)", study.took_table, "took", study.TOOK_NOTE),
     (
         "Subtractive cost attribution on took (seed 000, 4.2)",
@@ -125,10 +128,10 @@ SECTIONS = [
         "the production cell D_td serial",
         study.RECOMMENDATION_NOTE,
     ),
-    ("Speedup against D_td serial (median)", tables.speedup_table, "the baseline D_td serial", None),
-    ("Layout sweep: indexing throughput per layout", tables.layout_ingest_table, "layout sweep", None),
-    ("Layout sweep: coverage throughput per layout", tables.layout_query_table, "layout sweep coverages", lambda race: LAYOUT_NOTE),
-    ("Layout sweep: where the shards went and who did the work", tables.layout_placement_table, "layout placement", None),
+    ("Speedup against D_td serial (median)", coverage.speedup_table, "the baseline D_td serial", None),
+    ("Layout sweep: indexing throughput per layout", layouts.layout_ingest_table, "layout sweep", None),
+    ("Layout sweep: coverage throughput per layout", layouts.layout_query_table, "layout sweep coverages", lambda race: LAYOUT_NOTE),
+    ("Layout sweep: where the shards went and who did the work", layouts.layout_placement_table, "layout placement", None),
     (
         "Layout sweep: single-document indexing per layout",
         single_doc.single_doc_table,
@@ -217,7 +220,7 @@ def single_report(race, out_root, baseline=None):
             parts.append(note(race) if callable(note) else note)
         if build is network.rtt_table:
             summary.append(network.rtt_note(race).splitlines()[-1])
-        if build is tables.speedup_table:
+        if build is coverage.speedup_table:
             summary.append(_speedup_summary(race))
     if absent:
         parts += [f"_Not in this race: {', '.join(absent)}._", ""]
@@ -281,13 +284,13 @@ def compare_report(race_list, out_root):
     verdicts = all(r.samples is not None for r in race_list)
     rows = [["Elasticsearch"] + [r.version or "-" for r in race_list] + [""] * (len(race_list) - 1)]
     cells = [tables.coverage_cells(r) for r in race_list]
-    ingest = [tables.ingest_rows(r) for r in race_list]
+    ingests = [ingest.ingest_rows(r) for r in race_list]
     keys = tables.in_study_order({k for c in cells for k in c})
     for v, t in keys:
         values = [tables.valid_median(c, (v, t)) if not tables.failed(c.get((v, t))) else "FAILED" for c in cells]
         rows.append([f"{tables.coverage_task_name(v, t)} median (ms)"] + values + _cell_comparisons(race_list, cells, (v, t), values))
-    if all(ingest):
-        rows.append(_ingest_throughput_row(race_list, ingest))
+    if all(ingests):
+        rows.append(_ingest_throughput_row(race_list, ingests))
     for label, key in (
         ("ingest wall (s)", "wall_s"),
         ("bulk took (s)", "bulk_took_s"),
@@ -297,8 +300,8 @@ def compare_report(race_list, out_root):
         ("flush (s)", "flush_s"),
     ):
         values = [
-            "FAILED" if epochs and tables.ingest_problem(r) else (sum(row[key] or 0 for row in epochs) if epochs else None)
-            for r, epochs in zip(race_list, ingest)
+            "FAILED" if epochs and ingest.ingest_problem(r) else (sum(row[key] or 0 for row in epochs) if epochs else None)
+            for r, epochs in zip(race_list, ingests)
         ]
         if any(v is not None for v in values):
             rows.append([label] + values + _ratios(values))
@@ -319,13 +322,13 @@ def compare_report(race_list, out_root):
     return out / "compare.md", text
 
 
-def _ingest_throughput_row(race_list, ingest):
+def _ingest_throughput_row(race_list, ingests):
     """The baseline ingest's documents per second (all epochs' documents over their summed walls), and against the first
     race its epochs' walls paired epoch by epoch (uncertainty.compare_paired: the ratio of walls, so above 1 is slower)."""
-    walls = [None if tables.ingest_problem(r) else [row["wall_s"] for row in epochs] for r, epochs in zip(race_list, ingest)]
+    walls = [None if ingest.ingest_problem(r) else [row["wall_s"] for row in epochs] for r, epochs in zip(race_list, ingests)]
     values = [
         "FAILED" if w is None else (sum(row["docs"] for row in epochs) / sum(w) if None not in w and sum(w) else None)
-        for w, epochs in zip(walls, ingest)
+        for w, epochs in zip(walls, ingests)
     ]
     return (
         ["ingest docs/s (vs the first: epoch walls paired)"] + values + [uncertainty.compare_paired(walls[0], w).text() for w in walls[1:]]

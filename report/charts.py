@@ -5,7 +5,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from report import costs, load, network, tables, uncertainty, widths  # noqa: E402
+from report import costs, ingest, load, network, tables, uncertainty, widths  # noqa: E402
 
 
 def _axes(ax, xlabel, ylabel, title=None, yscale="log", legend=8):
@@ -66,7 +66,7 @@ def coverage_bars(race, path):
 
 def ingest_stacked(race, path):
     """Per epoch: the bulk wall time split into ES indexing, refresh, merge, flush (from /_stats) and the rest."""
-    rows = tables.ingest_rows(race)
+    rows = ingest.ingest_rows(race)
     if not rows:
         return None
     epochs = [str(r["epoch"]) for r in rows]

@@ -3,7 +3,7 @@ aggregation cell costs in memory (request breaker floor, young GCs) beside its t
 
 A failed task is FAILED in its column and takes no part in a ratio."""
 
-from report import tables
+from report import ingest, tables
 from runners import queries
 from runners.tasks import breaker_floor_task_name, bulk_task_name, coverage_task_name, fetch_task_name, memory_task_name, source_task_name
 
@@ -33,7 +33,7 @@ def source_rows(race):
         rows.setdefault(label, {})[mode] = value
 
     for mode in source_modes(race):
-        storage, ingest = race.sources.get(mode, {}), race.source_ingest.get(mode, {})
+        storage, mode_ingest = race.sources.get(mode, {}), race.source_ingest.get(mode, {})
         failed_storage = tables.failed(ops.get(source_task_name(mode, "storage")))
         for phase, label in (("ingested", "store as ingested (MiB)"), ("merged", "store, 1 segment (MiB)")):
             if phase in storage:
@@ -42,15 +42,15 @@ def source_rows(race):
         if fields:
             put("_source stored (MiB)", mode, _mib(fields.get("_source", {}).get("total", 0)))
             put("doc values, all fields (MiB)", mode, _mib(sum(f.get("doc_values", 0) for f in fields.values())))
-        if ingest.get("epochs"):
-            walls = [tables.epoch_wall(ops, e, source_task_name(mode, bulk_task_name(e["epoch"]))) for e in ingest["epochs"]]
+        if mode_ingest.get("epochs"):
+            walls = [ingest.epoch_wall(ops, e, source_task_name(mode, bulk_task_name(e["epoch"]))) for e in mode_ingest["epochs"]]
             wall = sum(w for w in walls if w is not None)
-            docs = sum(e["docs"] for e in ingest["epochs"])
-            bad = tables.ingest_problem(race, source_task_name(mode, "")) is not None
+            docs = sum(e["docs"] for e in mode_ingest["epochs"])
+            bad = ingest.ingest_problem(race, source_task_name(mode, "")) is not None
             put("ingest wall (s)", mode, "FAILED" if bad else wall)
             put("ingest docs/s", mode, "FAILED" if bad else (docs / wall if wall else None))
-            put("ES indexing time (s)", mode, sum(e["index-ms"] for e in ingest["epochs"]) / 1000)
-            put("merge time (s)", mode, sum(e["merge-ms"] for e in ingest["epochs"]) / 1000)
+            put("ES indexing time (s)", mode, sum(e["index-ms"] for e in mode_ingest["epochs"]) / 1000)
+            put("merge time (s)", mode, sum(e["merge-ms"] for e in mode_ingest["epochs"]) / 1000)
         for v in race.param("source_variants"):
             for t in race.param("source_transports"):
                 op = ops.get(source_task_name(mode, coverage_task_name(v, t)))
@@ -77,7 +77,7 @@ def source_table(race):
     body = []
     for label, values in source_rows(race).items():
         base = values.get(SOURCE_BASELINE)
-        body.append([label] + [values.get(m) for m in modes] + [tables._normalized(values.get(m), base) for m in others])
+        body.append([label] + [values.get(m) for m in modes] + [tables.normalized(values.get(m), base) for m in others])
     return header, body
 
 

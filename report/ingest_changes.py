@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from scipy import stats
 
-from report import tables
+from report import ingest, tables
 from report.uncertainty import CONFIDENCE
 from runners import records
 from runners.queries import INGEST_CHANGE_BASELINE, INGEST_CHANGES
@@ -76,7 +76,7 @@ def ingests(race):
 
 
 def epoch_rows(race, record, bulk_task):
-    """Per epoch of one ingest record, in s: wall (tables.epoch_wall; bulk_task(epoch) names an older race's task of
+    """Per epoch of one ingest record, in s: wall (ingest.epoch_wall; bulk_task(epoch) names an older race's task of
     the epoch), the bulk tooks' sum, /_stats indexing, and /_stats refresh + merge + flush."""
     ops = race.op_metrics()
     rows = []
@@ -84,7 +84,7 @@ def epoch_rows(race, record, bulk_task):
         rows.append(
             {
                 "epoch": e["epoch"],
-                "wall": tables.epoch_wall(ops, e, bulk_task(e["epoch"])),
+                "wall": ingest.epoch_wall(ops, e, bulk_task(e["epoch"])),
                 "took": e["bulk-took-ms"] / 1000,
                 "index": e["index-ms"] / 1000,
                 "other": (e["refresh-ms"] + e["merge-ms"] + e["flush-ms"]) / 1000,
@@ -101,11 +101,11 @@ def change_rows(race, name):
 
 
 def change_problem(race, name):
-    """Why one ingest of ingest-changes failed, or None: tables.ingest_problem's reasons under its task prefix, no
+    """Why one ingest of ingest-changes failed, or None: ingest.ingest_problem's reasons under its task prefix, no
     record of its cost, or a document count never checked (its verify-doc-count did not run)."""
     if _main_baseline(race, name):
-        return tables.ingest_problem(race)
-    problem = tables.ingest_problem(race, _prefix(name))
+        return ingest.ingest_problem(race)
+    problem = ingest.ingest_problem(race, _prefix(name))
     if problem:
         return problem
     if not race.ingest_changes.get(name, {}).get("epochs"):
@@ -246,7 +246,7 @@ def segment_table(race):
     if INGEST_CHANGE_BASELINE in race.ingest_changes:
         found.append(("ingest-changes baseline", change_rows(race, INGEST_CHANGE_BASELINE), change_problem(race, INGEST_CHANGE_BASELINE)))
     if race.ingest:
-        found.append((f"{race.challenge} ingest", epoch_rows(race, race.ingest, bulk_task_name), tables.ingest_problem(race)))
+        found.append((f"{race.challenge} ingest", epoch_rows(race, race.ingest, bulk_task_name), ingest.ingest_problem(race)))
     columns = [(label, _segments(rows), problem) for label, rows, problem in found]
     columns = [c for c in columns if c[1] is not None]
     if not columns:

@@ -12,7 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from report import layout_seed, tables
+from report import layout_seed, layouts, tables
 from runners.tasks import coverage_task_name
 
 SCALING_NOTE = (
@@ -36,23 +36,23 @@ def _data_node_processors(race):
 def scaling_table(race_list):
     """Per race (ordered by data nodes) and layout: each layout cell's cov/s, the mean ratio to 1S0R on the fewest
     data nodes, that ratio per data node, and the seed's model. None when no race swept a layout."""
-    ordered = sorted(race_list, key=tables.layout_data_nodes)
-    cells = tables.LAYOUT_CELLS
+    ordered = sorted(race_list, key=layouts.layout_data_nodes)
+    cells = layouts.LAYOUT_CELLS
     header = ["data nodes", "data node processors", "layout", "race"]
-    header += [f"{v} {t} (cov/s)" for v, t in cells] + [f"mean vs {tables.LAYOUT_BASELINE} on the fewest nodes", "per data node"]
-    header += [f"seed 003 vs {tables.LAYOUT_BASELINE}"]
+    header += [f"{v} {t} (cov/s)" for v, t in cells] + [f"mean vs {layouts.LAYOUT_BASELINE} on the fewest nodes", "per data node"]
+    header += [f"seed 003 vs {layouts.LAYOUT_BASELINE}"]
     base = None
     for race in ordered:
-        ops = tables._layout_ops(race).get(tables.LAYOUT_BASELINE)
+        ops = layouts.layout_ops(race).get(layouts.LAYOUT_BASELINE)
         if ops:
             base = [_rate(ops, v, t) for v, t in cells]
             break
     body = []
     for race in ordered:
-        nodes = tables.layout_data_nodes(race)
-        for layout, ops in tables._layout_ops(race).items():
+        nodes = layouts.layout_data_nodes(race)
+        for layout, ops in layouts.layout_ops(race).items():
             rates = [_rate(ops, v, t) for v, t in cells]
-            ratios = [tables._normalized(r, b) for r, b in zip(rates, base or [None] * len(cells))]
+            ratios = [tables.normalized(r, b) for r, b in zip(rates, base or [None] * len(cells))]
             mean = sum(ratios) / len(ratios) if ratios and None not in ratios else None
             body.append(
                 [nodes, _data_node_processors(race), layout, race.race_id[:8]]

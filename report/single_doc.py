@@ -2,7 +2,8 @@
 the same shards unreplicated, beside seed 003's statements."""
 
 from report import layout_seed
-from report.tables import LAYOUT_BASELINE, _layout_ops, _normalized, failed, failed_label
+from report.layouts import LAYOUT_BASELINE, layout_ops
+from report.tables import failed, failed_label, normalized
 from report.uncertainty import MIN_SAMPLES, median_interval, ratio_interval
 from runners import layouts as layout_rules
 from runners.single_doc import RECORD_KEY
@@ -13,7 +14,7 @@ def single_doc_rows(race):
     """Per layout that indexed single documents: Rally's throughput (docs/s, median), the per-second samples of the
     track's records, the count check, and why the layout failed (None when it did not)."""
     rows = []
-    for layout, ops in _layout_ops(race).items():
+    for layout, ops in layout_ops(race).items():
         op = ops.get(SINGLE_DOC)
         if op is None:
             continue
@@ -73,9 +74,9 @@ def single_doc_table(race):
                 r["clients"],
                 r["docs_per_s"],
                 _median_text(r["samples"]),
-                _normalized(r["docs_per_s"], base["docs_per_s"] if base else None),
+                normalized(r["docs_per_s"], base["docs_per_s"] if base else None),
                 _ratio_text(base, r),
-                _normalized(r["docs_per_s"], unreplicated["docs_per_s"] if unreplicated else None),
+                normalized(r["docs_per_s"], unreplicated["docs_per_s"] if unreplicated else None),
                 seed,
                 counted,
             ]

@@ -9,11 +9,11 @@ Without samples (race.json alone) the table shows the ratio of medians and names
 
 import numpy as np
 
-from report import tables, uncertainty
+from report import ingest, tables, uncertainty
 from runners import queries, records
 from runners.queries import TRANSPORTS, VARIANTS
+from runners.search_pool import SEARCH_POOL
 from runners.tasks import bulk_task_name, parse_width_coverage, width_task_name
-from runners.widths import SEARCH_POOL
 
 
 def width_cells(race):
@@ -235,7 +235,7 @@ def width_ingest_table(race):
     body = []
     for w, record in sorted(race.width_ingest.items()):
         docs = sum(row["docs"] for row in record.get("epochs", []))
-        wall = sum(tables.epoch_wall(ops, row, width_task_name(w, bulk_task_name(row["epoch"]))) or 0 for row in record.get("epochs", []))
+        wall = sum(ingest.epoch_wall(ops, row, width_task_name(w, bulk_task_name(row["epoch"]))) or 0 for row in record.get("epochs", []))
         took = sum(row["bulk-took-ms"] for row in record.get("epochs", []))
         # a race that ended early has no task durations: its wall time is unknown, not 0
         body.append([w, docs, tables.fmt(wall) if wall else "-", tables.fmt(docs / wall) if wall else "-", tables.fmt(took / 1000)])

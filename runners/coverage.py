@@ -9,6 +9,7 @@ import elasticsearch
 
 from runners import interleave, load, parameters, queries, records, results, scope, wire
 from runners.context import CONTEXT_KEY, DEFAULT_CLUSTER, RaceContext
+from runners.registry import Need, Operation
 from runners.validation import (
     CoverageErrors,
     FetchExpectation,
@@ -466,3 +467,11 @@ def _validate_common(params, context):
     if unknown:
         raise ValueError(f"node(s) {', '.join(unknown)} are not in the generated corpus")
     parameters.check_operation_value("request-timeout", params.get("request-timeout", 120), "request_timeout")
+
+
+OPERATIONS = {
+    "coverage": Operation(Coverage, Need("searches the index", index=("read",)), CoverageParamSource, validate_coverage),
+    "fetch-coverage": Operation(
+        FetchCoverage, Need("searches the index", index=("read",)), FetchCoverageParamSource, validate_fetch_coverage
+    ),
+}

@@ -6,7 +6,8 @@ from runners import restore, results
 from runners.context import DEFAULT_CLUSTER, RaceContext
 from runners.corpus import FINGERPRINT_KEY, CorpusError
 from runners.queries import SOURCE_MODE_SETTING
-from runners.widths import SearchPool
+from runners.registry import Need, Operation
+from runners.search_pool import SearchPool
 
 SEARCH_POOL_KEY = "search-pool"  # operation parameter: then record what bounds _msearch's concurrency (SearchPool)
 
@@ -184,3 +185,16 @@ def shape_differences(mappings, settings, shape):
     if altered and not (expected_by and altered.startswith(expected_by)):
         found.append(f"{altered}")
     return found
+
+
+OPERATIONS = {
+    "verify-doc-count": Operation(VerifyDocCount, Need("counts the index's documents", index=("read",))),
+    "verify-corpus": Operation(
+        VerifyCorpus,
+        Need(
+            "reads the index's mapping, settings and counts, and the notes an aborted race left",
+            index=("read", "view_index_metadata"),
+            notes=("read",),
+        ),
+    ),
+}

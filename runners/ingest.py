@@ -22,6 +22,7 @@ from esrally.track import params as rally_params
 from runners import corpus, parameters, records, results, wire
 from runners.context import RaceContext
 from runners.index_body import FreshIndexBodyParamSource
+from runners.registry import Need, Operation
 from runners.scope import untimed
 
 LOG = logging.getLogger(__name__)
@@ -536,3 +537,32 @@ def validate_ingest(params, clients, context):
             )
     if not params.get("epochs"):
         raise ValueError("an ingest needs at least one epoch")
+
+
+OPERATIONS = {
+    # an ingest in one task: the index set up afresh, every epoch with its per-epoch cost, the count checked
+    "ingest-epochs": Operation(
+        IngestEpochs,
+        Need(
+            "deletes and creates the index, waits for its health, indexes the corpus; at each epoch's end refreshes and "
+            "reads index stats; counts the documents",
+            ("monitor",),
+            ("delete_index", "create_index", "view_index_metadata", "index", "monitor", "maintenance", "read"),
+        ),
+        IngestEpochsParamSource,
+        validate_ingest,
+    ),
+    # the index set up alone, for epochs that come in tasks of their own (the live challenge)
+    "ingest-setup": Operation(
+        IngestSetup,
+        Need(
+            "deletes and creates the index, waits for its health, reads its stats and settings",
+            ("monitor",),
+            ("delete_index", "create_index", "monitor", "view_index_metadata"),
+        ),
+        FreshIndexBodyParamSource,
+    ),
+    # one epoch at a time (the live challenge: the last epoch bulk-loaded while queries run)
+    "epoch-bulk": Operation(EpochBulk, Need("indexes the corpus", index=("index",)), EpochBulkParamSource, validate_bulk),
+    "ingest-cost-epoch": Operation(IngestCostEpoch, Need("reads index stats", index=("monitor",))),
+}

@@ -38,6 +38,7 @@ from runners.context import CONTEXT_KEY, RaceContext
 from runners.coverage import MALFORMED, MEASURED_KEY, WARMUPS_KEY, http_error, network_error
 from runners.parameters import MIB
 from runners.queries import LARGE_SOURCE_FORMATS, LARGE_SOURCE_MODES
+from runners.registry import Need, Operation
 from runners.validation import CoverageErrors, check_shards
 
 LOG = logging.getLogger(__name__)
@@ -547,3 +548,30 @@ def validate_large_fetch(params, clients, context):
     if params.get("format") not in LARGE_SOURCE_FORMATS:
         raise ValueError(f"format must be one of {', '.join(LARGE_SOURCE_FORMATS)}, got {params.get('format')!r}")
     validate_large_source(params, 1, context)  # several clients may fetch at once
+
+
+# documents of its own, generated from the track parameters, in an index of its own
+OPERATIONS = {
+    "large-source-create-index": Operation(
+        LargeSourceCreateIndex,
+        Need("reads the nodes' http.max_content_length, creates the index of the large documents", ("monitor",), ("create_index",)),
+        validate=validate_large_source,
+        reads_corpus=False,
+    ),
+    "large-source-index": Operation(
+        LargeSourceIndex, Need("indexes the large documents", index=("index",)), validate=validate_large_source, reads_corpus=False
+    ),
+    "large-source-verify": Operation(
+        LargeSourceVerify,
+        Need("counts the large documents, reads the index's mapping", index=("read", "view_index_metadata")),
+        validate=validate_large_source,
+        reads_corpus=False,
+    ),
+    "large-source-fetch": Operation(
+        LargeSourceFetch,
+        Need("searches the index of the large documents", index=("read",)),
+        LargeSourceFetchParamSource,
+        validate_large_fetch,
+        reads_corpus=False,
+    ),
+}

@@ -5,6 +5,7 @@ import re
 
 from runners import records
 from runners.context import RaceContext
+from runners.registry import Need, Operation
 
 LAYOUT = re.compile(r"^(\d+)S(\d+)R$")
 
@@ -120,3 +121,11 @@ def validate_layout_stats(params, clients, context):
     parse_layout(params.get("layout"))
     if params.get("phase") not in ("ingested", "searched"):
         raise ValueError(f"phase must be ingested or searched, got {params.get('phase')!r}")
+
+
+OPERATIONS = {
+    "check-layouts": Operation(CheckLayouts, Need("reads the nodes", ("monitor",)), validate=validate_layouts),
+    "layout-stats": Operation(
+        LayoutStats, Need("reads shard-level index stats", ("monitor",), ("monitor",)), validate=validate_layout_stats
+    ),
+}

@@ -24,6 +24,7 @@ import elasticsearch
 from runners import records, results
 from runners.context import RaceContext
 from runners.hosts import this_host
+from runners.registry import Need, Operation
 from runners.restore import JSON, SMALL_INDEX_SETTINGS, body_of
 
 SCHEDULER = "cluster-metrics-relative-rate"
@@ -284,3 +285,18 @@ def validate_step(params):
         raise ValueError(f"rate-fraction must be a positive number, got {fraction!r} (track parameter load_steps)")
     if not isinstance(params.get("rate-of"), str) or not params["rate-of"]:
         raise ValueError("rate-of must name the calibration task of the cell")
+
+
+OPERATIONS = {
+    # coverage-load on several load-driver hosts: the calibration reaches every host that runs step clients
+    "share-calibration": Operation(
+        ShareCalibration,
+        Need(
+            "hands a load calibration to the other load-driver hosts through an index of the race's own, deleted when "
+            "every client has it (several load-driver hosts only)",
+            index=("create_index", "manage", "read", "write", "delete_index"),
+        ),
+        validate=validate_share,
+        reads_corpus=False,
+    ),
+}

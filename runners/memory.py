@@ -19,6 +19,7 @@ import math
 from runners import parameters, records, restore, results
 from runners.context import RaceContext
 from runners.coverage import Coverage, CoverageParamSource, validate_coverage
+from runners.registry import SETTINGS_CHANGE, Need, Operation
 
 LOG = logging.getLogger(__name__)
 BREAKER_SETTING = "indices.breaker.request.limit"
@@ -207,3 +208,14 @@ def validate_breaker_floor(params, clients, context):
     parameters.check_operation_value("resolution", params.get("resolution", 0.05), "memory_resolution")
     if clients != 1:
         raise ValueError(f"the request breaker floor runs with 1 client, not {clients} (the limit is node-wide)")
+
+
+OPERATIONS = {
+    "check-quiet-cluster": Operation(CheckQuietCluster, Need("reads node stats", ("monitor",))),
+    "breaker-floor": Operation(
+        BreakerFloor,
+        Need("bisects the request breaker's limit, a persistent cluster setting", ("manage", "monitor"), ("read",), SETTINGS_CHANGE),
+        BreakerFloorParamSource,
+        validate_breaker_floor,
+    ),
+}

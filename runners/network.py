@@ -7,6 +7,7 @@ import time
 
 from runners import interleave, parameters, restore
 from runners.context import DEFAULT_CLUSTER
+from runners.registry import Need, Operation
 from runners.toxiproxy import DEFAULT_API, Toxiproxy, ToxiproxyError
 
 PATH_CHECKS = ("http", "ccs", "none")
@@ -209,3 +210,9 @@ def validate_remote(params, clients, context):
         parameters.check_operation_value("proxy-address", params["proxy-address"], "ccs_proxy_address")
     if params.get("proxy-address") == "":
         check_proxy(params)
+
+
+OPERATIONS = {
+    "set-rtt": Operation(SetRtt, Need("probes the target cluster (GET /)", ("monitor",)), validate=validate_latency),
+    "clear-toxics": Operation(ClearToxics, Need("talks to Toxiproxy only"), validate=validate_clear),
+}

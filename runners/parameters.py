@@ -18,7 +18,6 @@ from runners.queries import (
     FETCH_KINDS,
     FETCH_TRANSPORTS,
     INGEST_CHANGES,
-    LAYOUTS,
     SOURCE_MODES,
     TRANSPORTS,
     VARIANTS,

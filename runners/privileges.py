@@ -1,33 +1,24 @@
 """The Elasticsearch privileges a challenge needs, from what its operations ask of the cluster, and the check that
 asks the cluster for them before anything changes.
 
-NEEDS is the one table: what each operation type sends, as Elasticsearch 8's privilege names (cluster privileges,
-index privileges on the task's index, and on the restore-notes index for an operation that changes cluster
-settings). The track processor sums a challenge's needs into its check-privileges task, the first task of every
-challenge; the track README's privilege table is the same sum (tests/runners/processor_test.py keeps them equal).
+Each operation type's need is declared beside its runner (its module's OPERATIONS table, runners/registry.py); this
+module adds those of Rally's own operations the track uses and of Rally itself. The track processor sums a
+challenge's needs into its check-privileges task, the first task of every challenge; the track README's privilege
+table is the same sum (tests/runners/processor_test.py keeps the README's table equal to it).
 """
 
 import logging
-from dataclasses import dataclass
 
 import elasticsearch
 
 from runners import restore
 from runners.index_checks import SEARCH_POOL_KEY
+from runners.registry import SETTINGS_CHANGE, Need, Operation
 from runners.results import error_reason
 
 LOG = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class Need:
-    why: str
-    cluster: tuple = ()
-    index: tuple = ()  # on the index the task works on
-    notes: tuple = ()  # on runners.restore.NOTES_INDEX
-
-
-SETTINGS_CHANGE = ("create_index", "read", "write")  # the notes an operation writes before it changes a cluster setting
 CCS = Need(
     "searches the remote index, registered for its operation (cluster settings) and probed", ("manage", "monitor"), (), SETTINGS_CHANGE
 )
@@ -35,8 +26,8 @@ CCS = Need(
 # Rally's own requests in every race: its version check (GET /) and its cluster telemetry (node stats and info)
 RALLY = Need("Rally's version check and cluster telemetry (GET /, node info and stats)", ("monitor",))
 
-NEEDS = {
-    # Rally's own operations, as this track uses them
+# Rally's own operations, as this track uses them
+RALLY_OPERATIONS = {
     "create-index": Need("creates the index", index=("create_index",)),
     "delete-index": Need(
         "deletes the index it is about to create; Rally's runner lifts the transient cluster setting "
@@ -47,64 +38,15 @@ NEEDS = {
     "cluster-health": Need("waits for the index's health", ("monitor",)),
     "refresh": Need("refreshes the index", index=("maintenance",)),
     "raw-request": Need("changes index settings (ingest changes: refresh interval, translog)", index=("manage",)),
-    # this track's operations
-    "check-privileges": Need("asks the cluster which privileges the user has"),
-    "search-pool": Need("reads the nodes' search thread pool and processors", ("monitor",)),
-    "ingest-setup": Need(
-        "deletes and creates the index, waits for its health, reads its stats and settings",
-        ("monitor",),
-        ("delete_index", "create_index", "monitor", "view_index_metadata"),
-    ),
-    "ingest-epochs": Need(
-        "deletes and creates the index, waits for its health, indexes the corpus; at each epoch's end refreshes and "
-        "reads index stats; counts the documents",
-        ("monitor",),
-        ("delete_index", "create_index", "view_index_metadata", "index", "monitor", "maintenance", "read"),
-    ),
-    "epoch-bulk": Need("indexes the corpus", index=("index",)),
-    "ingest-cost-epoch": Need("reads index stats", index=("monitor",)),
-    "verify-doc-count": Need("counts the index's documents", index=("read",)),
-    "verify-corpus": Need(
-        "reads the index's mapping, settings and counts, and the notes an aborted race left",
-        index=("read", "view_index_metadata"),
-        notes=("read",),
-    ),
-    "coverage": Need("searches the index", index=("read",)),
-    "fetch-coverage": Need("searches the index", index=("read",)),
-    "profile-breakdown": Need("searches the index with profile on", index=("read",)),
-    "source-storage": Need(
-        "reads store stats and disk usage, force-merges, marks the mapping",
-        index=("monitor", "view_index_metadata", "maintenance", "manage"),
-    ),
-    "check-quiet-cluster": Need("reads node stats", ("monitor",)),
-    "breaker-floor": Need(
-        "bisects the request breaker's limit, a persistent cluster setting", ("manage", "monitor"), ("read",), SETTINGS_CHANGE
-    ),
-    "check-layouts": Need("reads the nodes", ("monitor",)),
-    "layout-stats": Need("reads shard-level index stats", ("monitor",), ("monitor",)),
-    "single-doc": Need("indexes one document per request into the layout's single-document index", index=("index",)),
-    "single-doc-setup": Need(
-        "deletes the layout's single-document index by name if it exists, creates it and waits for its health",
-        ("monitor",),
-        ("delete_index", "create_index"),
-    ),
-    "single-doc-count": Need(
-        "refreshes, counts and deletes the layout's single-document index", index=("maintenance", "read", "delete_index")
-    ),
-    "share-calibration": Need(
-        "hands a load calibration to the other load-driver hosts through an index of the race's own, deleted when "
-        "every client has it (several load-driver hosts only)",
-        index=("create_index", "manage", "read", "write", "delete_index"),
-    ),
-    "set-rtt": Need("probes the target cluster (GET /)", ("monitor",)),
-    "clear-toxics": Need("talks to Toxiproxy only"),
-    "large-source-create-index": Need(
-        "reads the nodes' http.max_content_length, creates the index of the large documents", ("monitor",), ("create_index",)
-    ),
-    "large-source-index": Need("indexes the large documents", index=("index",)),
-    "large-source-verify": Need("counts the large documents, reads the index's mapping", index=("read", "view_index_metadata")),
-    "large-source-fetch": Need("searches the index of the large documents", index=("read",)),
 }
+
+
+def needs_of(operation_type):
+    """The need of one operation type: Rally's own, or the one its module declares; None for an unknown type."""
+    from runners.operations import OPERATIONS  # imported here: operations collects this module's table too
+
+    operation = OPERATIONS.get(operation_type)
+    return operation.need if operation else RALLY_OPERATIONS.get(operation_type)
 
 
 def needs(tasks):
@@ -142,14 +84,15 @@ RESTORE_SETTINGS = Need("unsets the index settings it changed for its bulks", in
 
 def _with_needs(tasks, remote_key):
     for operation_type, params, index_name in tasks:
-        if operation_type not in NEEDS:
-            raise KeyError(f"operation type {operation_type!r} has no entry in runners/privileges.py NEEDS")
+        need = needs_of(operation_type)
+        if need is None:
+            raise KeyError(f"operation type {operation_type!r} declares no need: its module's OPERATIONS, or RALLY_OPERATIONS here")
         # a search of <remote>:<index> needs its index privileges on the remote cluster, not on this one
-        yield operation_type, NEEDS[operation_type], None if params.get("remote") else index_name
+        yield operation_type, need, None if params.get("remote") else index_name
         if params.get("restore-settings"):
             yield operation_type, RESTORE_SETTINGS, index_name
         if params.get(SEARCH_POOL_KEY):  # verify-corpus, then the search pool in the same task
-            yield operation_type, NEEDS["search-pool"], index_name
+            yield operation_type, needs_of("search-pool"), index_name
         if params.get(remote_key):
             yield f"{operation_type} (cross-cluster search)", CCS, None
 
@@ -170,7 +113,7 @@ class PrivilegeError(Exception):
 class CheckPrivileges:
     """Asks the target cluster (POST /_security/user/_has_privileges: any authenticated user may ask about itself)
     whether the user Rally connects as holds every privilege the challenge needs (operation parameters "cluster",
-    "index" and "challenge", set by the track processor from NEEDS). A missing one ends the race, naming each
+    "index" and "challenge", set by the track processor from each operation's need). A missing one ends the race, naming each
     privilege, what needs it and the challenge; nothing has changed at that point. A 401 is named as bad
     credentials. A cluster without security (the endpoint is not there) allows everything. Untimed; returns 1 op with
     the user and whether security is on."""
@@ -221,10 +164,15 @@ def security_off(error):
 
 
 def _why(operation_types):
-    """What needs a privilege, from NEEDS: "breaker-floor: bisects the request breaker's limit ..."."""
+    """What needs a privilege, from each operation's need: "breaker-floor: bisects the request breaker's limit ..."."""
     reasons = []
     for operation_type in operation_types or ():
         base = operation_type.split(" ")[0]
-        need = RALLY if base == "rally" else CCS if operation_type != base else NEEDS.get(base)
+        need = RALLY if base == "rally" else CCS if operation_type != base else needs_of(base)
         reasons.append(f"{operation_type}: {need.why}" if need else operation_type)
     return "; ".join(reasons) or "needed by the challenge"
+
+
+OPERATIONS = {
+    "check-privileges": Operation(CheckPrivileges, Need("asks the cluster which privileges the user has"), reads_corpus=False),
+}

@@ -18,6 +18,7 @@ import elasticsearch
 from runners import parameters, queries, records, results
 from runners.context import CONTEXT_KEY, RaceContext
 from runners.coverage import JSON, MALFORMED, MEASURED_KEY, NO_CACHE, WARMUPS_KEY, http_error, network_error
+from runners.registry import Need, Operation
 from runners.validation import CoverageErrors, NodeExpectation, PercentileErrors, check_node_response
 
 LOG = logging.getLogger(__name__)
@@ -275,3 +276,10 @@ def validate_profile(params, clients, context):
     parameters.check_operation_value("percents", params.get("percents", list(queries.DEFAULT_PERCENTS)), "percents")
     parameters.check_operation_value("hdr-digits", params.get("hdr-digits", queries.DEFAULT_HDR_DIGITS), "hdr_digits")
     parameters.check_operation_value("request-timeout", params.get("request-timeout", 120), "request_timeout")
+
+
+OPERATIONS = {
+    "profile-breakdown": Operation(
+        ProfileBreakdown, Need("searches the index with profile on", index=("read",)), ProfileParamSource, validate_profile
+    ),
+}

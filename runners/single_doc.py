@@ -20,7 +20,9 @@ import elasticsearch
 from runners import corpus, layouts, parameters, records, results
 from runners.context import RaceContext
 from runners.coverage import network_seen
+from runners.index_body import FreshIndexBodyParamSource
 from runners.ingest import recreate_indices
+from runners.registry import Need, Operation
 from runners.restore import JSON, body_of
 
 RECORD_KEY = "single-doc"  # the layout record's (layouts.record_name) section of the single-document indexing
@@ -306,3 +308,28 @@ def validate_single_doc_count(params, clients, context):
     layouts.parse_layout(params.get("layout"))
     if params.get("index") != single_doc_index(params["layout"]):
         raise ValueError(f"index must be {single_doc_index(params['layout'])}, got {params.get('index')!r}")
+
+
+OPERATIONS = {
+    "single-doc": Operation(
+        SingleDoc,
+        Need("indexes one document per request into the layout's single-document index", index=("index",)),
+        SingleDocParamSource,
+        validate_single_doc,
+    ),
+    "single-doc-setup": Operation(
+        SingleDocSetup,
+        Need(
+            "deletes the layout's single-document index by name if it exists, creates it and waits for its health",
+            ("monitor",),
+            ("delete_index", "create_index"),
+        ),
+        FreshIndexBodyParamSource,
+        validate_single_doc_setup,
+    ),
+    "single-doc-count": Operation(
+        SingleDocCount,
+        Need("refreshes, counts and deletes the layout's single-document index", index=("maintenance", "read", "delete_index")),
+        validate=validate_single_doc_count,
+    ),
+}

@@ -7,6 +7,7 @@ import logging
 from runners import parameters, queries, records, results
 from runners.context import RaceContext
 from runners.index_checks import ALTERED_KEY
+from runners.registry import Need, Operation
 
 LOG = logging.getLogger(__name__)
 STATS_INTERVAL = "index.store.stats_refresh_interval"
@@ -127,3 +128,15 @@ async def _mark_altered(es, index, what):
     challenges' verify-corpus refuses to time it as if it were the standard index (index_checks.shape_differences)."""
     meta = next(iter((await es.perform_request("GET", f"/{index}/_mapping")).body.values()))["mappings"].get("_meta", {})
     await es.perform_request("PUT", f"/{index}/_mapping", body={"_meta": {**meta, ALTERED_KEY: what}}, headers=JSON)
+
+
+OPERATIONS = {
+    "source-storage": Operation(
+        SourceStorage,
+        Need(
+            "reads store stats and disk usage, force-merges, marks the mapping",
+            index=("monitor", "view_index_metadata", "maintenance", "manage"),
+        ),
+        validate=validate_storage_stats,
+    ),
+}

@@ -38,8 +38,8 @@ from runners.operations import OPERATIONS
 from runners.parameters import PARAMETERS
 from runners.profile import read_calls
 from runners.queries import INGEST_CHANGE_BASELINE, INGEST_CHANGES
+from runners.search_pool import SEARCH_POOL
 from runners.tasks import INGEST, breaker_floor_task_name, ingest_change_task_name, profile_task_name
-from runners.widths import SEARCH_POOL
 
 # the parameters of each challenge's race here: fewer cells of the longest ones (their defaults run at full scale;
 # the README says what ran), and values that prove a parameter took effect (other bulk sizes and clients)

@@ -11,7 +11,7 @@ import matplotlib.image
 import pytest
 
 from conftest import REPO, TEST_PORT, ensure_test_index
-from report import ReportError, races, tables, uncertainty
+from report import ReportError, coverage, ingest, layouts, races, tables, uncertainty
 from report.__main__ import main as report_main
 from runners import records
 
@@ -43,11 +43,11 @@ def test_full_race_report_has_every_table_and_real_numbers(tmp_path, capsys):
     # numbers come from race.json: D_td serial's median is in the table, and its speedup is 1.00
     d_td_serial = race.op_metrics()["coverage-D_td-serial"]["service_time"]["mean"]
     assert tables.fmt(d_td_serial) in text
-    speedups = dict((row[0], row) for row in tables.speedup_table(race)[1])
+    speedups = dict((row[0], row) for row in coverage.speedup_table(race)[1])
     assert speedups["D_td"][1] == pytest.approx(1.0)
-    ingest = tables.ingest_rows(race)
-    assert [r["epoch"] for r in ingest] == [1, 2, 3, 4, 5] and all(r["docs"] == 1000 and r["wall_s"] > 0 for r in ingest)
-    assert ingest[0]["wall_s"] == race.op_metrics()["bulk-epoch-1"]["duration"] / 1000  # race.json keeps ms
+    rows = ingest.ingest_rows(race)
+    assert [r["epoch"] for r in rows] == [1, 2, 3, 4, 5] and all(r["docs"] == 1000 and r["wall_s"] > 0 for r in rows)
+    assert rows[0]["wall_s"] == race.op_metrics()["bulk-epoch-1"]["duration"] / 1000  # race.json keeps ms
     assert "D_td serial:" in capsys.readouterr().out
 
 
@@ -152,9 +152,9 @@ def test_a_failed_cell_is_marked_and_never_ranked(tmp_path, capsys):
     race = races.find("badcell0", rally_home=tmp_path)
     cells = tables.coverage_cells(race)
     assert tables.fastest_cell(cells) != fastest and tables.valid_median(cells, fastest) is None
-    coverage = dict((row[0], row) for row in tables.coverage_table(race)[1])
-    assert "FAILED (40% errors)" in coverage[fastest[0]]
-    speedups = dict((row[0], row) for row in tables.speedup_table(race)[1])
+    by_variant = dict((row[0], row) for row in coverage.coverage_table(race)[1])
+    assert "FAILED (40% errors)" in by_variant[fastest[0]]
+    speedups = dict((row[0], row) for row in coverage.speedup_table(race)[1])
     assert "FAILED" in speedups[fastest[0]]
     assert report_main(["--race", "badcell0", "--rally-home", str(tmp_path), "--out", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
@@ -165,7 +165,7 @@ def test_a_failed_cell_is_marked_and_never_ranked(tmp_path, capsys):
 def test_a_failed_baseline_gives_no_speedups(tmp_path):
     _copy_race(FULL, tmp_path, "badbase0-0000-0000-0000-000000000000", _fail("coverage-D_td-serial"))
     race = races.find("badbase0", rally_home=tmp_path)
-    assert "baseline D_td serial FAILED" in tables.speedup_table(race)
+    assert "baseline D_td serial FAILED" in coverage.speedup_table(race)
     report_main(["--race", "badbase0", "--rally-home", str(tmp_path), "--out", str(tmp_path / "out")])
     text = next((tmp_path / "out").glob("*/report.md")).read_text()
     assert "no speedup can be measured against it" in text
@@ -186,13 +186,13 @@ LAYOUT_HOME = Path(__file__).parent / "fixtures" / "layout-race"  # a real --tes
 def test_layout_sweep_tables_from_a_real_race(tmp_path):
     race = races.find(rally_home=LAYOUT_HOME)
     assert set(race.layouts) == {"1S0R", "2S0R", "3S0R", "1S1R", "2S1R", "3S1R", "1S2R", "3S2R"}
-    ingest = {row[0]: row for row in tables.layout_ingest_table(race)[1]}
-    assert ingest["1S0R"][6] == pytest.approx(1.0) and ingest["2S1R"][3] == 5000
+    per_layout = {row[0]: row for row in layouts.layout_ingest_table(race)[1]}
+    assert per_layout["1S0R"][6] == pytest.approx(1.0) and per_layout["2S1R"][3] == 5000
     bulk_wall = sum(op["duration"] for task, op in race.op_metrics().items() if task.startswith("layout-2S1R-bulk-epoch-")) / 1000
-    assert ingest["2S1R"][5] == pytest.approx(5000 / bulk_wall)
-    query = {row[0]: row for row in tables.layout_query_table(race)[1]}
+    assert per_layout["2S1R"][5] == pytest.approx(5000 / bulk_wall)
+    query = {row[0]: row for row in layouts.layout_query_table(race)[1]}
     assert query["3S2R"][1] == race.op_metrics()["layout-3S2R-coverage-D_td-msearch"]["throughput"]["median"]
-    placement = [row for row in tables.layout_placement_table(race)[1] if row[0] == "2S1R"]
+    placement = [row for row in layouts.layout_placement_table(race)[1] if row[0] == "2S1R"]
     assert len(placement) == 3  # three nodes; the one holding two copies does half the indexing
     hot = [row for row in placement if len(row[2].split()) == 2]
     assert len(hot) == 1 and hot[0][3] == "50.0%" and hot[0][5] == "indexing"
@@ -214,7 +214,7 @@ def test_a_failed_layout_cell_is_marked(tmp_path):
     fail(data)
     data["race-id"] = dst.name
     (dst / "race.json").write_text(json.dumps(data))
-    query = {row[0]: row for row in tables.layout_query_table(races.find("cafecafe", rally_home=tmp_path))[1]}
+    query = {row[0]: row for row in layouts.layout_query_table(races.find("cafecafe", rally_home=tmp_path))[1]}
     assert query["2S1R"][4] == "FAILED" and query["2S1R"][5] is None
 
 
@@ -277,7 +277,7 @@ def test_sets_are_compared_race_by_race(tmp_path, capsys):
 
 def test_ingest_time_is_split_between_elasticsearch_the_connection_and_the_load_driver(tmp_path):
     race = races.find(FULL, rally_home=HOME)
-    header, body = tables.ingest_time_table(race)
+    header, body = ingest.ingest_time_table(race)
     ops, first = race.op_metrics(), dict(zip(header, body[0]))
     bulk, epoch = ops["bulk-epoch-1"], race.ingest["epochs"][0]
     n = epoch["bulk-requests"]
@@ -296,7 +296,7 @@ def test_ingest_time_is_split_between_elasticsearch_the_connection_and_the_load_
     for row in record["epochs"]:
         row["bulk-requests"] = 3  # two clients' requests, each as long as the task
     (copy / "cluster-metrics" / "ingest.json").write_text(json.dumps(record))
-    assert tables.ingest_time_table(races.find("c2c2c2c2", rally_home=tmp_path)) is None
+    assert ingest.ingest_time_table(races.find("c2c2c2c2", rally_home=tmp_path)) is None
 
 
 def _with_epoch_walls(folder, walls):
@@ -324,9 +324,9 @@ def test_compare_names_each_races_version_and_pairs_the_ingests_epochs(tmp_path,
     lines = capsys.readouterr().out.splitlines()
     version = [c.strip() for c in next(l for l in lines if l.startswith("| Elasticsearch ")).strip("|").split("|")]
     assert version[1:4] == ["8.17.2", "9.5.3", "8.19.21"]
-    ingest = [c.strip() for c in next(l for l in lines if l.startswith("| ingest docs/s")).strip("|").split("|")]
-    assert float(ingest[1].replace(",", "")) == pytest.approx(5000 / sum(walls), rel=1e-3)
-    assert ingest[4].startswith("1.300 [1.300, 1.300] slower") and ingest[5].endswith("no difference beyond noise")
+    docs_per_s = [c.strip() for c in next(l for l in lines if l.startswith("| ingest docs/s")).strip("|").split("|")]
+    assert float(docs_per_s[1].replace(",", "")) == pytest.approx(5000 / sum(walls), rel=1e-3)
+    assert docs_per_s[4].startswith("1.300 [1.300, 1.300] slower") and docs_per_s[5].endswith("no difference beyond noise")
 
 
 def test_a_paired_comparison_names_a_difference_only_beyond_its_interval():

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from report import races
+from report import ingest, races
 from report.__main__ import single_report
 from report.study import NO_SHARE
 
@@ -89,10 +89,8 @@ def test_every_section_builds_on_a_real_race_in_every_shape(tmp_path, shape):
 def test_the_ingest_tables_read_the_ingest_tasks_own_record():
     """One ingest task over every epoch: each epoch's wall, docs/s and its split come from the rows the task recorded
     at each boundary (the bulks' windows and service times), not from Rally's task durations."""
-    from report import tables
-
     race = races.load(RACE_DIR)
-    rows, (header, body) = tables.ingest_rows(race), tables.ingest_time_table(race)
+    rows, (header, body) = ingest.ingest_rows(race), ingest.ingest_time_table(race)
     for row, recorded, split in zip(rows, race.ingest["epochs"], body):
         assert row["wall_s"] == recorded["wall-s"] and row["docs_per_s"] == pytest.approx(recorded["docs"] / recorded["wall-s"])
         split = dict(zip(header, split))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
-from report import ingest_changes, races, tables
+from report import ingest, ingest_changes, races
 from report.__main__ import main as report_main
 from runners import records
 from runners.corpus import races_root
@@ -177,7 +177,7 @@ def test_the_race_own_ingest_gets_its_segments_too(tmp_path):
     # and on a real full race: its ingest.json and its bulk-epoch-N durations
     full = races.find(FULL, rally_home=HOME)
     header, body = ingest_changes.segment_table(full)
-    walls = [r["wall_s"] for r in tables.ingest_rows(full)]
+    walls = [r["wall_s"] for r in ingest.ingest_rows(full)]
     assert {row[0].split(":")[0]: row[3] for row in body}["wall"] == pytest.approx(statistics.mean(walls))
 
 

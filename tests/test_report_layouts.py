@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from report import layout_seed, races, scaling, single_doc, tables
+from report import layout_seed, layouts, races, scaling, single_doc
 from report.__main__ import main as report_main
 from runners import records
 from runners.layouts import record_name
+from runners.search_pool import SEARCH_POOL
 from runners.single_doc import RECORD_KEY, single_doc_index
 from runners.tasks import SINGLE_DOC, SINGLE_DOC_COUNT, layout_task_name
-from runners.widths import SEARCH_POOL
 
 LAYOUT_HOME = Path(__file__).parent / "fixtures" / "layout-race"
 # docs/s per layout and its per-second samples (a steady rate, +-2): 1S0R the base
@@ -91,7 +91,7 @@ def test_a_failed_single_doc_layout_is_marked_and_never_the_baseline(tmp_path):
 
 def test_the_coverage_throughput_table_carries_the_seeds_query_model(tmp_path):
     race = fixture_race(tmp_path, "5d0c0002-0000-0000-0000-000000000000")
-    header, body = tables.layout_query_table(race)
+    header, body = layouts.layout_query_table(race)
     seed = {row[0]: row[header.index("seed 003 vs 1S0R")] for row in body}
     # 80 q/s per participating node, ~150 on two, 250 on three: normalized to 1S0R (80)
     assert seed["1S0R"] == 1.0 and seed["2S0R"] == seed["1S1R"] == pytest.approx(150 / 80)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from report import races, study, tables, uncertainty
+from report import coverage, races, study, uncertainty
 from report.__main__ import main as report_main
 from runners import records
 from runners.queries import TRANSPORTS, VARIANTS
@@ -237,7 +237,7 @@ def test_a_cells_median_and_interval_come_from_the_same_samples(tmp_path):
     """The coverage table's median beside its interval is the recorded samples' (Rally's race.json median, from its
     own service times, can lie a hair outside their interval)."""
     race = make_race(tmp_path, "abababab-0000-0000-0000-000000000000")
-    header, body = tables.coverage_table(race)
+    header, body = coverage.coverage_table(race)
     row = next(r for r in body if r[0] == "D_td")
     samples = race.samples[coverage_task_name("D_td", "serial")]
     interval = uncertainty.median_interval(samples)

@@ -6,7 +6,7 @@ import pytest
 
 from conftest import rendered_challenges, rendered_tasks
 from report import charts, races, widths
-from runners import widths as runner_widths
+from runners import search_pool
 from runners.tasks import parse_width_coverage, width_task_name, width_transport
 
 WIDTHS = [30, 300, 3000]
@@ -102,7 +102,7 @@ def test_width_task_names_round_trip(concurrency):
 def test_default_max_concurrent_searches_follows_elasticsearch(processors, data_nodes, expected):
     """TransportMultiSearchAction.defaultMaxConcurrentSearches: data nodes x min(search pool default, 10), at least 1
     (its own test: 10 processors give 10 per data node, no data node gives 1)."""
-    assert runner_widths.default_max_concurrent_searches(processors, data_nodes) == expected
+    assert search_pool.default_max_concurrent_searches(processors, data_nodes) == expected
 
 
 def test_a_race_that_ended_early_is_read_from_its_samples():

@@ -23,8 +23,9 @@ import pytest
 from esrally.driver.driver import calculate_worker_assignments
 
 from conftest import REPO, assert_clean, doc_count, http, launcher, run_race, run_rally, start_race, wait_for_our_rally
+from report import coverage
 from report import hosts as host_report
-from report import races, store, study, tables
+from report import ingest, races, store, study, tables
 from report.__main__ import compare_report
 from report.__main__ import main as report_main
 from runners import load, records
@@ -236,7 +237,7 @@ def test_production_comparison_validates_every_cell_on_both_hosts(cluster, metri
     )
     assert_clean(raced)
     race = races.from_store(metrics_store, raced.race["race-id"])
-    header, body = tables.validation_table(race)
+    header, body = coverage.validation_table(race)
     assert len(body) == 4 and all(coverages >= 2 and checks > 0 and failed == 0 for _, coverages, checks, failed, _ in body)
     for cell in (("D_td", "serial"), ("D_td", "msearch"), ("D_hdr", "msearch"), ("D_hdr", "terms")):
         assert set(race.hosts[coverage_task_name(*cell)]) == {NAMES[1], NAMES[2]}, cell
@@ -332,9 +333,9 @@ def test_a_race_through_the_coordinators_daemon_into_the_store_reports_what_its_
 
     # the track's own records: per-epoch ingest cost and every coverage's validation counts
     assert len(from_files.ingest["epochs"]) == EPOCHS and all(row["bulk-requests"] > 0 for row in from_files.ingest["epochs"])
-    assert tables.ingest_table(from_store) == tables.ingest_table(from_files)
-    validation = tables.validation_table(from_files)
-    assert validation == tables.validation_table(from_store) and len(validation[1]) == len(VARIANTS_RACED) * len(TRANSPORTS)
+    assert ingest.ingest_table(from_store) == ingest.ingest_table(from_files)
+    validation = coverage.validation_table(from_files)
+    assert validation == coverage.validation_table(from_store) and len(validation[1]) == len(VARIANTS_RACED) * len(TRANSPORTS)
     assert study.took_table(from_store) == study.took_table(from_files)
     assert all(coverages >= 1 and checks > 0 and failed == 0 for _, coverages, checks, failed, _ in validation[1])
 
@@ -342,8 +343,8 @@ def test_a_race_through_the_coordinators_daemon_into_the_store_reports_what_its_
     assert len(cells) == len(VARIANTS_RACED) * len(TRANSPORTS) and tables.coverage_cells(from_store) == cells
     for v, t in cells:
         assert len(from_store.samples[coverage_task_name(v, t)]) == 1  # test mode: one measured iteration
-    header, body = tables.coverage_table(from_store)
-    files_header, files_body = tables.coverage_table(from_files)
+    header, body = coverage.coverage_table(from_store)
+    files_header, files_body = coverage.coverage_table(from_files)
     assert header == files_header and sum("interval" in name for name in header) == len(TRANSPORTS)
     assert all("n=1 (interval from 6 samples)" in row for row in body + files_body)
     for race, rows in ((from_store, body), (from_files, files_body)):
@@ -364,8 +365,8 @@ def test_a_race_through_the_coordinators_daemon_into_the_store_reports_what_its_
     written = [op["data"] for m in meta(INGEST) for op in json.loads(m.get(records.META_KEY, "[]")) if op.get("write") == records.INGEST]
     epoch_cost = next(row for data in written for row in data["epochs"] if row["epoch"] == 2)
     assert epoch_cost["docs"] == TEST_MODE_DOCS and epoch_cost["index-ms"] >= 0
-    coverage = meta("coverage-D_td-msearch")[0]
-    assert coverage["success"] is True and coverage["checks"] > 0 and coverage["failed-checks"] == 0 and coverage["requests"] == 1
+    sample = meta("coverage-D_td-msearch")[0]
+    assert sample["success"] is True and sample["checks"] > 0 and sample["failed-checks"] == 0 and sample["requests"] == 1
     assert {m[HOST_KEY] for m in meta("coverage-D_td-msearch")} == {os.uname().nodename}  # the coordinator's host ran it
 
     report = (tmp_path / race_id / "report.md").read_text()

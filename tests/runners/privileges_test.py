@@ -28,7 +28,7 @@ def test_a_search_of_a_remote_index_needs_its_index_privileges_there_and_cross_c
 
 
 def test_an_operation_without_an_entry_is_named():
-    with pytest.raises(KeyError, match="operation type 'new-operation' has no entry"):
+    with pytest.raises(KeyError, match="operation type 'new-operation' declares no need"):
         privileges.needs([("new-operation", {}, CORPUS_INDEX)])
 
 

@@ -9,7 +9,6 @@ import socket
 import subprocess
 import sys
 
-import jinja2
 import pytest
 from esrally import config, exceptions, paths
 from esrally.track import loader

@@ -1,7 +1,9 @@
-"""The coverage-width sweep's view of the cluster: what bounds an _msearch's concurrency on it."""
+"""What bounds an _msearch's concurrency on the cluster: its search pool and allocated processors, recorded for the
+reports of every study whose cells use _msearch (the search-pool task, or verify-corpus with search-pool: true)."""
 
 from runners import records
 from runners.context import RaceContext
+from runners.registry import Need, Operation
 
 SEARCH_POOL = "search-pool.json"  # coverage-width: the search pool and _msearch's default concurrency
 
@@ -48,3 +50,8 @@ class SearchPool:
 
     def __repr__(self):
         return "search-pool"
+
+
+OPERATIONS = {
+    "search-pool": Operation(SearchPool, Need("reads the nodes' search thread pool and processors", ("monitor",)), reads_corpus=False),
+}

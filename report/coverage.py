@@ -1,0 +1,75 @@
+"""The 30-node coverage's tables: service time per cell, validation counts, speedup against the production query.
+A failed cell is marked FAILED and is never a baseline, a speedup or the fastest cell."""
+
+from report.tables import BASELINE, cell_samples, coverage_cells, failed, failed_label, pct, service_ms, valid_median
+from report.uncertainty import median_interval
+from runners.queries import TRANSPORTS, VARIANTS
+
+
+def coverage_table(race):
+    """Median and p90 per cell; with each sample's service time (a race from a metrics store), the median's 95%
+    interval and the sample count (report/uncertainty.py)."""
+    cells = coverage_cells(race)
+    if not cells:
+        return None
+    transports = [t for t in TRANSPORTS if any((v, t) in cells for v in VARIANTS)]
+    stats = ("median", "p90", "95% interval") if race.samples is not None else ("median", "p90")
+    header = ["variant"] + [f"{t} {s} (ms)" for t in transports for s in stats] + ["errors"]
+    body = []
+    for v in VARIANTS:
+        if not any((v, t) in cells for t in transports):
+            continue
+        row = [v]
+        errors = 0.0
+        for t in transports:
+            op = cells.get((v, t))
+            if failed(op):
+                row += [failed_label(op)] + ["-"] * (len(stats) - 1)
+            else:
+                samples = cell_samples(race, (v, t)) if race.samples is not None else None
+                # with samples, the median beside its interval is theirs (Rally's race.json median can differ by a hair)
+                row += [median_interval(samples).median if samples else service_ms(op, "median"), service_ms(op, "p90")]
+                if race.samples is not None:
+                    row.append(median_interval(samples).text() if samples else "-")
+            errors = max(errors, op.get("error_rate", 0) if op else 0)
+        body.append(row + [pct(errors)])
+    return header, body
+
+
+def validation_table(race):
+    """Per coverage task: the coverages checked against the ground truth (warm-up ones too), their checks, the failed
+    ones, and the worst relative percentile error seen."""
+    per_task = {}
+    for row in race.validation:
+        per_task.setdefault(row["task"], []).append(row)
+    if not per_task:
+        return None
+    header = ["task", "coverages", "checks", "failed checks", "worst percentile error"]
+    body = []
+    for task, rows in sorted(per_task.items()):
+        errors = [r["percentile-rel-error-max"] for r in rows if r.get("percentile-rel-error-max") is not None]
+        worst = f"{max(errors):.3%}" if errors else "-"
+        body.append([task, len(rows), sum(r["checks"] or 0 for r in rows), sum(r["failed-checks"] or 0 for r in rows), worst])
+    return header, body
+
+
+def speedup_table(race):
+    cells = coverage_cells(race)
+    if BASELINE not in cells:
+        return None
+    if failed(cells[BASELINE]):
+        return f"the baseline D_td serial {failed_label(cells[BASELINE])}: no speedup can be measured against it"
+    base = valid_median(cells, BASELINE)
+    transports = [t for t in TRANSPORTS if any((v, t) in cells for v in VARIANTS)]
+    header = ["variant"] + [f"{t} (x)" for t in transports]
+    body = []
+    for v in VARIANTS:
+        if any((v, t) in cells for t in transports):
+            body.append(
+                [v]
+                + [
+                    None if (v, t) not in cells else "FAILED" if failed(cells[(v, t)]) else base / valid_median(cells, (v, t))
+                    for t in transports
+                ]
+            )
+    return header, body

@@ -1,0 +1,169 @@
+"""The ingest tables: per epoch, its wall, bulk took, the node's indexing, refresh, merge and flush time, and where an
+epoch's wall time goes; each returns (header, rows), None without data, or a sentence saying why it cannot be built."""
+
+from report.tables import failed, pct, ratio
+from runners.tasks import INGEST, VERIFY_DOC_COUNT, bulk_task_name
+
+
+def epoch_wall(ops, row, bulk_task):
+    """An epoch's bulk wall time in s: as the ingest task recorded it (runners/ingest.py: its first bulk's start to its
+    last bulk's end, every client's), or, where each epoch was bulk-loaded in a task of its own (the live challenge, and
+    every ingest in races before the ingest became one task), that task's duration in race.json; None where neither
+    is known."""
+    if row.get("wall-s") is not None:
+        return row["wall-s"]
+    duration = (ops.get(bulk_task) or {}).get("duration")
+    return duration / 1000 if duration is not None else None  # race.json keeps ms
+
+
+def epoch_docs_per_s(ops, row, bulk_task):
+    """An epoch's bulk throughput: its documents over its recorded wall, or Rally's median throughput of its own bulk
+    task (epoch_wall's older races)."""
+    if row.get("wall-s"):
+        return row["docs"] / row["wall-s"]
+    return (ops.get(bulk_task) or {}).get("throughput", {}).get("median")
+
+
+def ingest_rows(race):
+    """Per epoch: wall (epoch_wall), bulk took, took/wall, /_stats deltas, throughput."""
+    epochs = race.ingest.get("epochs", []) if race.ingest else []
+    ops = race.op_metrics()
+    if not epochs:
+        return None
+    rows = []
+    for e in sorted(epochs, key=lambda r: r["epoch"]):
+        wall = epoch_wall(ops, e, bulk_task_name(e["epoch"]))
+        throughput = epoch_docs_per_s(ops, e, bulk_task_name(e["epoch"]))
+        rows.append(
+            {
+                "epoch": e["epoch"],
+                "docs": e["docs"],
+                "wall_s": wall,
+                "bulk_took_s": e["bulk-took-ms"] / 1000,
+                "took_share": (e["bulk-took-ms"] / 1000 / wall) if wall else None,
+                "index_s": e["index-ms"] / 1000,
+                "refresh_s": e["refresh-ms"] / 1000,
+                "merge_s": e["merge-ms"] / 1000,
+                "flush_s": e["flush-ms"] / 1000,
+                "merged-mb": e["merged-mb"],
+                "docs_per_s": throughput,
+                "requests": e["bulk-requests"],
+            }
+        )
+    return rows
+
+
+def ingest_table(race):
+    rows = ingest_rows(race)
+    if rows is None:
+        return None
+    header = [
+        "epoch",
+        "docs",
+        "wall (s)",
+        "bulk took (s)",
+        "took / wall",
+        "index (s)",
+        "refresh (s)",
+        "merge (s)",
+        "flush (s)",
+        "merged MB",
+        "docs/s",
+    ]
+    body = [
+        [
+            r["epoch"],
+            r["docs"],
+            r["wall_s"],
+            r["bulk_took_s"],
+            pct(r["took_share"]),
+            r["index_s"],
+            r["refresh_s"],
+            r["merge_s"],
+            r["flush_s"],
+            r["merged-mb"],
+            r["docs_per_s"],
+        ]
+        for r in rows
+    ]
+    totals = {
+        k: sum(r[k] or 0 for r in rows)
+        for k in ("docs", "wall_s", "bulk_took_s", "index_s", "refresh_s", "merge_s", "flush_s", "merged-mb")
+    }
+    body.append(
+        [
+            "total",
+            totals["docs"],
+            totals["wall_s"],
+            totals["bulk_took_s"],
+            pct(totals["bulk_took_s"] / totals["wall_s"] if totals["wall_s"] else None),
+            totals["index_s"],
+            totals["refresh_s"],
+            totals["merge_s"],
+            totals["flush_s"],
+            totals["merged-mb"],
+            totals["docs"] / totals["wall_s"] if totals["wall_s"] else None,
+        ]
+    )
+    problem = ingest_problem(race)
+    if problem:  # the figures stay, for what went wrong; the ingest is never a baseline
+        body.append([f"FAILED: {problem}"] + [None] * (len(header) - 1))
+    return header, body
+
+
+def ingest_time_table(race):
+    """Per epoch, where the bulk task's wall time went, from Rally's per-request times (mean x requests) and the bulk
+    tooks: Elasticsearch (took), the connection and Elasticsearch's HTTP layer (service time - took), the load driver
+    inside each request's runner (processing time - service time: the client building the request, Rally parsing the
+    response) and between requests (wall - processing time: Rally's bulk parameter source reading the corpus and
+    assembling the next body). The wall time is Rally's task duration, which ends where the last request starts, plus
+    that request (a mean processing time). With several bulk clients the requests overlap and the parts do not add
+    up: None."""
+    ops = race.op_metrics()
+    epochs = race.ingest.get("epochs", []) if race.ingest else []
+    header = [
+        "epoch",
+        "wall (s)",
+        "Elasticsearch: took (s)",
+        "connection + HTTP (s)",
+        "load driver: runner (s)",
+        "load driver: between requests (s)",
+        "load driver share",
+    ]
+    body, totals = [], [0.0] * 5
+    for e in sorted(epochs, key=lambda r: r["epoch"]):
+        if "wall-s" in e:  # the ingest task's record: each bulk's service time and window (runners/ingest.py)
+            wall, service, processing = e["wall-s"], e.get("service-s"), e.get("processing-s")
+            if None in (wall, service, processing) or not e["bulk-requests"]:
+                return None
+        else:
+            bulk = ops.get(bulk_task_name(e["epoch"]), {})
+            times = [bulk.get(kind, {}).get("mean") for kind in ("service_time", "processing_time")]
+            if bulk.get("duration") is None or None in times or not e["bulk-requests"]:
+                return None
+            # Rally's task duration ends where the last request starts (the last sample's relative time): plus that request
+            service, processing = (t * e["bulk-requests"] / 1000 for t in times)
+            wall = bulk["duration"] / 1000 + times[1] / 1000
+        if processing > wall * 1.01:
+            return None
+        parts = [wall, e["bulk-took-ms"] / 1000, service - e["bulk-took-ms"] / 1000, processing - service, wall - processing]
+        totals = [t + p for t, p in zip(totals, parts)]
+        body.append([e["epoch"], *parts, pct(ratio(parts[3] + parts[4], wall))])
+    if not body:
+        return None
+    body.append(["total", *totals, pct(ratio(totals[3] + totals[4], totals[0]))])
+    return header, body
+
+
+def ingest_problem(race, prefix=""):
+    """Why the race's ingest failed (a bulk with failed samples, or documents lost or duplicated), or None. prefix: that
+    of the ingest's task names, where a challenge ingests several times (ingest-changes' "change-clients-")."""
+    ops = race.op_metrics()
+    failed_bulks = sorted(task for task, op in ops.items() if task.startswith(prefix + bulk_task_name("")) and failed(op))
+    count = ops.get(prefix + VERIFY_DOC_COUNT)
+    problems = [f"failed bulk requests in {', '.join(failed_bulks)}"] if failed_bulks else []
+    if failed(ops.get(prefix + INGEST)):
+        problems.append(f"failed samples in {prefix + INGEST}: a failed bulk, or a document count that differs from the corpus's")
+    if failed(count):
+        problems.append(f"the document count differs from the corpus's ({prefix + VERIFY_DOC_COUNT})")
+    return "; ".join(problems) or None

@@ -1,0 +1,113 @@
+"""The layout sweep's tables (seed 003): indexing and coverage throughput per layout of shards and replicas, where
+the shards went and which node did the work."""
+
+from report import layout_seed
+from report.ingest import epoch_wall, ingest_problem
+from report.tables import failed, normalized, pct
+from runners import layouts as layout_rules
+from runners.tasks import bulk_task_name, coverage_task_name, layout_task_name
+
+LAYOUT_CELLS = (("D_td", "msearch"), ("D_td", "terms"), ("D_hdr", "msearch"), ("D_hdr", "terms"))
+
+
+LAYOUT_BASELINE = "1S0R"
+
+
+def layout_ops(race):
+    """{layout: {task name within the layout: op}} for the layouts the race swept (its track parameter layouts,
+    else the vocabulary's), in sweep order."""
+    names = race.param("layouts")
+    ops = race.op_metrics()
+    found = {}
+    for layout in names:
+        prefix = layout_task_name(layout, "")
+        mine = {task[len(prefix) :]: op for task, op in ops.items() if task.startswith(prefix)}
+        if mine:
+            found[layout] = mine
+    return found
+
+
+def layout_ingest_rows(race):
+    """Per layout: documents (primaries, from layout-stats), bulk wall time (its epochs', epoch_wall), docs/s."""
+    rows = []
+    for layout, ops in layout_ops(race).items():
+        epochs = (race.layout_ingest.get(layout) or {}).get("epochs") or []
+        walls = [epoch_wall(ops, row, bulk_task_name(row["epoch"])) for row in epochs]
+        if not epochs:  # a race without the layout's ingest record: its bulk tasks
+            walls = [op["duration"] / 1000 for task, op in ops.items() if task.startswith(bulk_task_name(""))]
+        copies = race.layouts.get(layout, {}).get("ingested", [])
+        docs = sum(c["docs"] for c in copies if c["primary"])
+        wall = sum(walls) if walls and None not in walls else None
+        rows.append(
+            {
+                "layout": layout,
+                "docs": docs,
+                "wall_s": wall,
+                "failed": ingest_problem(race, layout_task_name(layout, "")) is not None,
+                "docs_per_s": docs / wall if wall and docs else None,
+            }
+        )
+    return rows
+
+
+def layout_ingest_table(race):
+    rows = layout_ingest_rows(race)
+    if not rows:
+        return None
+    base = next((r["docs_per_s"] for r in rows if r["layout"] == LAYOUT_BASELINE and not r["failed"]), None)
+    header = ["layout", "shards", "replicas", "docs", "bulk wall (s)", "docs/s", f"vs {LAYOUT_BASELINE}"]
+    body = []
+    for r in rows:
+        shards, replicas = layout_rules.parse_layout(r["layout"])
+        rate = "FAILED" if r["failed"] else r["docs_per_s"]
+        body.append([r["layout"], shards, replicas, r["docs"], r["wall_s"], rate, normalized(rate, base)])
+    return header, body
+
+
+def layout_data_nodes(race):
+    """The race's data nodes (its search-pool record), else the seed's 3 (the layout sweep's meta data_nodes)."""
+    return (race.search_pool or {}).get("data-nodes") or layout_seed.SEED_DATA_NODES
+
+
+def layout_query_table(race):
+    """Coverage throughput (coverages/s, median, all search clients together) per layout and cell; beside the mean
+    ratio to 1S0R, seed 003's q/s model on the race's data nodes, normalized to 1S0R as the seed's chart is
+    (report/layout_seed.py)."""
+    found = layout_ops(race)
+    if not found:
+        return None
+    header = ["layout"] + [f"{v} {t} (cov/s)" for v, t in LAYOUT_CELLS] + [f"mean vs {LAYOUT_BASELINE}", f"seed 003 vs {LAYOUT_BASELINE}"]
+    nodes = layout_data_nodes(race)
+
+    def rate(ops, v, t):
+        op = ops.get(coverage_task_name(v, t))
+        if op is None:
+            return None
+        return "FAILED" if failed(op) else op.get("throughput", {}).get("median")
+
+    base = [rate(found.get(LAYOUT_BASELINE, {}), v, t) for v, t in LAYOUT_CELLS]
+    body = []
+    for layout, ops in found.items():
+        rates = [rate(ops, v, t) for v, t in LAYOUT_CELLS]
+        ratios = [normalized(r, b) for r, b in zip(rates, base)]
+        valid = [x for x in ratios if x is not None]
+        mean = sum(valid) / len(valid) if valid and len(valid) == len(ratios) else None
+        body.append([layout] + rates + [mean, layout_seed.query_ratio(layout, nodes)])
+    return header, body
+
+
+def layout_placement_table(race):
+    """Per layout: each node's shard copies, share of indexing and of search work; the busiest node."""
+    if not race.layouts:
+        return None
+    header = ["layout", "node", "shard copies", "indexing share", "search share", "bottleneck"]
+    body = []
+    for layout, record in race.layouts.items():
+        ingested, searched = record.get("ingested", []), record.get("searched", [])
+        indexing = layout_rules.node_shares(ingested, "index_total")
+        search = layout_rules.node_shares(searched, "query_total") if searched else {}
+        bottleneck = layout_rules.bottleneck(indexing)
+        for node in sorted(indexing):
+            copies = " ".join(f"{'P' if c['primary'] else 'R'}{c['shard']}" for c in ingested if c["node"] == node)
+            body.append([layout, node, copies, pct(indexing[node]), pct(search.get(node)), "indexing" if node == bottleneck else ""])
+    return header, body
