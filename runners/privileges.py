@@ -41,29 +41,30 @@ RALLY_OPERATIONS = {
 }
 
 
-def needs_of(operation_type):
-    """The need of one operation type: Rally's own, or the one its module declares; None for an unknown type."""
-    from runners.operations import OPERATIONS  # imported here: operations collects this module's table too
-
-    operation = OPERATIONS.get(operation_type)
+def needs_of(operation_type, declared):
+    """The need of one operation type: Rally's own, or the one its module declares (declared: runners.operations
+    .OPERATIONS, handed in by the track processor); None for an unknown type."""
+    operation = declared.get(operation_type)
     return operation.need if operation else RALLY_OPERATIONS.get(operation_type)
 
 
-def needs(tasks):
+def needs(tasks, declared):
     """What a race of these tasks asks of the target cluster, Rally's own requests included: {"cluster": [privileges],
-    "index": {index name: [privileges]}, "needed-by": {privilege key: [operation types]}}. Each task is an (operation
-    type, parameters, index name) triple; an operation with a remote registration (runners/scope.py) also needs what
+    "index": {index name: [privileges]}, "needed-by": {privilege key: [operation types]}, "why": {operation type: what
+    it sends}}. Each task is an (operation type, parameters, index name) triple; declared: the operation table
+    (runners.operations.OPERATIONS); an operation with a remote registration (runners/scope.py) also needs what
     cross-cluster search changes on the target cluster."""
     from runners.scope import REMOTE_KEY
 
-    cluster, index, needed_by = set(), {}, {}
+    cluster, index, needed_by, why = set(), {}, {}, {}
 
     def add(key, operation_type):
         needed_by.setdefault(key, [])
         if operation_type not in needed_by[key]:
             needed_by[key].append(operation_type)
 
-    for operation_type, need, index_name in [("rally", RALLY, None), *_with_needs(tasks, REMOTE_KEY)]:
+    for operation_type, need, index_name in [("rally", RALLY, None), *_with_needs(tasks, declared, REMOTE_KEY)]:
+        why.setdefault(operation_type, need.why)
         for privilege in need.cluster:
             cluster.add(privilege)
             add(cluster_key(privilege), operation_type)
@@ -75,6 +76,7 @@ def needs(tasks):
         "cluster": sorted(cluster),
         "index": {name: sorted(privileges) for name, privileges in sorted(index.items())},
         "needed-by": needed_by,
+        "why": {operation_type: text for operation_type, text in why.items() if any(operation_type in by for by in needed_by.values())},
     }
 
 
@@ -82,9 +84,9 @@ def needs(tasks):
 RESTORE_SETTINGS = Need("unsets the index settings it changed for its bulks", index=("manage",))
 
 
-def _with_needs(tasks, remote_key):
+def _with_needs(tasks, declared, remote_key):
     for operation_type, params, index_name in tasks:
-        need = needs_of(operation_type)
+        need = needs_of(operation_type, declared)
         if need is None:
             raise KeyError(f"operation type {operation_type!r} declares no need: its module's OPERATIONS, or RALLY_OPERATIONS here")
         # a search of <remote>:<index> needs its index privileges on the remote cluster, not on this one
@@ -92,7 +94,7 @@ def _with_needs(tasks, remote_key):
         if params.get("restore-settings"):
             yield operation_type, RESTORE_SETTINGS, index_name
         if params.get(SEARCH_POOL_KEY):  # verify-corpus, then the search pool in the same task
-            yield operation_type, needs_of("search-pool"), index_name
+            yield operation_type, needs_of("search-pool", declared), index_name
         if params.get(remote_key):
             yield f"{operation_type} (cross-cluster search)", CCS, None
 
@@ -113,7 +115,7 @@ class PrivilegeError(Exception):
 class CheckPrivileges:
     """Asks the target cluster (POST /_security/user/_has_privileges: any authenticated user may ask about itself)
     whether the user Rally connects as holds every privilege the challenge needs (operation parameters "cluster",
-    "index" and "challenge", set by the track processor from each operation's need). A missing one ends the race, naming each
+    "index", "challenge", and what needs each privilege, set by the track processor from each operation's need). A missing one ends the race, naming each
     privilege, what needs it and the challenge; nothing has changed at that point. A 401 is named as bad
     credentials. A cluster without security (the endpoint is not there) allows everything. Untimed; returns 1 op with
     the user and whether security is on."""
@@ -136,12 +138,16 @@ class CheckPrivileges:
                 ) from None
             LOG.info("cluster-metrics: no privilege check on this cluster (%s %s)", e.status_code, error_reason(e))
             return {"weight": 1, "unit": "ops", "success": True, "security": False}
-        needed_by = params.get("needed-by", {})
+        needed_by, why = params.get("needed-by", {}), params.get("why", {})
         missing = [
-            f"cluster privilege {p} ({_why(needed_by.get(cluster_key(p)))})" for p, held in answer.get("cluster", {}).items() if not held
+            f"cluster privilege {p} ({_why(needed_by.get(cluster_key(p)), why)})"
+            for p, held in answer.get("cluster", {}).items()
+            if not held
         ]
         for name, held in answer.get("index", {}).items():
-            missing += [f"index privilege {p} on {name} ({_why(needed_by.get(index_key(name, p)))})" for p, has in held.items() if not has]
+            missing += [
+                f"index privilege {p} on {name} ({_why(needed_by.get(index_key(name, p)), why)})" for p, has in held.items() if not has
+            ]
         if missing:
             raise PrivilegeError(
                 f"Challenge [{challenge}] needs privileges that user [{answer.get('username')}] lacks on the target cluster: "
@@ -163,13 +169,10 @@ def security_off(error):
     return no_handler or "security is not enabled" in reason or "security must be explicitly enabled" in reason
 
 
-def _why(operation_types):
-    """What needs a privilege, from each operation's need: "breaker-floor: bisects the request breaker's limit ..."."""
-    reasons = []
-    for operation_type in operation_types or ():
-        base = operation_type.split(" ")[0]
-        need = RALLY if base == "rally" else CCS if operation_type != base else needs_of(base)
-        reasons.append(f"{operation_type}: {need.why}" if need else operation_type)
+def _why(operation_types, why):
+    """What needs a privilege: "breaker-floor: bisects the request breaker's limit ..." (why: the track processor's
+    {operation type: what it sends})."""
+    reasons = [f"{t}: {why[t]}" if t in why else t for t in operation_types or ()]
     return "; ".join(reasons) or "needed by the challenge"
 
 

@@ -183,7 +183,7 @@ def _set_privileges(challenge, context):
     ]
     # a calibration share reads and writes through its index's alias, whose name the privileges must cover too
     tasks += [(kind, params, load.share_alias(index)) for kind, params, index in tasks if kind == "share-calibration"]
-    needs = privileges.needs(tasks)
+    needs = privileges.needs(tasks, OPERATIONS)
     for task in _tasks(challenge):
         if task.operation.type == "check-privileges":
             task.operation.params.update(needs, challenge=challenge.name)

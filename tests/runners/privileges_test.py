@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from runners import privileges, scope
+from runners.operations import OPERATIONS
 from runners.restore import NOTES_INDEX
 from stub_client import StubClient
 
@@ -14,22 +15,27 @@ CORPUS_INDEX = "cluster-metrics"
 
 
 def test_a_challenges_needs_are_the_sum_of_its_operations_and_rallys_own():
-    needs = privileges.needs([("verify-corpus", {}, CORPUS_INDEX), ("breaker-floor", {}, CORPUS_INDEX)])
+    needs = privileges.needs([("verify-corpus", {}, CORPUS_INDEX), ("breaker-floor", {}, CORPUS_INDEX)], OPERATIONS)
     assert needs["cluster"] == ["manage", "monitor"]  # monitor: Rally's own version check and telemetry
     assert needs["index"] == {CORPUS_INDEX: ["read", "view_index_metadata"], NOTES_INDEX: ["create_index", "read", "write"]}
     assert needs["needed-by"]["cluster:monitor"] == ["rally", "breaker-floor"]
+    assert needs["why"]["breaker-floor"].startswith("bisects the request breaker's limit") and set(needs["why"]) == {
+        "rally",
+        "verify-corpus",
+        "breaker-floor",
+    }
 
 
 def test_a_search_of_a_remote_index_needs_its_index_privileges_there_and_cross_cluster_search_here():
     params = {"remote": "metrics-remote", scope.REMOTE_KEY: {"alias": "metrics-remote"}}
-    needs = privileges.needs([("coverage", params, CORPUS_INDEX)])
+    needs = privileges.needs([("coverage", params, CORPUS_INDEX)], OPERATIONS)
     assert CORPUS_INDEX not in needs["index"] and "manage" in needs["cluster"]
     assert needs["needed-by"]["cluster:manage"] == ["coverage (cross-cluster search)"]
 
 
 def test_an_operation_without_an_entry_is_named():
     with pytest.raises(KeyError, match="operation type 'new-operation' declares no need"):
-        privileges.needs([("new-operation", {}, CORPUS_INDEX)])
+        privileges.needs([("new-operation", {}, CORPUS_INDEX)], OPERATIONS)
 
 
 PARAMS = {
@@ -41,6 +47,7 @@ PARAMS = {
         "cluster:monitor": ["rally"],
         f"index:{NOTES_INDEX}:write": ["breaker-floor"],
     },
+    "why": {"breaker-floor": "bisects the request breaker's limit, a persistent cluster setting", "rally": "Rally's version check"},
 }
 
 
