@@ -13,7 +13,6 @@ import pkgutil
 import re
 from pathlib import Path
 
-import runners
 from runners.index_body import FreshIndexBodyParamSource
 
 DECLARES = re.compile(r"^OPERATIONS = \{", re.MULTILINE)
@@ -22,7 +21,7 @@ DECLARES = re.compile(r"^OPERATIONS = \{", re.MULTILINE)
 PARAM_SOURCES = {"fresh-index-body": FreshIndexBodyParamSource}
 
 
-def declaring_modules(folder=Path(runners.__file__).parent):
+def declaring_modules(folder=Path(__file__).parent):
     """The names of the folder's modules that declare an OPERATIONS table (read as text first: importing every module,
     the track processor among them, to look would import this one again)."""
     for module in pkgutil.iter_modules([str(folder)]):
