@@ -18,12 +18,12 @@ from report import (
     client_cost,
     costs,
     coverage,
-    hosts,
     ingest,
     ingest_changes,
     large_source,
     layouts,
     load,
+    memory,
     network,
     profile,
     races,
@@ -37,160 +37,9 @@ from report import (
 )
 from report.store import Store
 
-LAYOUT_NOTE = (
-    "Seed 003's rules of thumb: query throughput ~ nodes involved x a single node's rate (1S0R = 1 node; 2S0R, 1S1R = 2; "
-    "3S0R and every layout with 3 copies spread = 3); replicas cost 20-60% of indexing throughput; an uneven layout "
-    "(2S1R on 3 nodes) makes the node with two copies the bottleneck. Read these figures with the machine in mind: "
-    "nodes of one local cluster share one host's cores, so adding a node adds no CPU and the node-count scaling of "
-    "the rule cannot appear; what remains visible is the cost of coordination, of replica writes and of uneven "
-    "placement. Elasticsearch 8 also routes searches by adaptive replica selection (load-aware), not the round-robin "
-    "the seed describes: the search share column shows where it sent them. The seed 003 column is its q/s model on "
-    "this race's data nodes (80 q/s per participating node, ~150 for two, 250 for three), normalized to 1S0R as its "
-    "chart is (report/layout_seed.py). make layout-sweep sends every request through a coordinating-only node, as the "
-    "seed's JMeter sent them through its client node; make node-scaling pins each data node to a core of its own.\n"
-)
-
-
-INGEST_NOTE = (
-    "wall: from the epoch's first bulk start to its last bulk end, as the ingest task recorded them (races whose "
-    "epochs were tasks of their own: the duration of task bulk-epoch-N in race.json). docs/s: the epoch's documents over "
-    "its wall (those races: Rally's median throughput of the task). bulk took: the sum of the bulk responses' "
-    "`took` (Elasticsearch's clock ticks every 200 ms, so only sums are meaningful; with several "
-    "clients the requests overlap and took / wall can exceed 100%). index / refresh / merge / "
-    "flush: `/_stats` deltas, summed over shards and threads.\n"
-)
-
-
-def coverage_note(race):
-    if race.samples is None:
-        return (
-            "No interval: this race has no record of its measured coverages (a race of an older track version, "
-            "before each coverage recorded its wall time and took).\n"
-        )
-    return (
-        f"95% interval: the order-statistic interval of the median (distribution-free), n measured samples ({race.samples_source}); "
-        f"from {uncertainty.min_samples(uncertainty.CONFIDENCE) - 1} samples or fewer there is none (report/uncertainty.py).\n"
-    )
-
-
-INGEST_TIME_NOTE = (
-    "From each bulk's Rally service time and its runner call's window as the ingest task recorded them, added up per "
-    "epoch (races whose epochs were tasks of their own: Rally's mean service and processing time x the bulk requests): "
-    "Elasticsearch is the bulk tooks; connection + HTTP is service time - took; the load driver's runner is the bulk "
-    "calls' windows - service time (the client building the request, Rally reading the response); between requests is "
-    "wall - the windows (Rally's bulk parameter source reading the corpus and assembling the next body). wall: the "
-    "epoch's first bulk start to its last bulk end (those races: Rally's task duration plus one mean processing time). "
-    "Shown for one bulk client only: several overlap.\n"
-)
-
-
-# (title, table builder, what a race without it lacks, the note under the table: text or race -> text)
-SECTIONS = [
-    ("Ingest per epoch", ingest.ingest_table, "ingest", INGEST_NOTE),
-    ("Ingest: where an epoch's wall time goes", ingest.ingest_time_table, "ingest time breakdown", INGEST_TIME_NOTE),
-    (
-        "Ingest changes one at a time: each seed change alone against the baseline",
-        ingest_changes.changes_table,
-        "ingest changes",
-        ingest_changes.CHANGES_NOTE,
-    ),
-    (
-        "Ingest: the seed's segments (client + network, ES indexing, ES other) per epoch",
-        ingest_changes.segment_table,
-        "ingest segments",
-        ingest_changes.SEGMENT_NOTE,
-    ),
-    ("30-node coverage: service time per coverage", coverage.coverage_table, "coverage", lambda race: coverage_note(race)),
-    ("Validation: every coverage checked against the ground truth", coverage.validation_table, "validation counts", None),
-    ("Server took against client wall per coverage (seed 000, 4.2)", study.took_table, "took", study.TOOK_NOTE),
-    (
-        "Subtractive cost attribution on took (seed 000, 4.2)",
-        study.took_attribution_table,
-        "the attribution's cells (A, B, C_td, C_hdr, D_td)",
-        study.attribution_note,
-    ),
-    (
-        "Serial against _msearch: wall per coverage and the saving (seed 000, 4.3)",
-        study.transport_saving_table,
-        "serial and msearch cells",
-        study.SAVING_NOTE,
-    ),
-    (
-        "Effective parallelism: the searches' took against the wall (seed 000, 4.3)",
-        study.parallelism_table,
-        "msearch or terms cells",
-        study.parallelism_note,
-    ),
-    ("Client and network: wall - took per coverage", study.client_table, "wall and took", study.CLIENT_NOTE),
-    (
-        "What to run: speed-up over production (seed 000's final table)",
-        study.recommendation_table,
-        "the production cell D_td serial",
-        study.RECOMMENDATION_NOTE,
-    ),
-    ("Speedup against D_td serial (median)", coverage.speedup_table, "the baseline D_td serial", None),
-    ("Layout sweep: indexing throughput per layout", layouts.layout_ingest_table, "layout sweep", None),
-    ("Layout sweep: coverage throughput per layout", layouts.layout_query_table, "layout sweep coverages", lambda race: LAYOUT_NOTE),
-    ("Layout sweep: where the shards went and who did the work", layouts.layout_placement_table, "layout placement", None),
-    (
-        "Layout sweep: single-document indexing per layout",
-        single_doc.single_doc_table,
-        "layout single-document indexing",
-        single_doc.single_doc_note,
-    ),
-    ("Over the network: median coverage time (ms) at each round-trip time", network.rtt_table, "RTT sweep", network.rtt_note),
-    (
-        "Cross-cluster search: median coverage time (ms) at each round-trip time between the clusters",
-        network.ccs_table,
-        "cross-cluster search",
-        network.ccs_note,
-    ),
-    (
-        "Cross-cluster search at seed 001's point: took and wall per cell, beside the seed's",
-        network.ccs_point_table,
-        "seed 001's cells",
-        network.ccs_point_note,
-    ),
-    ("Under load: latency against offered rate", load.load_table, "coverage load", load.LOAD_NOTE),
-    ("Under load: the redline per cell", load.redline_table, "redline", None),
-    ("Load-driver hosts: what each host's clients ran", hosts.hosts_table, "several load-driver hosts", hosts.HOSTS_NOTE),
-    ("Live: ingest and coverages, each alone and beside the other", load.live_table, "live", load.LIVE_NOTE),
-    ("What _source costs: storage, ingest, coverage and fetch per _source mode", costs.source_table, "_source cost", costs.SOURCE_NOTE),
-    (
-        "Large _source (seed 004 at its scale): a fetch per _source mode and response format",
-        large_source.fetch_table,
-        "large _source fetches",
-        large_source.fetch_note,
-    ),
-    (
-        "Large _source: the seed's figures beside this race's",
-        large_source.seed_table,
-        "large _source against the seed",
-        large_source.seed_note,
-    ),
-    ("Coverage width: median per coverage (ms) against the monitored nodes", widths.width_table, "coverage width", widths.search_pool_note),
-    ("Coverage width: where terms overtakes _msearch", widths.crossover_table, "width crossover", widths.crossover_note),
-    ("Coverage width: ingest per width", widths.width_ingest_table, "width ingest", None),
-    (
-        "Aggregation memory: request breaker floor and GC activity per cell, beside its time",
-        costs.memory_table,
-        "aggregation memory",
-        costs.MEMORY_NOTE,
-    ),
-    (
-        "Profile breakdown (profile: true, shares of filter + aggregations; profiling inflates absolute time)",
-        profile.shares_table,
-        "profile breakdown",
-        profile.SHARES_NOTE,
-    ),
-    (
-        "Profile overhead: took with profile: true against without, the same call in pairs",
-        profile.overhead_table,
-        "profile overhead",
-        profile.overhead_note,
-    ),
-    ("Single-call phases (as the seed derived them)", profile.phases_table, "single-call phases", profile.phases_note),
-]
+# every study's sections (each module's SECTIONS), in this order
+STUDIES = (ingest, ingest_changes, coverage, study, layouts, single_doc, network, load, costs, large_source, widths, memory, profile)
+SECTIONS = [section for study_module in STUDIES for section in study_module.SECTIONS]
 
 
 def single_report(race, out_root, baseline=None):

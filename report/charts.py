@@ -5,7 +5,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from report import costs, ingest, load, network, tables, uncertainty, widths  # noqa: E402
+from report import ingest, load, memory, network, tables, uncertainty, widths  # noqa: E402
 
 
 def _axes(ax, xlabel, ylabel, title=None, yscale="log", legend=8):
@@ -148,7 +148,7 @@ def load_lines(race, path):
 def memory_tradeoff(race, path):
     """Time against memory per aggregation-memory cell: median coverage time against the request breaker floor
     (left) and against young GCs per coverage (right); colour by percentile algorithm, marker by transport."""
-    points = costs.memory_points(race)
+    points = memory.memory_points(race)
     if not points:
         return None
     colours = {"tdigest": "tab:blue", "hdr": "tab:red", "none": "tab:grey"}

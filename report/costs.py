@@ -1,18 +1,12 @@
-"""The report's cost sections: what _source costs per mode (storage, ingest, coverage and fetch time), and what each
-aggregation cell costs in memory (request breaker floor, young GCs) beside its time.
+"""source-cost's table: what _source costs per mode (storage, ingest, coverage and fetch time).
 
 A failed task is FAILED in its column and takes no part in a ratio."""
 
 from report import ingest, tables
-from runners import queries
-from runners.tasks import breaker_floor_task_name, bulk_task_name, coverage_task_name, fetch_task_name, memory_task_name, source_task_name
+from report.tables import Section
+from runners.tasks import bulk_task_name, coverage_task_name, fetch_task_name, source_task_name
 
 SOURCE_BASELINE = "stored"
-KIB = 1024
-
-
-def _median(op):
-    return None if op is None or tables.failed(op) else tables.service_ms(op, "median")
 
 
 def _mib(value):
@@ -55,13 +49,13 @@ def source_rows(race):
             for t in race.param("source_transports"):
                 op = ops.get(source_task_name(mode, coverage_task_name(v, t)))
                 if op:
-                    put(f"coverage {v} {t}, median (ms)", mode, _median(op) if not tables.failed(op) else "FAILED")
+                    put(f"coverage {v} {t}, median (ms)", mode, tables.op_median(op) if not tables.failed(op) else "FAILED")
         for k in race.param("fetch_kinds"):
             for t in race.param("fetch_transports"):
                 op = ops.get(source_task_name(mode, fetch_task_name(k, t)))
                 label = f"fetch {race.param('fetch_size')} hits/node with {k} over {t}, median (ms)"
                 if op:
-                    put(label, mode, _median(op) if not tables.failed(op) else "FAILED")
+                    put(label, mode, tables.op_median(op) if not tables.failed(op) else "FAILED")
                 elif k == "source" and mode == "disabled":
                     put(label, mode, "n/a (no _source)")
     return rows
@@ -90,109 +84,7 @@ SOURCE_NOTE = (
 )
 
 
-def _setting(row):
-    if row.get("hdr-digits") is not None and queries.percentile_algorithm(row["variant"]) == "hdr":
-        return f"hdr {row['hdr-digits']} digits"
-    if queries.percentile_algorithm(row["variant"]) == "tdigest":
-        return f"t-digest {row.get('tdigest-compression') or queries.DEFAULT_COMPRESSION}"
-    return "-"
-
-
-def memory_cells(race):
-    """[(cell name, floor record or None, timed op, floor op)] of the aggregation-memory cells, in run order."""
-    ops = race.op_metrics()
-    rows = {r["task"]: r for r in race.memory}
-    prefix = breaker_floor_task_name("")
-    return [
-        (task[len(prefix) :], rows.get(task), ops.get(memory_task_name(task[len(prefix) :])), op)
-        for task, op in ops.items()
-        if task.startswith(prefix)
-    ]
-
-
-def memory_table(race):
-    found = memory_cells(race)
-    if not found:
-        return None
-    header = [
-        "variant",
-        "setting",
-        "transport",
-        "median (ms)",
-        "breaker floor (KiB)",
-        "trips at (KiB)",
-        "young GCs / coverage",
-        "GC ms / coverage",
-    ]
-    body = []
-    for cell, row, timed, floor in found:
-        if row is None or tables.failed(floor):
-            variant, transport, *setting = cell.split("-")  # "D_hdr-msearch-hdr-4"
-            body.append(
-                [
-                    variant,
-                    _setting(
-                        {
-                            "variant": variant,
-                            "hdr-digits": setting[-1] if setting else None,
-                            "tdigest-compression": setting[-1] if setting else None,
-                        }
-                    ),
-                    transport,
-                    _median(timed) if timed and not tables.failed(timed) else "FAILED",
-                    "FAILED",
-                    None,
-                    None,
-                    None,
-                ]
-            )
-            continue
-        floor_kib = row["floor-bytes"] / KIB
-        body.append(
-            [
-                row["variant"],
-                _setting(row),
-                row["transport"],
-                _median(timed) if not tables.failed(timed) else "FAILED",
-                floor_kib if row["below-bytes"] else f"< {floor_kib:.0f}",
-                row["below-bytes"] / KIB or None,
-                row["young-gcs-per-coverage"],
-                row["gc-ms-per-coverage"],
-            ]
-        )
-    return header, body
-
-
-MEMORY_NOTE = (
-    "breaker floor: the lowest indices.breaker.request.limit at which memory_attempts coverages in a row succeeded "
-    "(trips at: the highest limit at which one tripped the request breaker; the floor is within memory_resolution of "
-    "it). It is the memory the request breaker accounts to one coverage on an idle node: on the coordinating node, "
-    "the reservation for the shard results it reduces, plus terms buckets and other BigArrays; for msearch, summed "
-    "over the searches running at once. In Elasticsearch 8.17 (read in its source) the shard-level t-digest and HDR states are created outside "
-    "the breaker, so their size shows only through what is serialized back to the coordinator. young GCs / GC ms: "
-    "young-generation collections per coverage at the node's own limit (the node's JVM statistics, over the "
-    "memory_attempts baseline coverages), which count every allocation, breaker-accounted or not. Seed 002 (ES|QL's "
-    "rate buffers: 10,000 series x 30 buckets x 16 KB pages, ~4.9 GB reserved per driver) is not reproduced: ES|QL is "
-    "x-pack, which no distribution here has (the node is built from the Apache-licensed server jars); this table "
-    "measures instead what the query DSL's aggregations reserve per coverage, and not ES|QL's buffers, its drivers "
-    "or its page sizes.\n"
-)
-
-
-def memory_points(race):
-    """[(label, transport, algorithm, floor KiB, median ms, young GCs per coverage)] of the cells that passed."""
-    points = []
-    for cell, row, timed, floor in memory_cells(race):
-        if row is None or tables.failed(floor) or timed is None or tables.failed(timed):
-            continue
-        points.append(
-            (
-                f"{row['variant']} {_setting(row)}",
-                row["transport"],
-                queries.percentile_algorithm(row["variant"]) or "none",
-                row["floor-bytes"] / KIB,
-                _median(timed),
-                row["young-gcs-per-coverage"],
-            )
-        )
-    return points
+# this study's report sections, in report order
+SECTIONS = [
+    Section("What _source costs: storage, ingest, coverage and fetch per _source mode", source_table, "_source cost", SOURCE_NOTE),
+]

@@ -1,7 +1,8 @@
 """The 30-node coverage's tables: service time per cell, validation counts, speedup against the production query.
 A failed cell is marked FAILED and is never a baseline, a speedup or the fastest cell."""
 
-from report.tables import BASELINE, cell_samples, coverage_cells, failed, failed_label, pct, service_ms, valid_median
+from report import uncertainty
+from report.tables import BASELINE, Section, cell_samples, coverage_cells, failed, failed_label, pct, service_ms, valid_median
 from report.uncertainty import median_interval
 from runners.queries import TRANSPORTS, VARIANTS
 
@@ -73,3 +74,22 @@ def speedup_table(race):
                 ]
             )
     return header, body
+
+
+def coverage_note(race):
+    if race.samples is None:
+        return (
+            "No interval: this race has no record of its measured coverages (a race of an older track version, "
+            "before each coverage recorded its wall time and took).\n"
+        )
+    return (
+        f"95% interval: the order-statistic interval of the median (distribution-free), n measured samples ({race.samples_source}); "
+        f"from {uncertainty.min_samples(uncertainty.CONFIDENCE) - 1} samples or fewer there is none (report/uncertainty.py).\n"
+    )
+
+
+# this study's report sections, in report order
+SECTIONS = [
+    Section("30-node coverage: service time per coverage", coverage_table, "coverage", coverage_note),
+    Section("Validation: every coverage checked against the ground truth", validation_table, "validation counts", None),
+]

@@ -1,7 +1,7 @@
 """The ingest tables: per epoch, its wall, bulk took, the node's indexing, refresh, merge and flush time, and where an
 epoch's wall time goes; each returns (header, rows), None without data, or a sentence saying why it cannot be built."""
 
-from report.tables import failed, pct, ratio
+from report.tables import Section, failed, pct, ratio
 from runners.tasks import INGEST, VERIFY_DOC_COUNT, bulk_task_name
 
 
@@ -167,3 +167,29 @@ def ingest_problem(race, prefix=""):
     if failed(count):
         problems.append(f"the document count differs from the corpus's ({prefix + VERIFY_DOC_COUNT})")
     return "; ".join(problems) or None
+
+
+INGEST_NOTE = (
+    "wall: from the epoch's first bulk start to its last bulk end, as the ingest task recorded them (races whose "
+    "epochs were tasks of their own: the duration of task bulk-epoch-N in race.json). docs/s: the epoch's documents over "
+    "its wall (those races: Rally's median throughput of the task). bulk took: the sum of the bulk responses' "
+    "`took` (Elasticsearch's clock ticks every 200 ms, so only sums are meaningful; with several "
+    "clients the requests overlap and took / wall can exceed 100%). index / refresh / merge / "
+    "flush: `/_stats` deltas, summed over shards and threads.\n"
+)
+
+INGEST_TIME_NOTE = (
+    "From each bulk's Rally service time and its runner call's window as the ingest task recorded them, added up per "
+    "epoch (races whose epochs were tasks of their own: Rally's mean service and processing time x the bulk requests): "
+    "Elasticsearch is the bulk tooks; connection + HTTP is service time - took; the load driver's runner is the bulk "
+    "calls' windows - service time (the client building the request, Rally reading the response); between requests is "
+    "wall - the windows (Rally's bulk parameter source reading the corpus and assembling the next body). wall: the "
+    "epoch's first bulk start to its last bulk end (those races: Rally's task duration plus one mean processing time). "
+    "Shown for one bulk client only: several overlap.\n"
+)
+
+# this study's report sections, in report order
+SECTIONS = [
+    Section("Ingest per epoch", ingest_table, "ingest", INGEST_NOTE),
+    Section("Ingest: where an epoch's wall time goes", ingest_time_table, "ingest time breakdown", INGEST_TIME_NOTE),
+]

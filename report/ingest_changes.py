@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from scipy import stats
 
 from report import ingest, tables
+from report.tables import Section
 from report.uncertainty import CONFIDENCE
 from runners import records
 from runners.queries import INGEST_CHANGE_BASELINE, INGEST_CHANGES
@@ -298,3 +299,20 @@ SEGMENT_NOTE = (
     "parts are an approximation, and their shares can add up to more than 100%. No interval: each part is a difference of per-epoch means of quantities that overlap, "
     "not a sample of one quantity (the epochs' own figures are in the ingest tables).\n"
 )
+
+
+# this study's report sections, in report order
+SECTIONS = [
+    Section(
+        "Ingest changes one at a time: each seed change alone against the baseline",
+        changes_table,
+        "ingest changes",
+        CHANGES_NOTE,
+    ),
+    Section(
+        "Ingest: the seed's segments (client + network, ES indexing, ES other) per epoch",
+        segment_table,
+        "ingest segments",
+        SEGMENT_NOTE,
+    ),
+]

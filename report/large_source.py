@@ -9,6 +9,7 @@ import json
 import statistics
 
 from report import tables
+from report.tables import Section
 from report.uncertainty import median_interval
 from runners import records
 from runners.parameters import MIB
@@ -198,3 +199,20 @@ def seed_note(race):
         "loopback network and the client reading every byte; ours is the fetch's whole cost, the seed's a lower bound "
         "of one of its steps. A FAILED cell has no figure here.\n"
     )
+
+
+# this study's report sections, in report order
+SECTIONS = [
+    Section(
+        "Large _source (seed 004 at its scale): a fetch per _source mode and response format",
+        fetch_table,
+        "large _source fetches",
+        fetch_note,
+    ),
+    Section(
+        "Large _source: the seed's figures beside this race's",
+        seed_table,
+        "large _source against the seed",
+        seed_note,
+    ),
+]

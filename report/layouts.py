@@ -3,7 +3,7 @@ the shards went and which node did the work."""
 
 from report import layout_seed
 from report.ingest import epoch_wall, ingest_problem
-from report.tables import failed, normalized, pct
+from report.tables import Section, failed, normalized, pct
 from runners import layouts as layout_rules
 from runners.tasks import bulk_task_name, coverage_task_name, layout_task_name
 
@@ -111,3 +111,24 @@ def layout_placement_table(race):
             copies = " ".join(f"{'P' if c['primary'] else 'R'}{c['shard']}" for c in ingested if c["node"] == node)
             body.append([layout, node, copies, pct(indexing[node]), pct(search.get(node)), "indexing" if node == bottleneck else ""])
     return header, body
+
+
+LAYOUT_NOTE = (
+    "Seed 003's rules of thumb: query throughput ~ nodes involved x a single node's rate (1S0R = 1 node; 2S0R, 1S1R = 2; "
+    "3S0R and every layout with 3 copies spread = 3); replicas cost 20-60% of indexing throughput; an uneven layout "
+    "(2S1R on 3 nodes) makes the node with two copies the bottleneck. Read these figures with the machine in mind: "
+    "nodes of one local cluster share one host's cores, so adding a node adds no CPU and the node-count scaling of "
+    "the rule cannot appear; what remains visible is the cost of coordination, of replica writes and of uneven "
+    "placement. Elasticsearch 8 also routes searches by adaptive replica selection (load-aware), not the round-robin "
+    "the seed describes: the search share column shows where it sent them. The seed 003 column is its q/s model on "
+    "this race's data nodes (80 q/s per participating node, ~150 for two, 250 for three), normalized to 1S0R as its "
+    "chart is (report/layout_seed.py). make layout-sweep sends every request through a coordinating-only node, as the "
+    "seed's JMeter sent them through its client node; make node-scaling pins each data node to a core of its own.\n"
+)
+
+# this study's report sections, in report order
+SECTIONS = [
+    Section("Layout sweep: indexing throughput per layout", layout_ingest_table, "layout sweep", None),
+    Section("Layout sweep: coverage throughput per layout", layout_query_table, "layout sweep coverages", lambda race: LAYOUT_NOTE),
+    Section("Layout sweep: where the shards went and who did the work", layout_placement_table, "layout placement", None),
+]

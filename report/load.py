@@ -6,7 +6,8 @@ behind earlier coverages; service time is the coverage alone. Rally keeps a p99 
 the redline uses the largest latency (never below the p99), and the table says which one it used.
 """
 
-from report import tables
+from report import hosts, tables
+from report.tables import Section
 from runners.tasks import (
     LIVE_COVERAGE_ALONE,
     LIVE_COVERAGE_WITH_INGEST,
@@ -175,3 +176,12 @@ LIVE_NOTE = (
     "filtered out by the epoch term, so its partial, refreshing documents cannot enter an answer). The "
     "epoch being ingested is queried only after its refresh and a document count equal to the corpus's.\n"
 )
+
+
+# this study's report sections, in report order
+SECTIONS = [
+    Section("Under load: latency against offered rate", load_table, "coverage load", LOAD_NOTE),
+    Section("Under load: the redline per cell", redline_table, "redline", None),
+    Section("Load-driver hosts: what each host's clients ran", hosts.hosts_table, "several load-driver hosts", hosts.HOSTS_NOTE),
+    Section("Live: ingest and coverages, each alone and beside the other", live_table, "live", LIVE_NOTE),
+]

@@ -13,6 +13,7 @@ import numpy as np
 
 from report import tables
 from report.study import TOOK, WALL, median_text
+from report.tables import Section
 from runners.queries import rtt_samples
 from runners.tasks import ccs_direct_task_name, ccs_task_name, rtt_task_name
 
@@ -268,3 +269,21 @@ def ccs_note(race):
                 f"- at {r} ms: {v} {t} without minimized round trips takes " f"{by_setting[False] / by_setting[True]:.1f}x as long as with."
             )
     return "\n".join(lines) + "\n"
+
+
+# this study's report sections, in report order
+SECTIONS = [
+    Section("Over the network: median coverage time (ms) at each round-trip time", rtt_table, "RTT sweep", rtt_note),
+    Section(
+        "Cross-cluster search: median coverage time (ms) at each round-trip time between the clusters",
+        ccs_table,
+        "cross-cluster search",
+        ccs_note,
+    ),
+    Section(
+        "Cross-cluster search at seed 001's point: took and wall per cell, beside the seed's",
+        ccs_point_table,
+        "seed 001's cells",
+        ccs_point_note,
+    ),
+]

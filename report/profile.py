@@ -7,6 +7,7 @@ with an error rate above 0 answered wrongly or not at all, and no overhead or ph
 import statistics
 
 from report import tables
+from report.tables import Section
 from report.uncertainty import CONFIDENCE, median_interval, min_samples
 from runners import profile as runner
 from runners.queries import VARIANTS
@@ -247,3 +248,21 @@ def shares_table(race):
     parts = sorted(race.profile["parts"].items(), key=lambda kv: -kv[1]["nanos"])
     header = ["part", "time (ms, profiled, per call)", "share"]
     return header, [[name, p["nanos"] / 1e6, tables.pct(p["share"])] for name, p in parts]
+
+
+# this study's report sections, in report order
+SECTIONS = [
+    Section(
+        "Profile breakdown (profile: true, shares of filter + aggregations; profiling inflates absolute time)",
+        shares_table,
+        "profile breakdown",
+        SHARES_NOTE,
+    ),
+    Section(
+        "Profile overhead: took with profile: true against without, the same call in pairs",
+        overhead_table,
+        "profile overhead",
+        overhead_note,
+    ),
+    Section("Single-call phases (as the seed derived them)", phases_table, "single-call phases", phases_note),
+]

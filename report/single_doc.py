@@ -3,7 +3,7 @@ the same shards unreplicated, beside seed 003's statements."""
 
 from report import layout_seed
 from report.layouts import LAYOUT_BASELINE, layout_ops
-from report.tables import failed, failed_label, normalized
+from report.tables import Section, failed, failed_label, normalized
 from report.uncertainty import MIN_SAMPLES, median_interval, ratio_interval
 from runners import layouts as layout_rules
 from runners.single_doc import RECORD_KEY
@@ -110,3 +110,14 @@ def single_doc_note(race):
         "(report/uncertainty.py). acknowledged / counted: the documents Elasticsearch acknowledged against the index's "
         f"count after the task (they must be equal). {layout_seed.SINGLE_DOC_NOTE}\n"
     )
+
+
+# this study's report sections, in report order
+SECTIONS = [
+    Section(
+        "Layout sweep: single-document indexing per layout",
+        single_doc_table,
+        "layout single-document indexing",
+        single_doc_note,
+    ),
+]

@@ -6,7 +6,8 @@ or from Rally's metrics store. A figure is a median with its 95% order-statistic
 (report/uncertainty.py); a failed cell is FAILED and is never a baseline, a share or a speedup.
 """
 
-from report import profile, tables, uncertainty
+from report import coverage, profile, tables, uncertainty
+from report.tables import Section
 from runners.queries import TRANSPORTS, VARIANTS
 from runners.tasks import coverage_task_name
 
@@ -421,3 +422,35 @@ def drift_note(_race):
 
 
 SAVING_NOTE = "saving: 1 - msearch / serial, the ratio's 95% interval and its verdict. " + NO_INTERVAL
+
+
+# this study's report sections, in report order
+SECTIONS = [
+    Section("Server took against client wall per coverage (seed 000, 4.2)", took_table, "took", TOOK_NOTE),
+    Section(
+        "Subtractive cost attribution on took (seed 000, 4.2)",
+        took_attribution_table,
+        "the attribution's cells (A, B, C_td, C_hdr, D_td)",
+        attribution_note,
+    ),
+    Section(
+        "Serial against _msearch: wall per coverage and the saving (seed 000, 4.3)",
+        transport_saving_table,
+        "serial and msearch cells",
+        SAVING_NOTE,
+    ),
+    Section(
+        "Effective parallelism: the searches' took against the wall (seed 000, 4.3)",
+        parallelism_table,
+        "msearch or terms cells",
+        parallelism_note,
+    ),
+    Section("Client and network: wall - took per coverage", client_table, "wall and took", CLIENT_NOTE),
+    Section(
+        "What to run: speed-up over production (seed 000's final table)",
+        recommendation_table,
+        "the production cell D_td serial",
+        RECOMMENDATION_NOTE,
+    ),
+    Section("Speedup against D_td serial (median)", coverage.speedup_table, "the baseline D_td serial", None),
+]

@@ -5,6 +5,8 @@ layouts.py, ...).
 A cell (task) with an error rate above 0 answered wrongly or not at all: it is marked FAILED in every table and chart
 and is never a baseline, a speedup or the fastest cell."""
 
+from typing import Callable, NamedTuple, Optional, Union
+
 from runners.queries import TRANSPORTS, VARIANTS
 from runners.tasks import coverage_task_name
 
@@ -25,6 +27,11 @@ def service_ms(op, stat):
         return None
     times = op.get("service_time", {})
     return times.get({"median": "50_0", "p90": "90_0"}[stat], times.get("mean"))
+
+
+def op_median(op):
+    """A task's median service time in ms, or None when it is missing or failed."""
+    return None if op is None or failed(op) else service_ms(op, "median")
 
 
 def failed(op):
@@ -95,3 +102,13 @@ def markdown(header, rows):
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(fmt(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+class Section(NamedTuple):
+    """One section of a race's report. Each study module lists its own in SECTIONS, in report order, and
+    report/__main__.py joins every study's."""
+
+    title: str
+    build: Callable  # race -> (header, rows), None when the race has no data for it, or a sentence why it cannot be built
+    lacks: str  # what a race without it lacks (the report names those in one sentence)
+    note: Optional[Union[str, Callable]]  # under the table: text, or race -> text

@@ -10,6 +10,7 @@ Without samples (race.json alone) the table shows the ratio of medians and names
 import numpy as np
 
 from report import ingest, tables, uncertainty
+from report.tables import Section
 from runners import queries, records
 from runners.queries import TRANSPORTS, VARIANTS
 from runners.search_pool import SEARCH_POOL
@@ -250,3 +251,11 @@ def load_records(race, record_dir):
         prefix = records.width_ingest_record("").removesuffix(".json")
         race.width_ingest[int(path.name.removeprefix(prefix).removesuffix(".json"))] = records.read(str(record_dir), path.name)
     race.search_pool = records.read(str(record_dir), SEARCH_POOL)
+
+
+# this study's report sections, in report order
+SECTIONS = [
+    Section("Coverage width: median per coverage (ms) against the monitored nodes", width_table, "coverage width", search_pool_note),
+    Section("Coverage width: where terms overtakes _msearch", crossover_table, "width crossover", crossover_note),
+    Section("Coverage width: ingest per width", width_ingest_table, "width ingest", None),
+]

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from report import charts, costs, races
+from report import charts, costs, memory, races
 from runners.tasks import (
     breaker_floor_task_name,
     bulk_task_name,
@@ -101,7 +101,7 @@ def memory_race(tmp_path, floor_failed=False):
 
 
 def test_the_memory_table_gives_each_cell_its_floor_gcs_and_time(tmp_path):
-    header, body = costs.memory_table(memory_race(tmp_path))
+    header, body = memory.memory_table(memory_race(tmp_path))
     assert body[0] == ["D_td", "t-digest 100", "terms", 150, 120_000 / 1024, 110_000 / 1024, 0.0, 0.0]
     assert body[1][:2] == ["D_hdr", "hdr 3 digits"] and body[1][6] == 2.0
     assert body[2][4] == "< 1"  # passed at the lowest limit tried
@@ -110,6 +110,6 @@ def test_the_memory_table_gives_each_cell_its_floor_gcs_and_time(tmp_path):
 
 def test_a_failed_floor_is_failed_and_left_out_of_the_chart(tmp_path):
     race = memory_race(tmp_path, floor_failed=True)
-    body = costs.memory_table(race)[1]
+    body = memory.memory_table(race)[1]
     assert body[1][:5] == ["D_hdr", "hdr 3 digits", "terms", 100, "FAILED"]
-    assert [p[0] for p in costs.memory_points(race)] == ["D_td t-digest 100", "A -"]
+    assert [p[0] for p in memory.memory_points(race)] == ["D_td t-digest 100", "A -"]
