@@ -67,7 +67,7 @@ class CoverageParamSource:
             "name": params.get("name"),
             "transport": self.transport,
             "nodes": self.nodes,
-            "request-timeout": params.get("request-timeout", 120),
+            "request-timeout": params.get("request-timeout", parameters.DEFAULTS["request_timeout"]),
             "cluster": params.get("cluster", DEFAULT_CLUSTER),
             "new-connection": bool(params.get("new-connection")),
             **self._query(params),
@@ -466,7 +466,9 @@ def _validate_common(params, context):
     unknown = [n for n in params.get("nodes") or () if n not in context.nodes]
     if unknown:
         raise ValueError(f"node(s) {', '.join(unknown)} are not in the generated corpus")
-    parameters.check_operation_value("request-timeout", params.get("request-timeout", 120), "request_timeout")
+    parameters.check_operation_value(
+        "request-timeout", params.get("request-timeout", parameters.DEFAULTS["request_timeout"]), "request_timeout"
+    )
 
 
 OPERATIONS = {

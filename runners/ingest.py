@@ -459,7 +459,9 @@ class IngestEpochs:
     async def _wait(self, es, params, context, done, what, mark=None):
         """Polls the primaries' indexed count until done(count); None, or what it saw when request-timeout ran out."""
         abandoned = (params["record-dir"], params["record"], params["client"])
-        deadline = time.monotonic() + (0 if abandoned in self._abandoned else params.get("request-timeout", 120))
+        deadline = time.monotonic() + (
+            0 if abandoned in self._abandoned else params.get("request-timeout", parameters.DEFAULTS["request_timeout"])
+        )
         while True:
             count = await self._indexed(es, context, mark)
             if count is not None and done(count):

@@ -531,7 +531,9 @@ def validate_large_source(params, clients, context):
     parameters.check_operation_value("doc-mb", params.get("doc-mb"), "large_doc_mb")
     parameters.check_operation_value("docs", params.get("docs"), "large_docs")
     parameters.check_operation_value("fetch-size", params.get("fetch-size"), "large_fetch_size")
-    parameters.check_operation_value("request-timeout", params.get("request-timeout", 120), "request_timeout")
+    parameters.check_operation_value(
+        "request-timeout", params.get("request-timeout", parameters.DEFAULTS["request_timeout"]), "request_timeout"
+    )
     if params["fetch-size"] > params["docs"]:
         raise ValueError(
             f"the fetch asks for {params['fetch-size']} documents of the {params['docs']} indexed: raise the track parameter "

@@ -34,8 +34,8 @@ class BreakerFloorParamSource(CoverageParamSource):
         super().__init__(track, params, **kwargs)
         self._fixed.update(
             {
-                "attempts": params.get("attempts", 3),
-                "resolution": params.get("resolution", 0.05),
+                "attempts": params.get("attempts", parameters.DEFAULTS["memory_attempts"]),
+                "resolution": params.get("resolution", parameters.DEFAULTS["memory_resolution"]),
                 "record-dir": RaceContext.of(params).record_dir,
                 "settings": {"hdr-digits": self.hdr_digits, "tdigest-compression": self.compression},
             }
@@ -204,8 +204,8 @@ def validate_breaker_floor(params, clients, context):
     """Load-time check: the coverage's own parameters, attempts and resolution; one client (the limit is
     node-wide)."""
     validate_coverage(params, clients, context)
-    parameters.check_operation_value("attempts", params.get("attempts", 3), "memory_attempts")
-    parameters.check_operation_value("resolution", params.get("resolution", 0.05), "memory_resolution")
+    parameters.check_operation_value("attempts", params.get("attempts", parameters.DEFAULTS["memory_attempts"]), "memory_attempts")
+    parameters.check_operation_value("resolution", params.get("resolution", parameters.DEFAULTS["memory_resolution"]), "memory_resolution")
     if clients != 1:
         raise ValueError(f"the request breaker floor runs with 1 client, not {clients} (the limit is node-wide)")
 

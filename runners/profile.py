@@ -123,7 +123,7 @@ class ProfileParamSource:
             "variant": variant,
             "epoch": epoch,
             "node": node,
-            "request-timeout": p.get("request-timeout", 120),
+            "request-timeout": p.get("request-timeout", parameters.DEFAULTS["request_timeout"]),
             "path": f"/{context.index}/_search",
             "bodies": {False: queries.json_bytes(body), True: queries.json_bytes({**body, "profile": True})},
             "expected": NodeExpectation(context.truth()[str(epoch)][node], variant, percents, hdr_digits),
@@ -275,7 +275,9 @@ def validate_profile(params, clients, context):
         raise ValueError(f"profile-breakdown times one call at a time: clients must be 1, not {clients}")
     parameters.check_operation_value("percents", params.get("percents", list(queries.DEFAULT_PERCENTS)), "percents")
     parameters.check_operation_value("hdr-digits", params.get("hdr-digits", queries.DEFAULT_HDR_DIGITS), "hdr_digits")
-    parameters.check_operation_value("request-timeout", params.get("request-timeout", 120), "request_timeout")
+    parameters.check_operation_value(
+        "request-timeout", params.get("request-timeout", parameters.DEFAULTS["request_timeout"]), "request_timeout"
+    )
 
 
 OPERATIONS = {

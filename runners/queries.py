@@ -7,7 +7,7 @@ import json
 
 import jinja2
 
-from runners.track_files import track_dir
+from runners.track_files import declared_defaults, track_dir
 
 FIELDS = ("cpu", "mem", "net")
 
@@ -49,8 +49,10 @@ def rtt_samples(rtt_ms, iterations):
     return int(str(VOCABULARY_MODULE.rtt_samples(rtt_ms, iterations)))
 
 
-DEFAULT_PERCENTS = (0, 50, 90, 100)
-DEFAULT_HDR_DIGITS = 3  # Elasticsearch's default number_of_significant_value_digits
+_DECLARED = declared_defaults()
+DEFAULT_PERCENTS = tuple(_DECLARED["percents"])  # the track parameter percents' default
+# the track parameter hdr_digits' default (Elasticsearch's default number_of_significant_value_digits too)
+DEFAULT_HDR_DIGITS = _DECLARED["hdr_digits"]
 # Elasticsearch counts hits exactly up to this many without track_total_hits, then answers "gte" this value
 HIT_COUNT_THRESHOLD = 10_000
 TERMS_AGG = "per_node"

@@ -104,7 +104,7 @@ class SingleDocParamSource:
             "layout": params["layout"],
             "copies": params["copies"],
             "epoch": self._epoch,
-            "request-timeout": params.get("request-timeout", 120),
+            "request-timeout": params.get("request-timeout", parameters.DEFAULTS["request_timeout"]),
             "record-dir": context.record_dir,
             "client": 0,
         }
