@@ -6,6 +6,7 @@ track.json is the one home of every track parameter's default, at its top, where
 the vocabulary (`vocabulary.transports`) is returned as its text, for runners/parameters.py to evaluate with Jinja.
 """
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -33,13 +34,22 @@ class Expression(str):
 
 def declared_defaults(track_json=None):
     """{parameter: default} in track.json's order (or of the text given): literals as Python values, other defaults as
-    Expression."""
+    Expression. track.json itself is read and parsed once per process (parameters, queries and toxiproxy all ask)."""
+    return dict(_parse(track_json) if track_json is not None else _track_json_defaults())
+
+
+@functools.lru_cache(maxsize=1)
+def _track_json_defaults():
+    return _parse((track_dir() / "track.json").read_text())
+
+
+def _parse(text):
     defaults = {}
-    for internal, name, text in DECLARATION.findall(track_json or (track_dir() / "track.json").read_text()):
+    for internal, name, expression in DECLARATION.findall(text):
         if internal != name:
             raise ValueError(f"track.json declares p_{internal} from {name}: a parameter's variable is p_ and its own name")
         try:
-            defaults[name] = json.loads(LITERALS.get(text, text))
+            defaults[name] = json.loads(LITERALS.get(expression, expression))
         except json.JSONDecodeError:
-            defaults[name] = Expression(text)
+            defaults[name] = Expression(expression)
     return defaults
