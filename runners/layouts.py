@@ -72,7 +72,8 @@ async def _data_nodes(es):
 class CheckLayouts:
     """Untimed, first: every layout of the sweep fits the cluster (replicas + 1 <= data nodes), so that no layout
     waits forever for replicas that cannot be allocated. Raises, naming the fix, before anything is created.
-    Returns 1 op and the data nodes."""
+    Returns 1 op and the data nodes' names (data-node-names: a metrics store maps each meta key once per index, and
+    search-pool's data-nodes is a count)."""
 
     async def __call__(self, es, params):
         nodes = await _data_nodes(es)
@@ -83,7 +84,7 @@ class CheckLayouts:
                 "start a cluster with enough nodes (make es-start NODES=3) or drop them from the track "
                 "parameter layouts"
             )
-        return {"weight": 1, "unit": "ops", "success": True, "data-nodes": sorted(nodes.values())}
+        return {"weight": 1, "unit": "ops", "success": True, "data-node-names": sorted(nodes.values())}
 
     def __repr__(self):
         return "check-layouts"

@@ -63,6 +63,11 @@ class BreakerFloor:
         self._coverage = Coverage()
 
     async def __call__(self, es, params):
+        carried = {}  # the record operations of every coverage run here (their validation rows), for the sample's meta
+        result = await self._bisect(es, params, carried)
+        return records.add(result, carried)
+
+    async def _bisect(self, es, params, carried):
         await restore.leftovers(es)  # a limit a killed bisection left is not the user's: put the noted value back first
         original, transient = await restore.persistent(es, BREAKER_SETTING)
         if transient is not None:
@@ -74,7 +79,7 @@ class BreakerFloor:
             )
         limit = await _limit_bytes(es)
         gc_before = await _gc(es)
-        baseline = await self._attempts(es, params)
+        baseline = await self._attempts(es, params, carried)
         gc_after = await _gc(es)
         if baseline is not None:
             return _failed(params, f"fails at the node's own limit of {limit} bytes: {baseline}")
@@ -85,7 +90,7 @@ class BreakerFloor:
             candidate = LOWEST_LIMIT_BYTES
             while candidate is not None:
                 steps += 1
-                outcome, ran = await self._try(es, params, candidate)
+                outcome, ran = await self._try(es, params, candidate, carried)
                 coverages += ran
                 if outcome == "pass":
                     high = candidate
@@ -116,24 +121,31 @@ class BreakerFloor:
         LOG.info("cluster-metrics request breaker floor: %s", row)
         return {"weight": 1, "unit": "ops", "success": True, **row, **meta}
 
-    async def _attempts(self, es, params):
+    async def _attempts(self, es, params, carried):
         """None when `attempts` coverages in a row pass, else the first failure's description."""
         for _ in range(params["attempts"]):
-            result = await self._coverage(es, params)
+            result = await self._covered(es, params, carried)
             if not result["success"]:
                 return result["error-description"]
         return None
 
-    async def _try(self, es, params, limit):
+    async def _try(self, es, params, limit, carried):
         """("pass" | "trip" | a failure's description, coverages run) at this limit."""
         await _put_limit(es, f"{limit}b")
         for ran in range(1, params["attempts"] + 1):
-            result = await self._coverage(es, params)
+            result = await self._covered(es, params, carried)
             if not result["success"]:
                 # too low only when this coverage's own answer is the request breaker rejecting it: a trip elsewhere
                 # on a shared cluster says nothing of this coverage's need
                 return ("trip" if result.get("request-breaker-trips") else result["error-description"]), ran
         return "pass", params["attempts"]
+
+    async def _covered(self, es, params, carried):
+        """One coverage, its record operations (its validation row) added to `carried`: a metrics store then rebuilds
+        the same record folder as the load driver's disk holds."""
+        result = await self._coverage(es, params)
+        records.add(carried, {records.META_KEY: result[records.META_KEY]} if records.META_KEY in result else {})
+        return result
 
     def __repr__(self):
         return "breaker-floor"

@@ -24,6 +24,11 @@ TEST_PORT = int(os.environ.get("TEST_ES_PORT", "9250"))
 # the Elasticsearch version of every node the suite starts: the launcher's default (the study's) unless TEST_ES_VERSION
 # names another (make it's version tier races each challenge's `versions` test on the newer lines)
 TEST_ES_VERSION = os.environ.get("TEST_ES_VERSION") or None
+# TEST_METRICS_STORE=yes (make it's version tier): every race of the session goes to Rally's Elasticsearch metrics store
+# as well, a node of the study's version on SUITE_STORE_PORT, and every clean race's report is built twice, from the
+# race's files and from the store alone, and the two compared (assert_reported)
+TEST_METRICS_STORE = os.environ.get("TEST_METRICS_STORE") == "yes"
+SUITE_STORE_PORT = 9268
 PYTHON = sys.executable
 ESRALLY = str(Path(sys.executable).with_name("esrally"))
 LAUNCHER = str(REPO / "local-es" / "esnode.py")
@@ -154,6 +159,7 @@ class Race:
         self.returncode, self.output, self.race, self.log, self.home = returncode, output, race, log, home
         self.left = {}  # what the race left on the cluster, when a test reads it right after (SharedRaces' after)
         self.actors_log, self.oom_kills = "", None  # thespian's log of the race, the OOM killer's kills meanwhile
+        self.in_suite_store = False  # raced into the suite's metrics store too (TEST_METRICS_STORE)
 
     def failures(self):
         """The failed samples' descriptions our runners logged during this race (Rally's log, WARNING and above)."""
@@ -287,12 +293,52 @@ def race_args(challenge, *extra, track=None, port=TEST_PORT, test_mode=True, tar
 def start_race(home, challenge, *extra, **kwargs):
     """A real `esrally race` started in the background (a test that interrupts it), after the previous Rally of this
     suite has exited."""
-    return _rally(home, race_args(challenge, *extra, **kwargs), subprocess.Popen, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    cmd = race_args(challenge, *extra, **kwargs)
+    return _rally(home, cmd + into_suite_store(home, cmd), subprocess.Popen, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def into_suite_store(home, cmd):
+    """With TEST_METRICS_STORE=yes, the arguments that send a race that names no configuration of its own to the
+    suite's metrics store: a configuration in `home` that is the home's own rally.ini (a track repository, ...) or
+    Rally's defaults, its [reporting] section pointed at the store."""
+    import configparser
+
+    from report import store
+
+    if not TEST_METRICS_STORE or any(arg.startswith("--configuration-name") for arg in cmd):
+        return []
+    path = store.write_config(home, "127.0.0.1", SUITE_STORE_PORT)
+    own = home / ".rally" / "rally.ini"
+    if own.is_file():
+        written, merged = configparser.ConfigParser(interpolation=None), configparser.ConfigParser(interpolation=None)
+        written.read(path)
+        merged.read(own)
+        merged["reporting"] = dict(written["reporting"])
+        with path.open("w") as f:
+            merged.write(f)
+    return [f"--configuration-name={store.CONFIG_NAME}"]
+
+
+@pytest.fixture(scope="session", autouse=TEST_METRICS_STORE)
+def suite_metrics_store():
+    """The suite's metrics store (TEST_METRICS_STORE=yes): a node of the launcher's default version, whatever version
+    the tier races, as a team's store often is; made ready for Rally's metrics as make metrics-store makes it."""
+    from report import store
+
+    start = [PYTHON, LAUNCHER, "start", "--heap", "512m", "--http-port", str(SUITE_STORE_PORT)]
+    started = subprocess.run(start, capture_output=True, text=True, timeout=300)
+    assert started.returncode == 0, started.stdout + started.stderr
+    store.Store.local("127.0.0.1", SUITE_STORE_PORT).prepare_local_node()
+    yield
+    stopped = subprocess.run([PYTHON, LAUNCHER, "stop", "--http-port", str(SUITE_STORE_PORT)], capture_output=True, text=True, timeout=300)
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
 
 
 def run_race(home, challenge, *extra, track=None, port=TEST_PORT, test_mode=True, target_hosts=None):
     """A real `esrally race`, after the previous Rally of this suite has exited."""
     cmd = race_args(challenge, *extra, track=track, port=port, test_mode=test_mode, target_hosts=target_hosts)
+    stored = into_suite_store(home, cmd)
+    cmd += stored
     races = home / ".rally" / "benchmarks" / "races"
     before = set(races.glob("*/race.json")) if races.exists() else set()
     log_file, actors_file = home / ".rally" / "logs" / "rally.log", Path(thespian_log(home)["THESPLOG_FILE"])
@@ -307,6 +353,7 @@ def run_race(home, challenge, *extra, track=None, port=TEST_PORT, test_mode=True
     race = Race(result.returncode, output, race, log, home)
     race.actors_log = _appended(actors_file, actors_start)
     race.oom_kills = None if oom_before is None else oom_kills() - oom_before
+    race.in_suite_store = bool(stored)
     return race
 
 
@@ -337,16 +384,34 @@ def assert_clean(race, expected_tasks=()):
 
 def assert_reported(race):
     """A race that succeeded gives its report (python -m report's single report, read from the race's files), whatever
-    its challenge: every clean race of the suite, so that no challenge's race breaks a table unseen."""
+    its challenge: every clean race of the suite, so that no challenge's race breaks a table unseen. A race raced into
+    the suite's metrics store gives it from the store alone as well, its folder moved away meanwhile, and the two
+    reports say the same: the same lines, where only the numbers may differ (the store's samples are Rally's service
+    times, the files' the track's own walls) and each names its source."""
+    import difflib
     import tempfile
 
-    from report import races
+    from report import races, store
     from report.__main__ import single_report
 
+    def report(loaded, out):
+        text = single_report(loaded, out)[0].read_text()
+        assert f"challenge `{race.race['challenge']}`" in text, text[:500]
+        return re.sub(
+            r"\d[\d,.]*", "#", text.replace(f"read from {loaded.source}", "read from <source>").replace(loaded.samples_source, "<samples>")
+        )
+
     with tempfile.TemporaryDirectory() as out:
-        path, _ = single_report(races.load(race.folder()), out)
-        text = path.read_text()
-    assert f"challenge `{race.race['challenge']}`" in text, text[:500]
+        from_files = report(races.load(race.folder()), out)
+        if not race.in_suite_store:
+            return
+        away = race.folder().rename(race.folder().with_name(race.folder().name + ".away"))
+        try:
+            from_store = report(races.from_store(store.Store.local("127.0.0.1", SUITE_STORE_PORT), race.race["race-id"]), out)
+        finally:
+            away.rename(race.folder())
+    differing = "\n".join(difflib.unified_diff(from_files.splitlines(), from_store.splitlines(), "files", "store", n=1, lineterm=""))
+    assert not differing, differing[:6000]
 
 
 def assert_refused_before_any_timed_task(race, *phrases):

@@ -103,6 +103,6 @@ def test_a_closed_index_is_named_by_the_corpus_check_on_the_real_node(shared_rac
 
 def test_layouts_needing_more_nodes_are_named_by_the_real_nodes_count(es_node):
     fits = with_rally_client(lambda es: CheckLayouts()(es, {"layouts": ["1S0R"]}))
-    assert fits["success"] and len(fits["data-nodes"]) == 1
+    assert fits["success"] and len(fits["data-node-names"]) == 1
     with pytest.raises(LayoutError, match=r"layout\(s\) 2S1R need more than the cluster's 1 data node\(s\).*NODES=3"):
         with_rally_client(lambda es: CheckLayouts()(es, {"layouts": ["1S0R", "2S1R"]}))

@@ -61,7 +61,7 @@ def test_bad_layouts_are_named(name):
 
 
 def test_a_layout_needing_more_data_nodes_is_refused_naming_the_fix():
-    assert run(CheckLayouts(), [(200, NODES)], {"layouts": ["3S2R"]})["data-nodes"] == ["node-1", "node-2", "node-3"]
+    assert run(CheckLayouts(), [(200, NODES)], {"layouts": ["3S2R"]})["data-node-names"] == ["node-1", "node-2", "node-3"]
     with pytest.raises(LayoutError, match=r"layout\(s\) 1S3R need more than the cluster's 3 data node\(s\).*NODES=3"):
         run(CheckLayouts(), [(200, NODES)], {"layouts": ["1S0R", "1S3R"]})
 
@@ -69,7 +69,7 @@ def test_a_layout_needing_more_data_nodes_is_refused_naming_the_fix():
 def test_every_layout_of_the_vocabulary_fits_three_data_nodes():
     """2S2R (fully replicated, two shards) among them: three copies of each shard, one per data node."""
     assert "2S2R" in LAYOUTS and LAYOUTS.index("2S2R") == LAYOUTS.index("1S2R") + 1
-    assert run(CheckLayouts(), [(200, NODES)], {"layouts": list(LAYOUTS)})["data-nodes"] == ["node-1", "node-2", "node-3"]
+    assert run(CheckLayouts(), [(200, NODES)], {"layouts": list(LAYOUTS)})["data-node-names"] == ["node-1", "node-2", "node-3"]
     two = {"nodes": {k: v for k, v in NODES["nodes"].items() if k != "c3"}}
     with pytest.raises(LayoutError, match=r"1S2R, 2S2R, 3S2R need more than the cluster's 2 data node"):
         run(CheckLayouts(), [(200, two)], {"layouts": list(LAYOUTS)})
@@ -77,7 +77,7 @@ def test_every_layout_of_the_vocabulary_fits_three_data_nodes():
 
 def test_a_coordinating_only_node_is_not_a_data_node():
     coordinating = {"nodes": {**NODES["nodes"], "k0": {"name": "coord-1", "roles": []}}}
-    assert run(CheckLayouts(), [(200, coordinating)], {"layouts": ["2S2R"]})["data-nodes"] == ["node-1", "node-2", "node-3"]
+    assert run(CheckLayouts(), [(200, coordinating)], {"layouts": ["2S2R"]})["data-node-names"] == ["node-1", "node-2", "node-3"]
 
 
 def test_layout_stats_records_placement_and_shares(context):

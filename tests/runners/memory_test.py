@@ -260,3 +260,21 @@ def test_a_restore_that_fails_is_loud_and_names_the_value_to_set(context, tmp_pa
         run(cluster, params(context, tmp_path))
     assert BREAKER_SETTING in str(raised.value) and '"55%"' in str(raised.value)
     assert cluster.notes == {BREAKER_SETTING: {"setting": BREAKER_SETTING, "original": "55%"}}  # the next race restores
+
+
+@pytest.mark.parametrize("fail_at", [None, 7])
+def test_the_sample_carries_every_coverages_records_so_a_store_rebuilds_the_same_folder(context, tmp_path, fail_at):
+    """A metrics store keeps each sample's record operations, not the load driver's files: the floor's sample, passed
+    or failed, carries the validation row of every coverage it ran (at the node's limit and at each bisection step)
+    and its memory row, and replaying them rebuilds the same lines."""
+    validation = tmp_path / records.VALIDATION  # the race's record folder (params: tmp_path)
+    cluster = BreakerCluster(context, 150_000, fail_at=fail_at)
+    result = run(cluster, params(context, tmp_path))
+    assert result["success"] is (fail_at is None)
+    written = validation.read_text().splitlines()
+    assert len(written) == cluster.coverages
+    rebuilt = tmp_path / "rebuilt"
+    records.replay(str(rebuilt), [result[records.META_KEY]])
+    assert (rebuilt / records.VALIDATION).read_text().splitlines() == written
+    if fail_at is None:
+        assert (rebuilt / records.MEMORY).read_text() == (tmp_path / records.MEMORY).read_text()
