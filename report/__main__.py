@@ -66,7 +66,7 @@ def single_report(race, out_root, baseline=None):
         if isinstance(table, str):
             continue
         if note:
-            parts.append(note(race) if callable(note) else note)
+            parts += [note(race) if callable(note) else note, ""]
         if build is network.rtt_table:
             summary.append(network.rtt_note(race).splitlines()[-1])
         if build is coverage.speedup_table:

@@ -1,4 +1,5 @@
-"""The report's network sections: the RTT sweep and the cross-cluster comparison, each beside a simple model.
+"""The report's network sections: the RTT sweep and the cross-cluster comparison, each beside a simple model, and
+what each network fault did.
 
 Model (the issue's, stated so it can be wrong): a coverage costs its time at zero RTT plus one RTT per HTTP round trip
 it waits for in sequence: serial 30 (one _search per node), msearch and terms 1. Through cross-cluster search with
@@ -14,8 +15,8 @@ import numpy as np
 from report import tables
 from report.study import TOOK, WALL, median_text
 from report.tables import Section
-from runners.queries import rtt_samples
-from runners.tasks import ccs_direct_task_name, ccs_task_name, rtt_task_name
+from runners.queries import TRANSPORTS, VARIANTS, rtt_samples
+from runners.tasks import VERIFY_DOC_COUNT, ccs_direct_task_name, ccs_task_name, fault_task_name, healed_task_name, rtt_task_name
 
 SERIAL_ROUND_TRIPS = 30  # one _search per node of the 30-node coverage
 SEED_001 = (
@@ -272,6 +273,47 @@ def ccs_note(race):
 
 
 # this study's report sections, in report order
+def faults_table(race):
+    """network-faults: per fault, each coverage under it (every sample must fail) and the healed coverage after it (it
+    must succeed), with Rally's error rate and median service time, and whether that is what the fault should give;
+    then the document count after them all. None for a race without fault tasks."""
+    ops = race.op_metrics()
+    rows = []
+    for fault in race.param("faults"):
+        cells = [(v, t) for v in VARIANTS for t in TRANSPORTS]
+        for name, op in [(f"{v} {t} under the fault", ops.get(fault_task_name(fault, v, t))) for v, t in cells]:
+            if op is not None:
+                rate = op.get("error_rate") or 0
+                held = "yes: every sample failed" if rate >= 1 else f"NO: {100 * (1 - rate):.0f}% of samples succeeded under the fault"
+                rows.append([fault, name, f"{100 * rate:.0f}%", tables.service_ms(op, "median"), held])
+        for name, op in [(f"{v} {t} healed", ops.get(healed_task_name(fault, v, t))) for v, t in cells]:
+            if op is not None:
+                held = tables.failed_label(op) if tables.failed(op) else "yes: it succeeded"
+                rows.append([fault, name, f"{100 * (op.get('error_rate') or 0):.0f}%", tables.op_median(op), held])
+    if not rows:
+        return None
+    count = ops.get(VERIFY_DOC_COUNT)
+    if count is not None:
+        rows.append(
+            [
+                "(all)",
+                "document count after the faults",
+                f"{100 * (count.get('error_rate') or 0):.0f}%",
+                None,
+                tables.failed_label(count) if tables.failed(count) else "yes: the corpus's",
+            ]
+        )
+    return ["fault", "coverage", "errors", "median (ms)", "as the fault should give"], rows
+
+
+FAULTS_NOTE = (
+    "Each fault is on the proxy for its own coverage only (fault_request_timeout: a coverage that hangs fails at that "
+    "timeout). Under a fault every sample must fail, each with a description (Rally's log; a metrics store keeps it as "
+    "error-description); its median is how long the failure took to surface. After each fault one coverage without it "
+    "must succeed, and after them all the index must hold the corpus's documents. A row that is not what its fault "
+    "should give says NO or FAILED."
+)
+
 SECTIONS = [
     Section("Over the network: median coverage time (ms) at each round-trip time", rtt_table, "RTT sweep", rtt_note),
     Section(
@@ -286,4 +328,5 @@ SECTIONS = [
         "seed 001's cells",
         ccs_point_note,
     ),
+    Section("Network faults: what each fault did, and the link healed", faults_table, "network faults", FAULTS_NOTE),
 ]

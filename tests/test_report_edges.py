@@ -9,58 +9,28 @@ from pathlib import Path
 
 import pytest
 
+from race_shapes import every_cell_failed, every_ingest_failed, fail, no_records, took_zero
 from report import ingest, races
 from report.__main__ import single_report
 from report.study import NO_SHARE
+from runners import records
 
 FIXTURE = Path(__file__).parent / "fixtures" / "full-race" / ".rally" / "benchmarks" / "races"
 (RACE_DIR,) = FIXTURE.iterdir()
-RECORDS = "cluster-metrics"
-
-
-def _rewrite_lines(path, change):
-    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    path.write_text("".join(json.dumps(change(line)) + "\n" for line in lines))
-
-
-def took_zero(race_dir):
-    _rewrite_lines(race_dir / RECORDS / "validation.jsonl", lambda line: {**line, "took": 0, "took-sum": 0})
-    _rewrite_lines(race_dir / RECORDS / "profile-calls.jsonl", lambda line: {**line, "took-ms": 0})
-    for record in (race_dir / RECORDS).glob("ingest*.json"):
-        data = json.loads(record.read_text())
-        for row in data["epochs"]:
-            row["bulk-took-ms"] = 0
-        record.write_text(json.dumps(data))
-
-
-def _fail(race_dir, tasks):
-    path = race_dir / "race.json"
-    data = json.loads(path.read_text())
-    for op in data["results"]["op_metrics"]:
-        if tasks(op["task"]):
-            op["error_rate"] = 1.0
-    path.write_text(json.dumps(data))
-
-
-def every_cell_failed(race_dir):
-    _fail(race_dir, lambda task: task.startswith("coverage-"))
+RECORDS = records.RECORD_DIR
 
 
 def one_cell_failed_whole(race_dir):
     """coverage-D_td-serial (the production baseline): every request failed, so no coverage recorded a wall or took."""
-    _fail(race_dir, lambda task: task == "coverage-D_td-serial")
-    _rewrite_lines(
-        race_dir / RECORDS / "validation.jsonl",
-        lambda line: line if line["task"] != "coverage-D_td-serial" else {**line, "failed-checks": line["checks"], "took": None},
+    fail(race_dir, lambda task: task == "coverage-D_td-serial")
+    path = race_dir / RECORDS / "validation.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    path.write_text(
+        "".join(
+            json.dumps(line if line["task"] != "coverage-D_td-serial" else {**line, "failed-checks": line["checks"], "took": None}) + "\n"
+            for line in lines
+        )
     )
-
-
-def every_ingest_failed(race_dir):
-    _fail(race_dir, lambda task: task == "ingest" or task.endswith("-ingest"))
-
-
-def no_records(race_dir):
-    shutil.rmtree(race_dir / RECORDS)
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ slope, the model, failed points never measured."""
 from pathlib import Path
 
 from report import network, races
-from runners.tasks import ccs_direct_task_name, ccs_task_name, rtt_task_name
+from runners.tasks import VERIFY_DOC_COUNT, ccs_direct_task_name, ccs_task_name, fault_task_name, healed_task_name, rtt_task_name
 
 
 def op(task, median, error_rate=0.0):
@@ -84,3 +84,26 @@ def test_seed_001_point_puts_each_cell_beside_the_seeds_range_and_the_model():
     assert rows["minimize-false"][4] == "FAILED (40% errors)" and rows["minimize-false"][5:8] == ["", "", ""]
     assert rows["minimize-false"][8] == 41 and rows["minimize-false"][9:] == ["8,800-8,900", "8,900-9,000"]
     assert "cannot appear" in network.ccs_point_note(r)
+
+
+def test_each_fault_row_says_whether_it_did_what_the_fault_should():
+    """Under a fault every sample must fail (its median is how long the failure took to surface); the healed coverage
+    must succeed; a fault that let samples through, or a healed coverage that failed, is marked, never a success."""
+    ops = [
+        op(fault_task_name("reset", "D_td", "msearch"), 3.5, error_rate=1.0),
+        op(fault_task_name("reset", "D_td", "terms"), 2.0, error_rate=0.5),  # half the samples got through
+        op(healed_task_name("reset", "D_td", "msearch"), 300),
+        op(fault_task_name("black-hole", "D_td", "msearch"), 2001, error_rate=1.0),
+        op(healed_task_name("black-hole", "D_td", "msearch"), 350, error_rate=1.0),
+        op(VERIFY_DOC_COUNT, 5),
+    ]
+    header, body = network.faults_table(race(ops, {"faults": ["reset", "black-hole"]}))
+    rows = {(r[0], r[1]): dict(zip(header, r)) for r in body}
+    assert rows[("reset", "D_td msearch under the fault")]["median (ms)"] == 3.5
+    assert rows[("reset", "D_td msearch under the fault")]["as the fault should give"] == "yes: every sample failed"
+    assert rows[("reset", "D_td terms under the fault")]["as the fault should give"].startswith("NO: 50% of samples succeeded")
+    assert rows[("reset", "D_td msearch healed")]["as the fault should give"] == "yes: it succeeded"
+    healed = rows[("black-hole", "D_td msearch healed")]
+    assert healed["as the fault should give"] == "FAILED (100% errors)" and healed["median (ms)"] is None  # no figure
+    assert rows[("(all)", "document count after the faults")]["as the fault should give"] == "yes: the corpus's"
+    assert network.faults_table(race([op(healed_task_name("reset", "D_td", "msearch"), 1)], {"faults": ["cut-mid-response"]})) is None

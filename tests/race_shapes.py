@@ -1,0 +1,58 @@
+"""Shapes a valid race can also come out in, made on a copy of a real race's folder (race.json and the track's records
+beside it): took 0 everywhere (whole milliseconds on a small index, as a test-mode race answers), every cell or every
+task failed, every ingest failed, no records at all. A report of any of them is figures or named reasons, never a
+traceback (tests/test_report_edges.py, tests/test_report_full_scale.py)."""
+
+import json
+import shutil
+
+from runners import records
+
+TOOK_KEYS = {"took", "took-sum", "took-ms", "bulk-took-ms"}  # every took the track records, in ms
+
+
+def _zero_tooks(value):
+    if isinstance(value, dict):
+        return {k: 0 if k in TOOK_KEYS and isinstance(v, (int, float)) else _zero_tooks(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_zero_tooks(v) for v in value]
+    return value
+
+
+def took_zero(race_dir):
+    """Every took the records hold is 0: the JSON records, the JSON-lines records and each bulk's took file
+    (runners/ingest.py took_line: the took first)."""
+    for path in sorted((race_dir / records.RECORD_DIR).rglob("*")):
+        if path.suffix == ".json":
+            path.write_text(json.dumps(_zero_tooks(json.loads(path.read_text()))))
+        elif path.suffix == ".jsonl":
+            lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+            path.write_text("".join(json.dumps(_zero_tooks(line)) + "\n" for line in lines))
+        elif path.suffix == ".txt" and records.TOOK_DIR in path.relative_to(race_dir).parts:
+            path.write_text("".join(" ".join(["0", *line.split()[1:]]) + "\n" for line in path.read_text().splitlines() if line.strip()))
+
+
+def fail(race_dir, tasks):
+    """Every task `tasks(name)` selects has error rate 1 in race.json: each of its samples failed."""
+    path = race_dir / "race.json"
+    data = json.loads(path.read_text())
+    for op in data["results"]["op_metrics"]:
+        if tasks(op["task"]):
+            op["error_rate"] = 1.0
+    path.write_text(json.dumps(data))
+
+
+def every_cell_failed(race_dir):
+    fail(race_dir, lambda task: task.startswith("coverage-"))
+
+
+def every_task_failed(race_dir):
+    fail(race_dir, lambda task: True)
+
+
+def every_ingest_failed(race_dir):
+    fail(race_dir, lambda task: task == "ingest" or task.endswith("-ingest"))
+
+
+def no_records(race_dir):
+    shutil.rmtree(race_dir / records.RECORD_DIR, ignore_errors=True)

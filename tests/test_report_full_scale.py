@@ -1,0 +1,66 @@
+"""Every report section on a full-scale race (5 x 1,000,000 rows) of every challenge, as raced and in every shape a race
+can also come out (tests/race_shapes.py): the races are packed in tests/fixtures/full-scale-races.tar.xz
+(tests/fixtures/full-scale-races.md lists them and how they were raced). A report is figures or named reasons, never a
+traceback; a failed task is marked FAILED wherever its figures would be."""
+
+import json
+import shutil
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from conftest import rendered_challenges
+from race_shapes import every_ingest_failed, every_task_failed, no_records, took_zero
+from report import races
+from report.__main__ import single_report
+from runners import records
+from runners.processor import CorpusChecks
+
+ARCHIVE = Path(__file__).parent / "fixtures" / "full-scale-races.tar.xz"
+SHAPES = [None, took_zero, every_task_failed, every_ingest_failed, no_records]
+# the sections every report has, whatever its race (report/__main__.py): the rest are the race's own
+ALWAYS = ("## Percentile accuracy", "## What the load driver adds per request")
+
+
+@pytest.fixture(scope="module")
+def unpacked(tmp_path_factory):
+    """{challenge: race folder} of the archive, unpacked once."""
+    root = tmp_path_factory.mktemp("full-scale")
+    with tarfile.open(ARCHIVE) as tar:
+        tar.extractall(root, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))  # the filter: 3.11.4 on
+    folders = sorted(root.iterdir())
+    found = {races.load(folder).challenge: folder for folder in folders}
+    assert len(found) == len(folders), "the archive holds two races of one challenge"
+    return found
+
+
+def test_the_archive_holds_a_full_scale_race_of_every_challenge(unpacked):
+    """One race per challenge of the track, each with results; each that read the corpus read the full-scale one (its
+    corpus check's cache: every epoch file about 75 MB, where 5 x 100,000 rows make 7.5 MB)."""
+    assert sorted(unpacked) == sorted(rendered_challenges())
+    for challenge, folder in unpacked.items():
+        assert races.load(folder).data["results"]["op_metrics"], f"{challenge}: a race with no results"
+        checks = folder / records.RECORD_DIR / CorpusChecks.NOTE
+        if checks.is_file():
+            noted = [json.loads(line) for line in checks.read_text().splitlines() if line.strip()]
+            sizes = [note["bytes"] for note in noted if "-epoch-" in Path(note["path"]).name]
+            assert sizes and min(sizes) > 50_000_000, f"{challenge}: not the full-scale corpus ({sizes})"
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda shape: shape.__name__ if shape else "as-raced")
+@pytest.mark.parametrize("challenge", sorted(rendered_challenges()))
+def test_every_section_builds_on_a_full_scale_race_in_every_shape(unpacked, challenge, shape, tmp_path):
+    race_dir = tmp_path / unpacked[challenge].name
+    shutil.copytree(unpacked[challenge], race_dir)
+    if shape:
+        shape(race_dir)
+    race = races.load(race_dir)
+    text = single_report(race, tmp_path / "reports")[0].read_text()
+    assert f"challenge `{challenge}`" in text and "Traceback" not in text
+    own = [line for line in text.splitlines() if line.startswith("## ") and line not in ALWAYS]
+    if shape is None:
+        assert own, f"{challenge}: a full-scale race whose report has none of its own sections"
+    if shape is every_task_failed:
+        # every figure of a failed task is withheld: no section shows one without saying FAILED
+        assert "FAILED" in text, f"{challenge}: every task failed and the report does not say so"
