@@ -5,7 +5,8 @@ can neither answer with an HTTP status nor rewrite JSON; that is all this does.)
 Modes: "pass" forwards everything; "429-unless-retried" answers every coverage request with a real-looking 429 unless
 it repeats the request just before it (a client's retry would pass: a coverage succeeds only if it retries);
 "double-net-p50" doubles every net p50 in coverage answers (in _msearch sub-responses and terms buckets too), after
-the first `corrupt_after` coverage requests (0: from the first)."""
+the first `corrupt_after` coverage requests (0: from the first); "far-off-p0.0005" puts every percentile whose key is
+0.0005 as a double (Elasticsearch spells it 5.0E-4) at 10^9, wherever the answer holds one."""
 
 import json
 import threading
@@ -33,6 +34,29 @@ def _double_net_p50(node):
     elif isinstance(node, list):
         for item in node:
             _double_net_p50(item)
+
+
+def _far_off_p0_0005(node):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "values" and isinstance(value, dict):
+                for percent in [k for k in value if _as_float(k) == 0.0005]:
+                    value[percent] = 1e9
+            else:
+                _far_off_p0_0005(value)
+    elif isinstance(node, list):
+        for item in node:
+            _far_off_p0_0005(item)
+
+
+def _as_float(text):
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+REWRITES = {"double-net-p50": _double_net_p50, "far-off-p0.0005": _far_off_p0_0005}
 
 
 class AnswerProxy:
@@ -67,9 +91,9 @@ class AnswerProxy:
                         status, data, kind = response.status, response.read(), response.headers.get("content-type")
                 except urllib.error.HTTPError as e:
                     status, data, kind = e.code, e.read(), e.headers.get("content-type")
-                if search and proxy.mode == "double-net-p50" and status == 200 and proxy.searches > proxy.corrupt_after:
+                if search and proxy.mode in REWRITES and status == 200 and proxy.searches > proxy.corrupt_after:
                     answer = json.loads(data)
-                    _double_net_p50(answer)
+                    REWRITES[proxy.mode](answer)
                     data = json.dumps(answer).encode()
                 self._answer(status, data, kind or "application/json")
 

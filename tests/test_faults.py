@@ -6,9 +6,11 @@ import json
 import pytest
 
 from answer_proxy import AnswerProxy
-from conftest import INDEX, TEST_PORT, ensure_test_index, http, run_race, with_rally_client
+from conftest import INDEX, TEST_PORT, assert_clean, ensure_test_index, http, run_race, with_rally_client
 from runners.context import CONTEXT_KEY
 from runners.index_checks import VerifyDocCount
+
+CELLS = ["coverage-D_td-serial", "coverage-D_td-msearch", "coverage-D_hdr-msearch", "coverage-D_hdr-terms"]  # production-comparison's
 
 
 def faulty(race, *tasks):
@@ -29,7 +31,7 @@ def test_429_is_a_failed_sample_never_retried_away(shared_races):
     finally:
         proxy.close()
     assert proxy.rejected > 0
-    faulty(race, "coverage-D_td-serial", "coverage-D_td-msearch", "coverage-D_hdr-msearch", "coverage-D_hdr-terms")
+    faulty(race, *CELLS)
     assert "HTTP 429 (es_rejected_execution_exception: rejected by the test proxy); not retried" in race.log
 
 
@@ -44,6 +46,21 @@ def test_wrong_answers_from_the_cluster_are_failed_samples(shared_races):
         proxy.close()
     faulty(race, "coverage-C_td-serial", "coverage-C_td-msearch", "coverage-C_td-terms")
     assert any("net p50" in line for line in race.failures()), race.failures()
+
+
+def test_percents_elasticsearch_spells_otherwise_validate_and_a_wrong_one_fails(shared_races):
+    """percents [0.0005, 50, 99.9995] (tail-latency work; Elasticsearch keys 0.0005 as 5.0E-4): production-comparison
+    validates every cell; through a proxy that puts each p0.0005 far off, every cell fails, naming it."""
+    ensure_test_index(shared_races)
+    params = "--track-params=" + json.dumps({"percents": [0.0005, 50, 99.9995], "warmup_iterations": 0})
+    assert_clean(shared_races.race("production-comparison", params), CELLS)
+    proxy = AnswerProxy(TEST_PORT, mode="far-off-p0.0005")
+    try:
+        race = run_race(shared_races.home, "production-comparison", params, port=proxy.port)
+    finally:
+        proxy.close()
+    faulty(race, *CELLS)
+    assert any("p0.0005" in line for line in race.failures()), race.failures()
 
 
 def test_rally_assertions_apply_to_coverages(shared_races):
