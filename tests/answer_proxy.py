@@ -24,29 +24,33 @@ REJECTED = {
 }
 
 
-def _double_net_p50(node):
+def _walk(node, visit):
+    """visit(mapping) for every JSON object of an answer, nested ones too."""
     if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "net_pct" and "50.0" in value.get("values", {}):
-                value["values"]["50.0"] *= 2
-            else:
-                _double_net_p50(value)
+        visit(node)
+        for value in node.values():
+            _walk(value, visit)
     elif isinstance(node, list):
         for item in node:
-            _double_net_p50(item)
+            _walk(item, visit)
 
 
-def _far_off_p0_0005(node):
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "values" and isinstance(value, dict):
-                for percent in [k for k in value if _as_float(k) == 0.0005]:
-                    value[percent] = 1e9
-            else:
-                _far_off_p0_0005(value)
-    elif isinstance(node, list):
-        for item in node:
-            _far_off_p0_0005(item)
+def _double_net_p50(answer):
+    def visit(node):
+        values = node["net_pct"].get("values", {}) if isinstance(node.get("net_pct"), dict) else {}
+        if "50.0" in values:
+            values["50.0"] *= 2
+
+    _walk(answer, visit)
+
+
+def _far_off_p0_0005(answer):
+    def visit(node):
+        values = node.get("values")
+        for percent in [k for k in values if _as_float(k) == 0.0005] if isinstance(values, dict) else []:
+            values[percent] = 1e9
+
+    _walk(answer, visit)
 
 
 def _as_float(text):
