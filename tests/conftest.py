@@ -24,7 +24,7 @@ TEST_PORT = int(os.environ.get("TEST_ES_PORT", "9250"))
 # the Elasticsearch version of every node the suite starts: the launcher's default (the study's) unless TEST_ES_VERSION
 # names another (make it's version tier races each challenge's `versions` test on the newer lines)
 TEST_ES_VERSION = os.environ.get("TEST_ES_VERSION") or None
-# TEST_METRICS_STORE=yes (make it's version tier): every race of the session goes to Rally's Elasticsearch metrics store
+# TEST_METRICS_STORE=yes (make test, the 9.x version tier): every race of the session goes to Rally's Elasticsearch metrics store
 # as well, a node of the study's version on SUITE_STORE_PORT, and every clean race's report is built twice, from the
 # race's files and from the store alone, and the two compared (assert_reported)
 TEST_METRICS_STORE = os.environ.get("TEST_METRICS_STORE") == "yes"
