@@ -50,7 +50,7 @@ BASELINE_TEXT = "bulk size {bulk_size}, clients {bulk_clients}, the index's defa
 def load_records(race, record_dir):
     """The ingest records of ingest-changes in a race's record folder: the baseline's and each change's that ran."""
     for name in (INGEST_CHANGE_BASELINE, *INGEST_CHANGES):
-        data = records.read(str(record_dir), records.ingest_change_record(name))
+        data = records.read(str(record_dir), records.ingest_record(_prefix(name)))
         if data is not None:
             race.ingest_changes[name] = data
 
@@ -110,7 +110,7 @@ def change_problem(race, name):
     if problem:
         return problem
     if not race.ingest_changes.get(name, {}).get("epochs"):
-        return f"no ingest record ({records.ingest_change_record(name)})"
+        return f"no ingest record ({records.ingest_record(_prefix(name))})"
     if not {_prefix(name) + INGEST, _prefix(name) + VERIFY_DOC_COUNT} & race.op_metrics().keys():
         return f"its document count was not verified ({_prefix(name) + INGEST} did not run)"
     return None

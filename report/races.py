@@ -13,6 +13,7 @@ from runners.corpus import races_root
 from runners.ingest import recount_bulk_tooks
 from runners.load import read_steps
 from runners.queries import SOURCE_MODES
+from runners.tasks import layout_task_name, source_task_name
 
 # parameters that hold a list (a user may give a comma-separated string)
 LIST_PARAMETERS = {name for name, (default, _) in parameters.PARAMETERS.items() if isinstance(default, list)}
@@ -112,11 +113,16 @@ def load(race_dir, data=None):
         data = json.loads(record.read_text())
         race.layouts[data["layout"]] = data
     for layout in race.layouts:
-        data = records.read(str(race_dir / records.RECORD_DIR), records.layout_ingest_record(layout))
+        folder = str(race_dir / records.RECORD_DIR)
+        data = records.read(folder, records.ingest_record(layout_task_name(layout, "")))
+        data = data if data is not None else records.read(folder, records.legacy_layout_ingest_record(layout))
         if data is not None:
             race.layout_ingest[layout] = data
     for mode in SOURCE_MODES:
-        for name, attr in ((records.source_record(mode), race.sources), (records.source_ingest_record(mode), race.source_ingest)):
+        for name, attr in (
+            (records.source_record(mode), race.sources),
+            (records.ingest_record(source_task_name(mode, "")), race.source_ingest),
+        ):
             data = records.read(str(race_dir / records.RECORD_DIR), name)
             if data is not None:
                 attr[mode] = data

@@ -15,14 +15,14 @@ interval is taken at 97.5%; both hold at once with probability 0.975^2 > 0.95, a
 - "no difference beyond noise" otherwise,
 - no verdict when either cell failed or has too few samples.
 With the same distribution on both sides, the verdict names a difference at most 5% of the time (the interval's
-coverage). The construction is conservative: on synthetic cells with a 10% spread (tests/test_uncertainty.py) it
+coverage). The construction is conservative: on synthetic cells with a 10% spread (tests/report/uncertainty_test.py) it
 named a difference between identical distributions in at most 0.1% of 2,000 pairs, and its price is power: 20
 samples a side find a 30% difference (a 20% one 79% of the time), 100 samples a 10% one. The margin covers what the samples of one race cannot show: the spread from race to race (JVM
 warm-up, page cache, shard placement), a median 2.2% per cell between two runs on one node (issue 20's measurement).
 
 Repeated races (compare_race_sets): with two or more races a side, the race is the unit, and the verdict follows the
 same rule on Welch's t-interval of the log-medians; that interval holds its 95% when the races' log-medians are
-roughly normal, which tests/test_uncertainty.py checks on synthetic sets with race-to-race noise.
+roughly normal, which tests/report/uncertainty_test.py checks on synthetic sets with race-to-race noise.
 """
 
 import functools

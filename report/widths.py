@@ -247,8 +247,8 @@ def width_ingest_table(race):
 
 def load_records(race, record_dir):
     """The sweep's records of a race folder: each width's ingest and the search pool."""
-    for path in sorted(record_dir.glob(records.width_ingest_record("*"))):
-        prefix = records.width_ingest_record("").removesuffix(".json")
+    for path in sorted(record_dir.glob(records.ingest_record(width_task_name("*", "")))):
+        prefix = records.ingest_record(width_task_name("", "")).removesuffix(".json")
         race.width_ingest[int(path.name.removeprefix(prefix).removesuffix(".json"))] = records.read(str(record_dir), path.name)
     race.search_pool = records.read(str(record_dir), SEARCH_POOL)
 

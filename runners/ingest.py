@@ -19,13 +19,14 @@ from esrally.client.context import RequestContextHolder
 from esrally.driver import runner as rally_runner
 from esrally.track import params as rally_params
 
-from runners import corpus, parameters, records, results, wire
+from runners import corpus, parameters, records, results, tasks, wire
 from runners.context import RaceContext
 from runners.index_body import FreshIndexBodyParamSource
 from runners.registry import Need, Operation
 from runners.scope import untimed
 
 LOG = logging.getLogger(__name__)
+RECORD_KEY = "record"  # an ingest task's record file, set at load by name_records
 STATS_METRICS = "indexing,refresh,merge,flush"
 # the index settings an ingest may change (ingest-tuned, ingest-changes): recorded as they are when it starts, so that
 # the record says what it ran with
@@ -79,7 +80,7 @@ class EpochBulkParamSource:
         self._extra = {
             "epoch": params["epoch"],
             "record-dir": RaceContext.of(params).record_dir,
-            "record": params.get("record", records.INGEST),
+            RECORD_KEY: params[RECORD_KEY],
         }
 
     def partition(self, partition_index, total_partitions):
@@ -139,7 +140,7 @@ class EpochBulk:
         ended, window = time.time(), RequestContextHolder.request_context.get({})
         if params.get("record-dir") and result.get("took") is not None:
             service = window["request_end"] - window["request_start"] if {"request_start", "request_end"} <= window.keys() else None
-            name = _took_file(params["record"], params["epoch"], params.get("client", 0))
+            name = _took_file(params[RECORD_KEY], params["epoch"], params.get("client", 0))
             result.update(records.append_line(params["record-dir"], name, took_line(result["took"], started, ended, service)))
         return result
 
@@ -239,7 +240,7 @@ class IngestCostEpoch:
     """Measures one epoch's ingest cost (after its bulk and refresh): /_stats deltas (indexing, refresh, merge,
     flush time, merged MB) since the previous snapshot, and the sum and count of the epoch's bulk `took`.
 
-    Writes the epoch's row to <race>/cluster-metrics/<record> (ingest.json unless the operation names another);
+    Writes the epoch's row to <race>/cluster-metrics/<record> (its ingest's record: name_records);
     returns 1 op and the row as sample meta.
     The epoch's wall time is not here: Rally's task transitions would inflate it. It is the duration of the task
     bulk-epoch-N in race.json."""
@@ -247,7 +248,7 @@ class IngestCostEpoch:
     async def __call__(self, es, params):
         context, epoch = RaceContext.of(params), params["epoch"]
         snapshot = await _snapshot(es, context)
-        name = params.get("record", records.INGEST)
+        name = params[RECORD_KEY]
         record = records.read(context.record_dir, name, {})
         if "snapshot" not in record:
             return results.failed(
@@ -294,7 +295,7 @@ async def set_up_index(es, params, context, mark=None):
     if problem:
         return problem, {}
     record = {"epochs": [], "snapshot": await _snapshot(es, context), "index-settings": await _ingest_settings(es, context)}
-    return None, records.write(context.record_dir, params["record"], record)
+    return None, records.write(context.record_dir, params[RECORD_KEY], record)
 
 
 async def recreate_indices(es, params, mark=None):
@@ -345,7 +346,7 @@ class IngestEpochsParamSource:
             "epochs": self._epochs,
             "epoch-docs": {str(e): context.epoch_docs[str(e)] for e in self._epochs},
             "record-dir": context.record_dir,
-            "record": params["record"],
+            RECORD_KEY: params[RECORD_KEY],
             "indices": index["indices"],
             # not "request-params": Rally's bulk runner would send those with every bulk
             CREATE_PARAMS_KEY: index.get("request-params"),
@@ -458,7 +459,7 @@ class IngestEpochs:
 
     async def _wait(self, es, params, context, done, what, mark=None):
         """Polls the primaries' indexed count until done(count); None, or what it saw when request-timeout ran out."""
-        abandoned = (params["record-dir"], params["record"], params["client"])
+        abandoned = (params["record-dir"], params[RECORD_KEY], params["client"])
         deadline = time.monotonic() + (
             0 if abandoned in self._abandoned else params.get("request-timeout", parameters.DEFAULTS["request_timeout"])
         )
@@ -473,7 +474,7 @@ class IngestEpochs:
             await asyncio.sleep(self.POLL_S)
 
     async def _start(self, es, params, context):
-        mark = ingest_mark(context, params["record"])
+        mark = ingest_mark(context, params[RECORD_KEY])
         if params["client"] == 0:
             return await set_up_index(es, params, context, mark)
         what = _bulk_problem(params["epoch"], "waiting for the recorder to set the index up")
@@ -493,15 +494,15 @@ class IngestEpochs:
     async def _record_epoch(self, es, params, context, epoch):
         await es.perform_request("POST", f"/{context.index}/_refresh")
         snapshot = await _snapshot(es, context)
-        record = records.read(context.record_dir, params["record"], {})
+        record = records.read(context.record_dir, params[RECORD_KEY], {})
         if "snapshot" not in record:
             raise RuntimeError(f"epoch {epoch}: no starting /_stats snapshot in {params['record']} (the index set-up did not run)")
-        row = epoch_cost(epoch, record["snapshot"], snapshot, bulk_tooks(context.record_dir, params["record"], epoch))
-        row.update(epoch_timing(context.record_dir, params["record"], epoch))
+        row = epoch_cost(epoch, record["snapshot"], snapshot, bulk_tooks(context.record_dir, params[RECORD_KEY], epoch))
+        row.update(epoch_timing(context.record_dir, params[RECORD_KEY], epoch))
         record["epochs"] = [r for r in record["epochs"] if r["epoch"] != epoch] + [row]
         record["snapshot"] = snapshot
         LOG.info("cluster-metrics ingest epoch %s: %s", epoch, row)
-        return records.write(context.record_dir, params["record"], record)
+        return records.write(context.record_dir, params[RECORD_KEY], record)
 
     async def _finish(self, es, params, context):
         epoch = params["epochs"][-1]
@@ -513,9 +514,9 @@ class IngestEpochs:
             await es.perform_request("PUT", f"/{context.index}/_settings", body=params["restore-settings"])
             await es.perform_request("POST", f"/{context.index}/_refresh")
         actual = (await es.perform_request("GET", f"/{context.index}/_count")).body["count"]
-        record = records.read(context.record_dir, params["record"])
+        record = records.read(context.record_dir, params[RECORD_KEY])
         record["count"] = {"actual": actual, "expected": expected}
-        records.add(meta, records.write(context.record_dir, params["record"], record))
+        records.add(meta, records.write(context.record_dir, params[RECORD_KEY], record))
         if actual != expected:
             problem = "; ".join(
                 filter(None, [problem, f"index {context.index} holds {actual} documents, the ingested corpus has {expected}"])
@@ -539,6 +540,20 @@ def validate_ingest(params, clients, context):
             )
     if not params.get("epochs"):
         raise ValueError("an ingest needs at least one epoch")
+
+
+def name_records(challenge_tasks):
+    """Sets each ingest task's record (RECORD_KEY), in schedule order: an ingest's per-epoch cost goes to the record
+    its task name's prefix names (records.ingest_record: "source-stored-ingest" -> ingest-source-stored.json); an
+    epoch's own bulk and cost tasks (epoch-bulk, ingest-cost-epoch) go to the record of the ingest set up before them.
+    So the challenge spells a task's name once, and its record follows."""
+    current = records.ingest_record()
+    for task in challenge_tasks:
+        kind = task.operation.type
+        if kind in ("ingest-epochs", "ingest-setup"):
+            current = records.ingest_record(task.name[: task.name.rindex(tasks.INGEST)])
+        if kind in ("ingest-epochs", "ingest-setup", "epoch-bulk", "ingest-cost-epoch"):
+            task.operation.params[RECORD_KEY] = current
 
 
 OPERATIONS = {

@@ -2,6 +2,7 @@
 
 On every track load for a race it
 - checks every track parameter the user gave (type and range), naming the parameter and what it expects;
+- names each ingest's record after its task (runners/ingest.py name_records);
 - reads the generator's manifest, checks each file the race uses (size, and sha256 unless the track parameter
   verify_corpus_checksums is false) and the ground truth's sha256, once per race and host (CorpusChecks), and sets
   each document set's count and size;
@@ -24,7 +25,7 @@ from esrally import exceptions, paths
 from esrally.track import loader
 from esrally.track import track as track_model
 
-from runners import corpus, coverage, interleave, load, parameters, privileges, queries, records, scope
+from runners import corpus, coverage, ingest, interleave, load, parameters, privileges, queries, records, scope
 from runners.context import CONTEXT_KEY, DEFAULT_CLUSTER, RaceContext
 from runners.network import ClearToxics, clear_toxics
 from runners.operations import OPERATIONS
@@ -48,6 +49,8 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
             parameters.check(user_params)  # esrally info too: a bad value is named there, not rendered silently
         except parameters.ParameterError as e:
             raise exceptions.SystemSetupError(f"{e}. Correct it in --track-params.") from None
+        for challenge in track.challenges:
+            ingest.name_records(list(_tasks(challenge)))
         root = self.cfg.opts("benchmarks", "local.dataset.cache")
         test_mode = bool(self.cfg.opts("track", "test.mode.enabled", mandatory=False, default_value=False))
         if not race_id:

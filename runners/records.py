@@ -26,28 +26,21 @@ LARGE_SOURCE_FETCHES = "large-source-fetches.jsonl"  # source-large: each fetch'
 
 
 def source_record(mode):
-    """source-cost: the index's storage in one _source mode (track.json spells the same name)."""
+    """source-cost: the index's storage in one _source mode (runners/storage.py writes it from the task's mode)."""
     return f"source-{mode}.json"
 
 
-def source_ingest_record(mode):
-    """source-cost: the per-epoch ingest cost in one _source mode (track.json spells the same name)."""
-    return f"ingest-source-{mode}.json"
+def ingest_record(prefix=""):
+    """The per-epoch ingest cost of the ingest whose task names start with prefix (runners/ingest.py name_records):
+    the challenge's one ingest ("") -> ingest.json; "source-stored-" -> ingest-source-stored.json,
+    "change-clients-" -> ingest-change-clients.json, "width-300-" -> ingest-width-300.json."""
+    return f"ingest-{prefix.removesuffix('-')}.json" if prefix else INGEST
 
 
-def width_ingest_record(width):
-    """coverage-width: the per-epoch ingest cost of one width's corpus set (track.json spells the same name)."""
-    return f"ingest-width-{width}.json"
-
-
-def layout_ingest_record(layout):
-    """layout-sweep: the per-epoch ingest cost of one layout (track.json spells the same name)."""
+def legacy_layout_ingest_record(layout):
+    """A layout's ingest record as races before ingest_record named it: ingest-2S1R.json (now ingest-layout-2S1R.json),
+    read by the report for those races."""
     return f"ingest-{layout}.json"
-
-
-def ingest_change_record(change):
-    """ingest-changes: the per-epoch ingest cost of the baseline or one seed change (track.json spells the same name)."""
-    return f"ingest-change-{change}.json"
 
 
 META_KEY = "cluster-metrics-record"  # sample meta: the sample's record operations, a JSON list as text (Rally maps strings as keyword)

@@ -148,20 +148,3 @@ def parse_width_coverage(name):
         return None
     width, variant, transport, concurrency = match.groups()
     return int(width), variant, width_transport(transport, int(concurrency or 0))
-
-
-# Every task carries one tag of what it does and, in a study's challenge, the study's tag (schedule.j2 sets them), so
-# that --include-tasks="tag:query" or --exclude-tasks="tag:setup" select by them (README.md, "Tags").
-KIND_TAGS = {
-    "setup": "changes the cluster or the link before measuring: index created, settings, RTT, faults, remote cluster",
-    "ingest": "bulk loads, refreshes and the per-epoch ingest cost",
-    "check": "untimed verification: the corpus in the index, the document count, the cluster's layouts",
-    "query": "timed coverages, fetches and the profile",
-}
-STUDY_TAGS = {
-    "network": "rtt-sweep, ccs-roundtrips, network-faults",
-    "load": "coverage-load, live",
-    "costs": "source-cost, source-large, aggregation-memory",
-    "layout": "layout-sweep",
-    "width": "coverage-width",
-}

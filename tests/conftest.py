@@ -545,14 +545,14 @@ def toxiproxy(es_node):
 # a secured cluster's TLS (tests/secure_stand_in.py): a CA made for the session, and another that signed nothing of ours
 @pytest.fixture(scope="session")
 def certs(tmp_path_factory):
-    from secure_stand_in import make_ca
+    from tests.secure_stand_in import make_ca
 
     return make_ca(tmp_path_factory.mktemp("tls"))
 
 
 @pytest.fixture(scope="session")
 def other_certs(tmp_path_factory):
-    from secure_stand_in import make_other_ca
+    from tests.secure_stand_in import make_other_ca
 
     return make_other_ca(tmp_path_factory.mktemp("other-tls"))
 

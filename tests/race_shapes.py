@@ -1,7 +1,7 @@
 """Shapes a valid race can also come out in, made on a copy of a real race's folder (race.json and the track's records
 beside it): took 0 everywhere (whole milliseconds on a small index, as a test-mode race answers), every cell or every
 task failed, every ingest failed, no records at all. A report of any of them is figures or named reasons, never a
-traceback (tests/test_report_edges.py, tests/test_report_full_scale.py)."""
+traceback (tests/report/edges_test.py, tests/report/full_scale_test.py)."""
 
 import json
 import shutil

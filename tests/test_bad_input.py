@@ -6,7 +6,12 @@ client Rally gives runners, without a race."""
 
 import pytest
 
-from conftest import (
+from runners import corpus
+from runners.context import CONTEXT_KEY
+from runners.index_checks import CorpusError, VerifyCorpus
+from runners.layouts import CheckLayouts, LayoutError
+from runners.processor import CorpusChecks, set_context
+from tests.conftest import (
     INDEX,
     assert_refused_before_any_timed_task,
     data_root,
@@ -17,11 +22,6 @@ from conftest import (
     run_race,
     with_rally_client,
 )
-from runners import corpus
-from runners.context import CONTEXT_KEY
-from runners.index_checks import CorpusError, VerifyCorpus
-from runners.layouts import CheckLayouts, LayoutError
-from runners.processor import CorpusChecks, set_context
 
 
 @pytest.mark.smoke

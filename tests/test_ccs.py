@@ -8,7 +8,14 @@ import time
 
 import pytest
 
-from conftest import (
+from report import network as network_report
+from report import races
+from runners import network, restore
+from runners.network import remote_settings
+from runners.operations import OPERATIONS
+from runners.parameters import PARAMETERS
+from runners.tasks import ccs_direct_task_name, ccs_task_name
+from tests.conftest import (
     TEST_PORT,
     assert_clean,
     doc_count,
@@ -23,13 +30,6 @@ from conftest import (
     wait_for_our_rally,
     with_rally_client,
 )
-from report import network as network_report
-from report import races
-from runners import network, restore
-from runners.network import remote_settings
-from runners.operations import OPERATIONS
-from runners.parameters import PARAMETERS
-from runners.tasks import ccs_direct_task_name, ccs_task_name
 
 REMOTE_PORT, REMOTE_PROXY_PORT, REMOTE_HTTP_PROXY_PORT, REMOTE_SHARDS = 9280, 9391, 9392, 5
 ALIAS, FAR_ALIAS = PARAMETERS["ccs_alias"][0], PARAMETERS["ccs_far_alias"][0]

@@ -7,10 +7,10 @@ import statistics
 from pathlib import Path
 
 import pytest
-from loopback_es import LoopbackElasticsearch
 
-from conftest import TEST_PORT, ensure_test_index, http
 from report import client_cost, races
+from tests.conftest import TEST_PORT, ensure_test_index, http
+from tests.loopback_es import LoopbackElasticsearch
 
 MANIFEST = {"index": "cluster-metrics", "nodes": ["N001", "N002", "N003"]}
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import cmgen
-from conftest import REPO
+from tests.conftest import REPO
 
 GENERATE = str(REPO / "corpora-gen" / "generate")
 SMALL = ["--epochs", "2", "--rows-per-epoch", "2500", "--nodes", "7", "--tasks", "11", "--seed", "7"]

@@ -12,11 +12,22 @@ import time
 
 import pytest
 
-from answer_proxy import AnswerProxy
-from conftest import ESRALLY, RALLY_HOMES, REPO, TEST_PORT, assert_clean, ensure_test_index, http, rally_pids, run_race, wait_for_our_rally
 from runners.memory import BREAKER_SETTING
 from runners.restore import NOTES_INDEX
 from runners.tasks import breaker_floor_task_name, memory_cell, memory_task_name
+from tests.answer_proxy import AnswerProxy
+from tests.conftest import (
+    ESRALLY,
+    RALLY_HOMES,
+    REPO,
+    TEST_PORT,
+    assert_clean,
+    ensure_test_index,
+    http,
+    rally_pids,
+    run_race,
+    wait_for_our_rally,
+)
 
 ONE_CELL = "--track-params=" + json.dumps(
     {"memory_variants": ["D_td"], "memory_transports": ["msearch"], "memory_hdr_digits": [3], "memory_tdigest_compression": [100]}

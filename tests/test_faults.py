@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from answer_proxy import AnswerProxy
-from conftest import INDEX, TEST_PORT, assert_clean, ensure_test_index, http, run_race, with_rally_client
 from runners.context import CONTEXT_KEY
 from runners.index_checks import VerifyDocCount
+from tests.answer_proxy import AnswerProxy
+from tests.conftest import INDEX, TEST_PORT, assert_clean, ensure_test_index, http, run_race, with_rally_client
 
 CELLS = ["coverage-D_td-serial", "coverage-D_td-msearch", "coverage-D_hdr-msearch", "coverage-D_hdr-terms"]  # production-comparison's
 

@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from conftest import assert_clean, doc_count, generate, run_race
 from runners import load, records
 from runners.ingest import bulk_lines, read_took_line
 from runners.tasks import load_calibration_task_name, load_step_task_name
+from tests.conftest import assert_clean, doc_count, generate, run_race
 
 STEP = load_step_task_name("D_td", "msearch", 10)
 LOAD_PARAMS = {

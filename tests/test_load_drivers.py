@@ -16,7 +16,7 @@ import subprocess
 
 import pytest
 
-from conftest import PYTHON, REPO
+from tests.conftest import PYTHON, REPO
 
 pytestmark = pytest.mark.integration
 

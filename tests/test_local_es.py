@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LAUNCHER, REPO, http, launcher
+from tests.conftest import LAUNCHER, REPO, http, launcher
 
 
 def test_index_and_search_round_trip(es_node):

@@ -11,7 +11,12 @@ import sys
 
 import pytest
 
-from conftest import (
+from report import network as network_report
+from report import races
+from runners.parameters import PARAMETERS
+from runners.tasks import fault_task_name, healed_task_name, rtt_task_name
+from runners.toxiproxy import FAULT, FAULTS, PROXIES
+from tests.conftest import (
     PROXY_PORT,
     REPO,
     TEST_PORT,
@@ -26,11 +31,6 @@ from conftest import (
     run_race,
     track_params,
 )
-from report import network as network_report
-from report import races
-from runners.parameters import PARAMETERS
-from runners.tasks import fault_task_name, healed_task_name, rtt_task_name
-from runners.toxiproxy import FAULT, FAULTS, PROXIES
 
 # what the description of a failed sample says under each fault
 SEEN = {

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from secure_stand_in import ADMIN, ADMIN_API_KEY, DEFAULT_IDENTITIES, RESTRICTED, WWW_AUTHENTICATE, Identity, SecuredStandIn
+from tests.secure_stand_in import ADMIN, ADMIN_API_KEY, DEFAULT_IDENTITIES, RESTRICTED, WWW_AUTHENTICATE, Identity, SecuredStandIn
 
 
 class EchoUpstream:

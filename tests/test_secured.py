@@ -11,7 +11,10 @@ import subprocess
 
 import pytest
 
-from conftest import (
+from report import races, store
+from runners.restore import NOTES_INDEX
+from runners.toxiproxy import PROXIES
+from tests.conftest import (
     PYTHON,
     REPO,
     TEST_PORT,
@@ -26,10 +29,7 @@ from conftest import (
     run_race,
     track_params,
 )
-from report import races, store
-from runners.restore import NOTES_INDEX
-from runners.toxiproxy import PROXIES
-from secure_stand_in import ADMIN, ADMIN_API_KEY, RESTRICTED, SecuredStandIn
+from tests.secure_stand_in import ADMIN, ADMIN_API_KEY, RESTRICTED, SecuredStandIn
 
 STORE_PORT = 9262  # the secured metrics store's node: the suite's own, apart from a user's 9210
 SECURED_PROXY = "cluster-metrics-secured"  # a Toxiproxy proxy of this module's, in front of the stand-in

@@ -1,7 +1,7 @@
 """esrally info tells the truth about the track: document counts of the generated corpus, and a bad parameter named
 there, not rendered silently as something else. Real esrally, no node."""
 
-from conftest import REPO, generate, run_rally
+from tests.conftest import REPO, generate, run_rally
 
 
 def info(home, *args):

@@ -10,9 +10,9 @@ import subprocess
 
 import pytest
 
-from conftest import REPO, assert_clean, ensure_test_index, rendered_challenges, rendered_tasks, run_rally
 from runners import interleave, records
 from runners.parameters import PARAMETERS
+from tests.conftest import REPO, assert_clean, ensure_test_index, rendered_challenges, rendered_tasks, run_rally
 
 TRACK = REPO / "tracks" / "cluster-metrics"
 

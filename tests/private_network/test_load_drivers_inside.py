@@ -22,7 +22,6 @@ from pathlib import Path
 import pytest
 from esrally.driver.driver import calculate_worker_assignments
 
-from conftest import REPO, assert_clean, doc_count, http, launcher, run_race, run_rally, start_race, wait_for_our_rally
 from report import coverage
 from report import hosts as host_report
 from report import ingest, races, store, study, tables
@@ -34,6 +33,7 @@ from runners.hosts import HOST_KEY
 from runners.ingest import bulk_lines
 from runners.queries import TRANSPORTS
 from runners.tasks import INGEST, coverage_task_name, load_calibration_task_name, load_share_task_name, load_step_task_name
+from tests.conftest import REPO, assert_clean, doc_count, http, launcher, run_race, run_rally, start_race, wait_for_our_rally
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,7 @@ import pytest
 from runners import corpus
 from runners.context import CONTEXT_KEY
 from runners.coverage import Coverage, CoverageParamSource, validate_coverage
-from stub_client import StubClient
+from tests.runners.stub_client import StubClient
 
 PERCENTS = [0, 50, 90, 100]
 

@@ -12,7 +12,7 @@ from runners import corpus
 from runners.context import CONTEXT_KEY
 from runners.coverage import FetchCoverage, FetchCoverageParamSource, validate_fetch_coverage
 from runners.validation import CoverageErrors, FetchExpectation, check_fetch_response
-from stub_client import StubClient
+from tests.runners.stub_client import StubClient
 
 SIZE = 5
 

@@ -13,7 +13,7 @@ from runners import corpus, records
 from runners.context import CONTEXT_KEY
 from runners.index_checks import VerifyCorpus, VerifyDocCount
 from runners.ingest import EpochBulk, IngestCostEpoch, IngestSetup, epoch_cost, read_took_line, recount_bulk_tooks
-from stub_client import StubClient
+from tests.runners.stub_client import StubClient
 
 
 def stats(index_ms, docs, refresh_ms=0, merge_ms=0, merged=0, flush_ms=0, replicas=0):
@@ -66,7 +66,7 @@ def test_epoch_cost_is_the_difference_of_two_snapshots():
 
 
 def test_start_then_epoch_writes_the_epoch_row(context):
-    params = {CONTEXT_KEY: context.as_param()}
+    params = {CONTEXT_KEY: context.as_param(), "record": records.INGEST}  # as name_records sets it
     settings = {
         "cluster-metrics": {"settings": {"index.refresh_interval": "-1"}, "defaults": {"index.translog.durability": "REQUEST"}}
     }  # as Elasticsearch 8.17 lists its default
@@ -87,7 +87,7 @@ def test_start_then_epoch_writes_the_epoch_row(context):
 
 def test_epoch_without_a_start_snapshot_fails(tmp_path, context):
     ctx = context.as_param() | {"record_dir": str(tmp_path)}
-    result = run(IngestCostEpoch(), StubClient([(200, stats(60, 90))]), {CONTEXT_KEY: ctx, "epoch": 1})
+    result = run(IngestCostEpoch(), StubClient([(200, stats(60, 90))]), {CONTEXT_KEY: ctx, "epoch": 1, "record": records.INGEST})
     assert result["success"] is False and "ingest-setup" in result["error-description"]
 
 
@@ -304,7 +304,7 @@ def test_a_folder_rebuilt_from_sample_meta_counts_every_load_driver_hosts_tooks(
         params |= {"index": "i", "epoch": 1, "record-dir": record_dir, "record": "ingest.json", "client": client_index}
         samples.append(run(EpochBulk(), client, params))
 
-    params = {CONTEXT_KEY: context.as_param() | {"record_dir": first}}
+    params = {CONTEXT_KEY: context.as_param() | {"record_dir": first}, "record": records.INGEST}
     samples.append(run(IngestSetup(), StubClient([(200, stats(10, 0)), (200, {"i": {"settings": {}}})]), start(params)))
     bulk(first, 30, 0)
     bulk(second, 12, 1)
@@ -381,7 +381,7 @@ class BulkClientOf(BulkClient):
 
     async def perform_request(self, method, path, params=None, body=None, headers=None):
         self.sent.append({"method": method, "path": path, "params": params, "body": body})
-        from stub_client import Response
+        from tests.runners.stub_client import Response
 
         answer = await self.cluster.answer(method, path, body)
         return Response(RawBody(json.dumps(answer).encode(), self) if path == "/_bulk" else answer)
@@ -423,7 +423,7 @@ def ingest(tmp_path, context, epoch_docs, clients, lose=(), timeout=5):
 
 from elasticsearch.exceptions import HTTP_EXCEPTIONS  # noqa: E402
 
-from stub_client import RawBody, _meta  # noqa: E402
+from tests.runners.stub_client import RawBody, _meta  # noqa: E402
 
 
 @pytest.mark.parametrize("clients", [1, 3])

@@ -8,12 +8,12 @@ import time
 from types import SimpleNamespace
 
 import pytest
-from coverage_test import answers, source
 
 from runners import interleave
 from runners.context import CONTEXT_KEY
 from runners.coverage import Coverage
-from stub_client import StubClient
+from tests.runners.coverage_test import answers, source
+from tests.runners.stub_client import StubClient
 
 CELLS = ["coverage-A-serial", "coverage-B-msearch", "coverage-D_td-terms"]
 

@@ -17,9 +17,7 @@ from elastic_transport import SerializationError, SerializerCollection
 from elasticsearch.serializer import DEFAULT_SERIALIZERS
 from esrally import exceptions
 from esrally.client.common import _mimetype_header_to_compat
-from processor_test import load, ours
 
-from conftest import REPO, rendered_challenges, rendered_tasks
 from runners import large_source, parameters, records
 from runners.context import CONTEXT_KEY, RaceContext
 from runners.coverage import WARMUPS_KEY
@@ -40,7 +38,9 @@ from runners.large_source import (
 from runners.parameters import MIB
 from runners.queries import LARGE_SOURCE_FORMATS, LARGE_SOURCE_INDEX, LARGE_SOURCE_MODES
 from runners.tasks import large_fetch_task_name, large_task_name
-from stub_client import StubClient
+from tests.conftest import REPO, rendered_challenges, rendered_tasks
+from tests.runners.processor_test import load, ours
+from tests.runners.stub_client import StubClient
 
 DOC_MB, DOCS, FETCH = 10, 5, 3  # the seed's document size; fewer of them than its 20, for seconds
 

@@ -10,7 +10,7 @@ import pytest
 from runners.context import CONTEXT_KEY
 from runners.layouts import CheckLayouts, LayoutError, LayoutStats, bottleneck, node_shares, parse_layout, validate_layouts
 from runners.queries import LAYOUTS
-from stub_client import StubClient
+from tests.runners.stub_client import StubClient
 
 NODES = {
     "nodes": {

@@ -5,12 +5,12 @@ import json
 from types import SimpleNamespace
 
 import pytest
-from coverage_test import answers, source
 
 from runners import load, records
 from runners.context import CONTEXT_KEY
 from runners.coverage import Coverage, validate_coverage
-from stub_client import StubClient
+from tests.runners.coverage_test import answers, source
+from tests.runners.stub_client import StubClient
 
 
 def step_task(context, fraction, clients=4, rate_of="coverage-D_td-msearch-load-calibration"):

@@ -7,14 +7,14 @@ import json
 
 import elasticsearch
 import pytest
-from coverage_test import answers
 
 from runners import records
 from runners.context import CONTEXT_KEY
 from runners.memory import BREAKER_SETTING, LOWEST_LIMIT_BYTES, BreakerFloor, BreakerFloorParamSource
 from runners.restore import NOTES_INDEX, RestoreError
 from runners.validation import request_breaker_tripped
-from stub_client import Response, _meta
+from tests.runners.coverage_test import answers
+from tests.runners.stub_client import Response, _meta
 
 NODE_LIMIT = 644_245_094  # 60% of a 1 GB heap, as a real node reports it
 

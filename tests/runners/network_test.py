@@ -9,7 +9,7 @@ import pytest
 from runners import network
 from runners.restore import NOTES_INDEX
 from runners.toxiproxy import ToxiproxyError
-from stub_client import Response, StubClient, _meta
+from tests.runners.stub_client import Response, StubClient, _meta
 
 
 class RecordingToxiproxy:

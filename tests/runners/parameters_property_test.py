@@ -7,10 +7,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cmgen
-from conftest import rendered_challenges, rendered_tasks
 from report.validation_proof import caught, keyed_answer, substitute
 from runners import parameters
 from runners.validation import NodeExpectation
+from tests.conftest import rendered_challenges, rendered_tasks
 
 # any percent Elasticsearch accepts, with the edges drawn often: 0, 100, and the tail-latency ones below 0.001 and
 # above 99.999 whose keys Elasticsearch spells in scientific notation or with many digits

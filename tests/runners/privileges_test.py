@@ -9,7 +9,7 @@ import pytest
 from runners import privileges, scope
 from runners.operations import OPERATIONS
 from runners.restore import NOTES_INDEX
-from stub_client import StubClient
+from tests.runners.stub_client import StubClient
 
 CORPUS_INDEX = "cluster-metrics"
 

@@ -14,7 +14,6 @@ from esrally import config, exceptions, paths
 from esrally.track import loader
 
 import cmgen
-from conftest import REPO, rendered_tasks
 from runners import corpus, interleave
 from runners import load as load_runner
 from runners import parameters, track_files
@@ -41,6 +40,7 @@ from runners.tasks import (
     source_task_name,
 )
 from runners.toxiproxy import FAULTS
+from tests.conftest import REPO, rendered_tasks
 
 TRACK_DIR = REPO / "tracks" / "cluster-metrics"
 SMALL = cmgen.Params(epochs=5, rows_per_epoch=1500, nodes=30, tasks=20, seed=11)
@@ -96,6 +96,26 @@ def test_each_operation_gets_the_race_context(corpus_root):
     assert index.body["mappings"]["_meta"][corpus.FINGERPRINT_KEY] == corpus.fingerprint(manifest, "full")
     docs = next(c for c in track.corpora if c.meta_data["epoch"] == 2).documents[0]
     assert docs.number_of_documents == 1500 and docs.document_file.endswith("cluster-metrics-epoch-2.json")
+
+
+def test_each_ingest_writes_the_record_its_task_name_names(corpus_root):
+    """The record an ingest's tasks write is named by the ingest task's prefix (runners/ingest.py name_records), and
+    the epoch tasks of the live challenge write to the ingest set up before them; every ingest of a challenge has its
+    own record."""
+    track = load(corpus_root, {"layouts": "1S0R,2S1R"})
+    recorded = {}
+    for challenge in track.challenges:
+        for task in ours(track, challenge.name):
+            if "record" in task.operation.params:
+                recorded.setdefault(challenge.name, {})[task.name] = task.operation.params["record"]
+    assert recorded["ingest-baseline"] == {"ingest": "ingest.json"}
+    assert recorded["layout-sweep"] == {"layout-1S0R-ingest": "ingest-layout-1S0R.json", "layout-2S1R-ingest": "ingest-layout-2S1R.json"}
+    assert recorded["source-cost"]["source-stored-ingest"] == "ingest-source-stored.json"
+    assert recorded["ingest-changes"]["change-clients-ingest"] == "ingest-change-clients.json"
+    assert set(recorded["live"].values()) == {"ingest.json"} and len(recorded["live"]) == 5
+    for challenge, names in recorded.items():
+        ingests = [name for name in names if name.endswith(INGEST)]
+        assert len({names[name] for name in ingests}) == len(ingests), challenge
 
 
 def test_test_mode_uses_the_1k_files_and_their_ground_truth(corpus_root):

@@ -7,12 +7,12 @@ import time
 
 import elasticsearch
 import pytest
-from coverage_test import node_answer
 
 from runners import records
 from runners.context import CONTEXT_KEY
 from runners.profile import ProfileBreakdown, ProfileParamSource, breakdown, phase, read_calls, validate_profile
-from stub_client import StubClient
+from tests.runners.coverage_test import node_answer
+from tests.runners.stub_client import StubClient
 
 PERCENTS = [0, 50, 90, 100]
 NODE = "N002"

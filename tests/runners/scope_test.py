@@ -6,10 +6,10 @@ import asyncio
 
 import pytest
 from esrally.client.context import RequestContextHolder
-from network_test import REMOTE, SettingsCluster
 
 from runners import network, scope
 from runners.toxiproxy import FAULT, ToxiproxyError
+from tests.runners.network_test import REMOTE, SettingsCluster
 
 FAULTED = {"fault": "reset", "proxy": "cluster-metrics-http", "toxiproxy-url": "http://127.0.0.1:8474"}
 
@@ -177,7 +177,7 @@ def test_a_registration_cancelled_while_it_connects_is_taken_back():
 
 
 def test_the_schedule_spells_the_scoped_parameters_as_the_runners_read_them():
-    from conftest import rendered_challenges, rendered_tasks
+    from tests.conftest import rendered_challenges, rendered_tasks
 
     challenges = rendered_challenges()
     faulted = [t["operation"] for t in rendered_tasks(challenges["network-faults"]) if t["operation"]["name"].startswith("fault-")]

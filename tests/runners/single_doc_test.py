@@ -12,13 +12,13 @@ import elasticsearch
 import pytest
 from esrally.track import track as track_model
 
-from conftest import rendered_challenges, rendered_tasks
 from runners import parameters, single_doc
 from runners.context import CONTEXT_KEY
 from runners.index_body import FreshIndexBodyParamSource
 from runners.layouts import record_name
 from runners.single_doc import SingleDoc, SingleDocCount, SingleDocParamSource, SingleDocSetup, per_second, validate_single_doc
-from stub_client import StubClient
+from tests.conftest import rendered_challenges, rendered_tasks
+from tests.runners.stub_client import StubClient
 
 LAYOUT = "2S1R"
 INDEX = single_doc.single_doc_index(LAYOUT)

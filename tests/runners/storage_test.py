@@ -8,7 +8,7 @@ import pytest
 
 from runners import records, storage
 from runners.context import CONTEXT_KEY
-from stub_client import StubClient
+from tests.runners.stub_client import StubClient
 
 
 def settings_answer(mode=None, interval=None):

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import rendered_challenges
-from race_shapes import every_ingest_failed, every_task_failed, no_records, took_zero
 from report import races
 from report.__main__ import single_report
 from runners import records
 from runners.processor import CorpusChecks
+from tests.conftest import rendered_challenges
+from tests.race_shapes import every_ingest_failed, every_task_failed, no_records, took_zero
 
-ARCHIVE = Path(__file__).parent / "fixtures" / "full-scale-races.tar.xz"
+ARCHIVE = Path(__file__).parents[1] / "fixtures" / "full-scale-races.tar.xz"
 SHAPES = [None, took_zero, every_task_failed, every_ingest_failed, no_records]
 # the sections every report has, whatever its race (report/__main__.py): the rest are the race's own
 ALWAYS = ("## Percentile accuracy", "## What the load driver adds per request")

@@ -15,7 +15,7 @@ from runners import records
 from runners.queries import TRANSPORTS, VARIANTS
 from runners.tasks import coverage_task_name
 
-HOME = Path(__file__).parent / "fixtures" / "races"
+HOME = Path(__file__).parents[1] / "fixtures" / "races"
 FULL = "b8b9bc99-5da6-4a41-8d0a-0e3dace860a2"
 SAMPLES = 15
 # per cell: (wall ms, took ms, took summed over searches ms), the seed's shape: serial took ~ wall - 30 requests' cost

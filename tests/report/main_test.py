@@ -10,12 +10,12 @@ from pathlib import Path
 import matplotlib.image
 import pytest
 
-from conftest import REPO, TEST_PORT, ensure_test_index
 from report import ReportError, coverage, ingest, layouts, races, tables, uncertainty
 from report.__main__ import main as report_main
 from runners import records
+from tests.conftest import REPO, TEST_PORT, ensure_test_index
 
-HOME = Path(__file__).parent / "fixtures" / "races"
+HOME = Path(__file__).parents[1] / "fixtures" / "races"
 FULL, PROFILE, PRODUCTION = "b8b9bc99", "23248411", "87d33580"
 
 
@@ -180,7 +180,7 @@ def test_compare_gives_no_ratio_for_a_failed_cell(tmp_path, capsys):
     assert cells[2] == "FAILED" and cells[3] == "-"
 
 
-LAYOUT_HOME = Path(__file__).parent / "fixtures" / "layout-race"  # a real --test-mode layout-sweep race, 3 nodes
+LAYOUT_HOME = Path(__file__).parents[1] / "fixtures" / "layout-race"  # a real --test-mode layout-sweep race, 3 nodes
 
 
 def test_layout_sweep_tables_from_a_real_race(tmp_path):

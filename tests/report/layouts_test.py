@@ -16,7 +16,7 @@ from runners.search_pool import SEARCH_POOL
 from runners.single_doc import RECORD_KEY, single_doc_index
 from runners.tasks import SINGLE_DOC, SINGLE_DOC_COUNT, layout_task_name
 
-LAYOUT_HOME = Path(__file__).parent / "fixtures" / "layout-race"
+LAYOUT_HOME = Path(__file__).parents[1] / "fixtures" / "layout-race"
 # docs/s per layout and its per-second samples (a steady rate, +-2): 1S0R the base
 RATES = {"1S0R": 400.0, "2S0R": 600.0, "1S1R": 300.0, "2S1R": 360.0, "3S2R": 160.0}
 

@@ -8,11 +8,11 @@ import ssl
 import pytest
 from elasticsearch import AuthenticationException
 from esrally.utils import opts
-from loopback_es import LoopbackElasticsearch, closed_port
 
 from report import ReportError, accuracy
 from report.cluster import Cluster
-from secure_stand_in import ADMIN, ADMIN_API_KEY, RESTRICTED, Identity, SecuredStandIn, authorize
+from tests.loopback_es import LoopbackElasticsearch, closed_port
+from tests.secure_stand_in import ADMIN, ADMIN_API_KEY, RESTRICTED, Identity, SecuredStandIn, authorize
 
 PASSWORD = "s3cret-Pa55word"  # no identity's: a wrong password, a wrong API key
 SECRETS = [PASSWORD, ADMIN.password, RESTRICTED.password, ADMIN_API_KEY.api_key, ADMIN_API_KEY.encoded_api_key]

@@ -14,7 +14,7 @@ from report.__main__ import main as report_main
 from report.uncertainty import median_interval
 from runners import records
 
-HOME = Path(__file__).parent / "fixtures" / "races"
+HOME = Path(__file__).parents[1] / "fixtures" / "races"
 PROFILE = "23248411"  # profile-breakdown in --test-mode, raced before the runner recorded its calls
 FULL = "b8b9bc99"
 TASK = "profile-D_td"

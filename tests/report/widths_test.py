@@ -4,10 +4,10 @@ chart show what ran and why the rest did not. Synthetic races with known answers
 import numpy as np
 import pytest
 
-from conftest import rendered_challenges, rendered_tasks
 from report import charts, races, widths
 from runners import search_pool
 from runners.tasks import parse_width_coverage, width_task_name, width_transport
+from tests.conftest import rendered_challenges, rendered_tasks
 
 WIDTHS = [30, 300, 3000]
 

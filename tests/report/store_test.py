@@ -14,12 +14,12 @@ from pathlib import Path
 import certifi
 import pytest
 from esrally import config as rally_config
-from loopback_es import LoopbackElasticsearch
 
 from report import ReportError, races, store
-from secure_stand_in import Identity, SecuredStandIn, authorize
+from tests.loopback_es import LoopbackElasticsearch
+from tests.secure_stand_in import Identity, SecuredStandIn, authorize
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_rally_reads_the_written_configuration_as_an_elasticsearch_store(tmp_path, monkeypatch):

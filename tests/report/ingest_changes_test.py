@@ -15,8 +15,8 @@ from runners.corpus import races_root
 from runners.queries import INGEST_CHANGE_BASELINE, INGEST_CHANGES
 from runners.tasks import VERIFY_DOC_COUNT, bulk_task_name, ingest_change_task_name
 
-HOME = Path(__file__).parent / "fixtures" / "races"
-FULL = "b8b9bc99"  # a real --test-mode race of full (tests/test_report.py)
+HOME = Path(__file__).parents[1] / "fixtures" / "races"
+FULL = "b8b9bc99"  # a real --test-mode race of full (tests/report/main_test.py)
 RACE_ID = "c0ffee00-0000-0000-0000-000000000000"
 # per epoch: wall (s) of each ingest; index and other ES time scale with it, so that every figure differs per ingest
 WALLS = {
@@ -59,7 +59,7 @@ def make_race(home, walls=WALLS, failed=(), wrong_count=(), unverified=(), main_
             record["epochs"].append(epoch_row(epoch, wall, index_ms_per_s))
         if name not in unverified:
             ops.append({"task": ingest_change_task_name(name, VERIFY_DOC_COUNT), "error_rate": 1.0 if name in wrong_count else 0.0})
-        records.write(str(record_dir), records.ingest_change_record(name), record)
+        records.write(str(record_dir), records.ingest_record(ingest_change_task_name(name, "")), record)
     if main_ingest:
         ops += [{"task": bulk_task_name(e), "duration": w * 1000, "error_rate": 0.0} for e, w in enumerate(main_ingest, 1)]
         records.write(str(record_dir), records.INGEST, {"epochs": [epoch_row(e, w) for e, w in enumerate(main_ingest, 1)]})
