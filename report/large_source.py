@@ -12,7 +12,7 @@ from report import tables
 from report.tables import Section
 from report.uncertainty import median_interval
 from runners import records
-from runners.parameters import MIB
+from runners.large_source import MIB
 from runners.queries import LARGE_SOURCE_FORMATS, LARGE_SOURCE_MODES
 from runners.tasks import large_fetch_task_name
 

@@ -16,7 +16,7 @@ from runners.queries import SOURCE_MODES
 from runners.tasks import layout_task_name, source_task_name
 
 # parameters that hold a list (a user may give a comma-separated string)
-LIST_PARAMETERS = {name for name, (default, _) in parameters.PARAMETERS.items() if isinstance(default, list)}
+LIST_PARAMETERS = {name for name, default in parameters.DEFAULTS.items() if isinstance(default, list)}
 
 
 @dataclass
@@ -65,7 +65,7 @@ class Race:
         """The track parameter's value in this race: the user's (a comma-separated string as a list), else its
         default (runners/parameters.py)."""
         given = self.data.get("track-params", {}).get(name)
-        value = parameters.PARAMETERS[name][0] if given is None else given
+        value = parameters.DEFAULTS[name] if given is None else given
         return value.split(",") if isinstance(value, str) and name in LIST_PARAMETERS else value
 
     def op_metrics(self):

@@ -7,8 +7,10 @@ import time
 
 import elasticsearch
 
-from runners import interleave, load, parameters, queries, records, results, scope, wire
+from runners import interleave, load, parameters, queries, records, results, rules, scope, wire
 from runners.context import CONTEXT_KEY, DEFAULT_CLUSTER, RaceContext
+from runners.corpus import FETCH_TRUTH_ROWS
+from runners.queries import FETCH_KINDS, FETCH_TRANSPORTS
 from runners.registry import Need, Operation
 from runners.validation import (
     CoverageErrors,
@@ -469,6 +471,14 @@ def _validate_common(params, context):
     parameters.check_operation_value(
         "request-timeout", params.get("request-timeout", parameters.DEFAULTS["request_timeout"]), "request_timeout"
     )
+
+
+# the fetch coverages (source-cost): each node's N busiest samples with their _source or their doc values
+PARAMETER_RULES = {
+    "fetch_size": rules.integer(1, FETCH_TRUTH_ROWS),  # the ground truth's top rows per node (within max_result_window)
+    "fetch_kinds": rules.names(FETCH_KINDS),
+    "fetch_transports": rules.names(FETCH_TRANSPORTS),
+}
 
 
 OPERATIONS = {

@@ -19,9 +19,10 @@ from esrally.client.context import RequestContextHolder
 from esrally.driver import runner as rally_runner
 from esrally.track import params as rally_params
 
-from runners import corpus, parameters, records, results, tasks, wire
+from runners import corpus, parameters, records, results, rules, tasks, wire
 from runners.context import RaceContext
 from runners.index_body import FreshIndexBodyParamSource
+from runners.queries import INGEST_CHANGES
 from runners.registry import Need, Operation
 from runners.scope import untimed
 
@@ -554,6 +555,19 @@ def name_records(challenge_tasks):
             current = records.ingest_record(task.name[: task.name.rindex(tasks.INGEST)])
         if kind in ("ingest-epochs", "ingest-setup", "epoch-bulk", "ingest-cost-epoch"):
             task.operation.params[RECORD_KEY] = current
+
+
+# the ingests' parameters (runners/parameters.py collects each module's table); bulk size and clients of every ingest
+PARAMETER_RULES = {
+    "bulk_size": rules.integer(1),
+    "bulk_clients": rules.integer(1),
+    "tuned_bulk_size": rules.integer(1),
+    "tuned_clients": rules.integer(1),
+    "tuned_refresh_interval": rules.time_value,
+    "tuned_translog_durability": rules.one_of("async", "request"),
+    # ingest-changes: the seed's changes measured one at a time (each beside the baseline, in the vocabulary's order)
+    "ingest_changes": rules.names(tuple(INGEST_CHANGES)),
+}
 
 
 OPERATIONS = {

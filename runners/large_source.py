@@ -33,13 +33,16 @@ import cbor2
 import elasticsearch
 from elastic_transport import Serializer
 
-from runners import parameters, records, results
+from runners import parameters, records, results, rules
 from runners.context import CONTEXT_KEY, RaceContext
 from runners.coverage import MALFORMED, MEASURED_KEY, WARMUPS_KEY, http_error, network_error
-from runners.parameters import MIB
 from runners.queries import LARGE_SOURCE_FORMATS, LARGE_SOURCE_MODES
 from runners.registry import Need, Operation
 from runners.validation import CoverageErrors, check_shards
+
+MIB = 2**20  # source-large's MB, Elasticsearch's own: http.max_content_length "100mb" is 100 x 2^20 bytes
+HTTP_MAX_CONTENT_LENGTH = 100 * MIB  # Elasticsearch's default http.max_content_length: one request body at most
+MAX_RESULT_WINDOW = 10_000  # Elasticsearch's default index.max_result_window: one search's size at most
 
 LOG = logging.getLogger(__name__)
 
@@ -232,9 +235,9 @@ async def max_content_length(es):
     """(bytes, node) of the smallest http.max_content_length among the cluster's nodes (their own setting, else
     Elasticsearch's default): the largest request body any of them accepts."""
     nodes = (await es.perform_request("GET", "/_nodes/settings", params={"flat_settings": "true"})).body.get("nodes", {})
-    default = f"{parameters.HTTP_MAX_CONTENT_LENGTH // MIB}mb"
+    default = f"{HTTP_MAX_CONTENT_LENGTH // MIB}mb"
     found = [(byte_size(n.get("settings", {}).get("http.max_content_length", default)), n.get("name", i)) for i, n in nodes.items()]
-    return min(found) if found else (parameters.HTTP_MAX_CONTENT_LENGTH, "the node (default)")
+    return min(found) if found else (HTTP_MAX_CONTENT_LENGTH, "the node (default)")
 
 
 class LargeSourceCreateIndex:
@@ -553,6 +556,30 @@ def validate_large_fetch(params, clients, context):
 
 
 # documents of its own, generated from the track parameters, in an index of its own
+
+
+def document_mb(value):
+    """The rule of large_doc_mb: source-large sends each document in one index request, which must fit under
+    http.max_content_length."""
+    largest = HTTP_MAX_CONTENT_LENGTH // MIB - 1
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= largest:
+        raise rules.ParameterError(
+            f"an integer from 1 to {largest} (MB of 2^20 bytes): each document is one index request, and Elasticsearch "
+            f"refuses a request body over http.max_content_length ({HTTP_MAX_CONTENT_LENGTH // MIB}mb by default)"
+        )
+
+
+# source-large (seed 004 at its scale): large_docs documents of large_doc_mb each in an index of their own, and a fetch
+# of the first large_fetch_size of them per _source mode and response format
+PARAMETER_RULES = {
+    "large_doc_mb": document_mb,
+    "large_docs": rules.integer(1),
+    "large_fetch_size": rules.integer(1, MAX_RESULT_WINDOW),  # at most large_docs: checked with the fetch's operation
+    "large_iterations": rules.integer(1),
+    "large_warmup_iterations": rules.integer(0),
+}
+
+
 OPERATIONS = {
     "large-source-create-index": Operation(
         LargeSourceCreateIndex,

@@ -3,7 +3,7 @@ does the work."""
 
 import re
 
-from runners import records
+from runners import records, rules
 from runners.context import RaceContext
 from runners.registry import Need, Operation
 
@@ -122,6 +122,29 @@ def validate_layout_stats(params, clients, context):
     parse_layout(params.get("layout"))
     if params.get("phase") not in ("ingested", "searched"):
         raise ValueError(f"phase must be ingested or searched, got {params.get('phase')!r}")
+
+
+def layout_list(value):
+    """The rule of the track parameter layouts."""
+    items = value.split(",") if isinstance(value, str) else value
+    try:
+        if not isinstance(items, list) or not items:
+            raise ValueError
+        for item in items:
+            parse_layout(item)
+    except ValueError:
+        raise rules.ParameterError(
+            "a non-empty list (or comma-separated string) of layouts <shards>S<replicas>R, " 'e.g. ["1S0R", "2S1R"]'
+        ) from None
+
+
+PARAMETER_RULES = {
+    "layouts": layout_list,
+    "layout_bulk_size": rules.integer(1),
+    "layout_bulk_clients": rules.integer(1),
+    "search_clients": rules.integer(1),
+    "layout_iterations": rules.integer(1),
+}
 
 
 OPERATIONS = {

@@ -21,9 +21,10 @@ from pathlib import Path
 
 import elasticsearch
 
-from runners import records, results
+from runners import records, results, rules
 from runners.context import RaceContext
 from runners.hosts import this_host
+from runners.queries import TRANSPORTS, VARIANTS
 from runners.registry import Need, Operation
 from runners.restore import JSON, SMALL_INDEX_SETTINGS, body_of
 
@@ -285,6 +286,27 @@ def validate_step(params):
         raise ValueError(f"rate-fraction must be a positive number, got {fraction!r} (track parameter load_steps)")
     if not isinstance(params.get("rate-of"), str) or not params["rate-of"]:
         raise ValueError("rate-of must name the calibration task of the cell")
+
+
+# load: a target rate and clients for the study's coverages, the load steps and redline, the live challenge
+PARAMETER_RULES = {
+    "target_throughput": rules.positive_number_or_none,
+    "include_target_throughput": rules.boolean,
+    "coverage_clients": rules.integer(1),
+    "load_variants": rules.names(tuple(VARIANTS)),
+    "load_transports": rules.names(TRANSPORTS),
+    "load_steps": rules.list_of(rules.integer(1, 10000), "percents of the calibrated rate (1 to 10000)"),
+    "load_clients": rules.integer(1),
+    "load_iterations": rules.integer(1),
+    "load_calibration_iterations": rules.integer(1),
+    # several load-driver hosts: how long a host waits for the others to take a calibration
+    "load_share_timeout": rules.integer(1),
+    "redline_latency_ms": rules.positive_number,
+    "live_variant": rules.one_of(*VARIANTS),
+    "live_transport": rules.one_of(*TRANSPORTS),
+    "live_target_throughput": rules.positive_number,
+    "live_iterations": rules.integer(1),
+}
 
 
 OPERATIONS = {

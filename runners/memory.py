@@ -15,11 +15,15 @@ import asyncio
 import json
 import logging
 import math
+import numbers
 
-from runners import parameters, records, restore, results
+from runners import parameters, records, restore, results, rules
 from runners.context import RaceContext
 from runners.coverage import Coverage, CoverageParamSource, validate_coverage
+from runners.queries import TRANSPORTS, VARIANTS
 from runners.registry import SETTINGS_CHANGE, Need, Operation
+
+MIN_RESOLUTION = 0.001  # the request breaker floor's finest relative bracket
 
 LOG = logging.getLogger(__name__)
 BREAKER_SETTING = "indices.breaker.request.limit"
@@ -220,6 +224,30 @@ def validate_breaker_floor(params, clients, context):
     parameters.check_operation_value("resolution", params.get("resolution", parameters.DEFAULTS["memory_resolution"]), "memory_resolution")
     if clients != 1:
         raise ValueError(f"the request breaker floor runs with 1 client, not {clients} (the limit is node-wide)")
+
+
+def resolution(value):
+    """The rule of memory_resolution: at least MIN_RESOLUTION, since a finer bracket than the breaker's own granularity
+    never closes."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not MIN_RESOLUTION <= value < 1:
+        raise rules.ParameterError(f"a number from {MIN_RESOLUTION} to 1 (exclusive)")
+
+
+# aggregation memory per cell (request breaker floor, GC activity)
+PARAMETER_RULES = {
+    "memory_variants": rules.names(tuple(VARIANTS)),
+    "memory_transports": rules.names(TRANSPORTS),
+    "memory_hdr_digits": rules.list_of(rules.integer(0, rules.MAX_HDR_DIGITS), f"HDR digits (0 to {rules.MAX_HDR_DIGITS})"),
+    "memory_tdigest_compression": rules.list_of(rules.integer(1, 100000), "t-digest compressions (1 to 100000)"),
+    # above this many digits the HDR sweep runs over serial only: msearch and terms hold up to 90 histograms at once,
+    # which at 5 digits is more than a 1 GB heap holds, and no breaker sees them
+    "memory_parallel_hdr_digits_max": rules.integer(0, rules.MAX_HDR_DIGITS),
+    "memory_attempts": rules.integer(1, 100),
+    "memory_resolution": resolution,
+    "memory_iterations": rules.integer(1),
+    # the bisection lowers a cluster-wide limit: refused while other clients search, unless the user accepts it
+    "memory_shared_cluster": rules.boolean,
+}
 
 
 OPERATIONS = {

@@ -5,10 +5,11 @@ call by runners/scope.py, as a fault is)."""
 import asyncio
 import time
 
-from runners import interleave, parameters, restore
+from runners import interleave, parameters, restore, rules
 from runners.context import DEFAULT_CLUSTER
+from runners.queries import CCS_DIRECT_ROUTES, TRANSPORTS, VARIANTS
 from runners.registry import Need, Operation
-from runners.toxiproxy import DEFAULT_API, Toxiproxy, ToxiproxyError
+from runners.toxiproxy import DEFAULT_API, FAULTS, Toxiproxy, ToxiproxyError
 
 PATH_CHECKS = ("http", "ccs", "none")
 PROBE_RTT_MS = 50  # the path check's round-trip time: far above loopback's noise, small enough to cost nothing
@@ -210,6 +211,33 @@ def validate_remote(params, clients, context):
         parameters.check_operation_value("proxy-address", params["proxy-address"], "ccs_proxy_address")
     if params.get("proxy-address") == "":
         check_proxy(params)
+
+
+# the network (Toxiproxy): RTT sweep, cross-cluster search, faults
+PARAMETER_RULES = {
+    "toxiproxy_url": rules.http_url,
+    "network_proxy": rules.string,
+    "rtt_ms": rules.list_of(rules.integer(0, 60000), "round-trip times in ms (0 to 60000)"),
+    "rtt_variants": rules.names(tuple(VARIANTS)),
+    "rtt_transports": rules.names(TRANSPORTS),
+    "rtt_iterations": rules.integer(1),
+    "ccs_alias": rules.string,
+    "ccs_proxy": rules.string,
+    "ccs_proxy_address": rules.host_port_or_empty,
+    "ccs_transports": rules.names(TRANSPORTS),
+    "ccs_minimize_roundtrips": rules.list_of(rules.boolean, "true/false"),
+    # seed 001's point: its round-trip times, its remote asked directly beside CCS, its schedule (1 warm-up)
+    "ccs_shards": rules.integer(1, 1024),
+    "ccs_rtt_ms": rules.list_of(rules.integer(0, 60000), "round-trip times in ms (0 to 60000)"),
+    "ccs_variants": rules.names(tuple(VARIANTS)),
+    "ccs_direct": rules.names_or_none(CCS_DIRECT_ROUTES),
+    "ccs_far_alias": rules.string,
+    "ccs_far_proxy": rules.string,
+    "ccs_warmup_iterations": rules.integer(0),
+    "ccs_iterations": rules.integer(1),
+    "faults": rules.names(tuple(FAULTS)),
+    "fault_request_timeout": rules.positive_number,
+}
 
 
 OPERATIONS = {

@@ -25,7 +25,7 @@ from esrally import exceptions, paths
 from esrally.track import loader
 from esrally.track import track as track_model
 
-from runners import corpus, coverage, ingest, interleave, load, parameters, privileges, queries, records, scope
+from runners import corpus, coverage, ingest, interleave, load, parameters, privileges, queries, records, scope, widths
 from runners.context import CONTEXT_KEY, DEFAULT_CLUSTER, RaceContext
 from runners.network import ClearToxics, clear_toxics
 from runners.operations import OPERATIONS
@@ -242,7 +242,7 @@ def _width_sets(track, challenge, root, test_mode, verified, user_params, race_i
     epochs = range(1, parameters.value(user_params, "width_epochs") + 1)
     template = next(index for index in track.indices if index.name == corpus.INDEX)
     for width in sorted({t.operation.params[WIDTH_KEY] for t in _tasks(challenge) if WIDTH_KEY in t.operation.params}):
-        rows = parameters.width_rows_per_epoch(user_params, width)
+        rows = widths.rows_per_epoch(user_params, width)
         fix = corpus.width_fix(width, rows, len(epochs))
         manifest = corpus.require_manifest(root, corpus.width_set(width, rows), fix)
         context = set_context(manifest, root, epochs, test_mode, verified, paths.race_root(cfg, race_id), fix)

@@ -15,7 +15,7 @@ import time
 
 import elasticsearch
 
-from runners import parameters, queries, records, results
+from runners import parameters, queries, records, results, rules
 from runners.context import CONTEXT_KEY, RaceContext
 from runners.coverage import JSON, MALFORMED, MEASURED_KEY, NO_CACHE, WARMUPS_KEY, http_error, network_error
 from runners.registry import Need, Operation
@@ -278,6 +278,13 @@ def validate_profile(params, clients, context):
     parameters.check_operation_value(
         "request-timeout", params.get("request-timeout", parameters.DEFAULTS["request_timeout"]), "request_timeout"
     )
+
+
+PARAMETER_RULES = {
+    "profile_node": rules.string,
+    "profile_epoch": rules.integer(1),
+    "profile_iterations": rules.integer(1),  # measured OFF/ON pairs of profile-breakdown, each side a sample
+}
 
 
 OPERATIONS = {

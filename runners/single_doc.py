@@ -17,7 +17,7 @@ import time
 
 import elasticsearch
 
-from runners import corpus, layouts, parameters, records, results
+from runners import corpus, layouts, parameters, records, results, rules
 from runners.context import RaceContext
 from runners.coverage import network_seen
 from runners.index_body import FreshIndexBodyParamSource
@@ -308,6 +308,14 @@ def validate_single_doc_count(params, clients, context):
     layouts.parse_layout(params.get("layout"))
     if params.get("index") != single_doc_index(params["layout"]):
         raise ValueError(f"index must be {single_doc_index(params['layout'])}, got {params.get('index')!r}")
+
+
+# the layout sweep's single-document indexing (seed 003's realtime indexing): clients, and seconds per layout (0 leaves
+# it out)
+PARAMETER_RULES = {
+    "single_doc_clients": rules.integer(1, 256),
+    "single_doc_seconds": rules.integer(0, 86400),
+}
 
 
 OPERATIONS = {

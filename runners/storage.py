@@ -4,9 +4,10 @@ are (the _disk_usage API)."""
 import asyncio
 import logging
 
-from runners import parameters, queries, records, results
+from runners import parameters, queries, records, results, rules
 from runners.context import RaceContext
 from runners.index_checks import ALTERED_KEY
+from runners.queries import SOURCE_MODES, TRANSPORTS, VARIANTS
 from runners.registry import Need, Operation
 
 LOG = logging.getLogger(__name__)
@@ -128,6 +129,16 @@ async def _mark_altered(es, index, what):
     challenges' verify-corpus refuses to time it as if it were the standard index (index_checks.shape_differences)."""
     meta = next(iter((await es.perform_request("GET", f"/{index}/_mapping")).body.values()))["mappings"].get("_meta", {})
     await es.perform_request("PUT", f"/{index}/_mapping", body={"_meta": {**meta, ALTERED_KEY: what}}, headers=JSON)
+
+
+# source-cost: _source modes (stored last, so that the index ends as the other challenges create it), the size-0
+# coverages and a fetch per mode (the fetch's own parameters: runners/coverage.py)
+PARAMETER_RULES = {
+    "source_modes": rules.names(SOURCE_MODES),
+    "source_variants": rules.names(tuple(VARIANTS)),
+    "source_transports": rules.names(TRANSPORTS),
+    "source_force_merge": rules.boolean,
+}
 
 
 OPERATIONS = {

@@ -13,7 +13,7 @@ from report import races
 from runners import network, restore
 from runners.network import remote_settings
 from runners.operations import OPERATIONS
-from runners.parameters import PARAMETERS
+from runners.parameters import DEFAULTS
 from runners.tasks import ccs_direct_task_name, ccs_task_name
 from tests.conftest import (
     TEST_PORT,
@@ -32,7 +32,7 @@ from tests.conftest import (
 )
 
 REMOTE_PORT, REMOTE_PROXY_PORT, REMOTE_HTTP_PROXY_PORT, REMOTE_SHARDS = 9280, 9391, 9392, 5
-ALIAS, FAR_ALIAS = PARAMETERS["ccs_alias"][0], PARAMETERS["ccs_far_alias"][0]
+ALIAS, FAR_ALIAS = DEFAULTS["ccs_alias"], DEFAULTS["ccs_far_alias"]
 RTTS = [0, 50]
 PARAMS = {"ccs_rtt_ms": RTTS, "ccs_variants": ["D_hdr"], "ccs_shards": REMOTE_SHARDS}
 
@@ -83,7 +83,7 @@ def test_the_round_trip_model_is_a_floor_through_the_proxy(ccs_race):
     assert header[3:5] == [f"{r} ms" for r in RTTS] and len(body) == 5  # 2 transports x 2 settings, the samples row
     ops, rtt = ccs_race.op_metrics(), max(RTTS)
     floors = {True: 1, False: 1 + math.ceil(REMOTE_SHARDS / 5)}
-    for transport in PARAMETERS["ccs_transports"][0]:
+    for transport in DEFAULTS["ccs_transports"]:
         for minimize, round_trips in floors.items():
             op = ops[ccs_task_name("D_hdr", transport, minimize, rtt)]
             assert op["service_time"]["mean"] >= round_trips * rtt, (transport, minimize, op["service_time"])

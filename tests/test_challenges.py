@@ -20,7 +20,7 @@ from runners.index_checks import shape_differences
 from runners.ingest import bulk_lines
 from runners.memory import BREAKER_SETTING
 from runners.operations import OPERATIONS
-from runners.parameters import PARAMETERS
+from runners.parameters import DEFAULTS
 from runners.profile import read_calls
 from runners.queries import INGEST_CHANGE_BASELINE, INGEST_CHANGES
 from runners.search_pool import SEARCH_POOL
@@ -243,7 +243,7 @@ def test_ingest_changes_ingests_the_corpus_once_per_change_with_its_settings_and
     assert_clean(race)
 
     def value(name):
-        return params.get(name, PARAMETERS[name][0])
+        return params.get(name, DEFAULTS[name])
 
     for ingest in [INGEST_CHANGE_BASELINE, *value("ingest_changes")]:
         tuned = INGEST_CHANGES.get(ingest, ())
@@ -286,7 +286,7 @@ def test_profile_breakdown_reads_each_aggregations_share(shared_races):
     assert sorted(name.split()[0] for name in parts if "SumAggregator" in name) == ["cpu_sum", "mem_sum", "net_sum"], sorted(parts)
     assert all(part["nanos"] > 0 and 0 < part["share"] < 1 for part in parts.values()), parts
     assert sum(part["share"] for part in parts.values()) == pytest.approx(1.0)
-    assert profile["took_ms"] > 0 and profile["node"] == PARAMETERS["profile_node"][0]
+    assert profile["took_ms"] > 0 and profile["node"] == DEFAULTS["profile_node"]
     # every call of the pairs recorded: the warm-up pairs, then the measured ones, each pair one OFF and one ON call
     calls = read_calls(race.record_dir())
     measured = [c for c in calls if c["measured"] is True]
@@ -308,7 +308,7 @@ def test_profile_breakdown_reads_each_aggregations_share(shared_races):
 
 def test_source_cost_measures_each_mode_in_that_mode_and_the_next_race_refuses_its_index(shared_races):
     race = challenge_race(shared_races, "source-cost")
-    for mode in PARAMETERS["source_modes"][0]:
+    for mode in DEFAULTS["source_modes"]:
         storage = json.loads((race.record_dir() / records.source_record(mode)).read_text())
         assert storage["source-mode"] == mode and storage["merged"] == {
             "store_bytes": storage["merged"]["store_bytes"],
@@ -335,7 +335,7 @@ def test_aggregation_memory_finds_each_floor_and_puts_the_breaker_back(shared_ra
     assert [r["task"] for r in rows] == [n for n in ours("aggregation-memory") if n.startswith(breaker_floor_task_name(""))]
     assert all(
         r["below-bytes"] < r["floor-bytes"]
-        and (r["below-bytes"] == 0 or r["floor-bytes"] <= r["below-bytes"] * (1 + PARAMETERS["memory_resolution"][0]))
+        and (r["below-bytes"] == 0 or r["floor-bytes"] <= r["below-bytes"] * (1 + DEFAULTS["memory_resolution"]))
         for r in rows
     )
 

@@ -13,7 +13,7 @@ import pytest
 
 from report import network as network_report
 from report import races
-from runners.parameters import PARAMETERS
+from runners.parameters import DEFAULTS
 from runners.tasks import fault_task_name, healed_task_name, rtt_task_name
 from runners.toxiproxy import FAULT, FAULTS, PROXIES
 from tests.conftest import (
@@ -61,7 +61,7 @@ def faults_race(shared_races, ingested):
 def faults_in_schedule_order():
     tasks = [t["operation"]["name"] for t in rendered_tasks(rendered_challenges()["network-faults"])]
     order = sorted(FAULTS, key=lambda f: tasks.index(fault_task_name(f, "D_td", FAULTED[0])))
-    assert sorted(order) == sorted(PARAMETERS["faults"][0]) == sorted(FAULTS)  # the race's default: every fault
+    assert sorted(order) == sorted(DEFAULTS["faults"]) == sorted(FAULTS)  # the race's default: every fault
     return order
 
 
@@ -90,7 +90,7 @@ def test_each_fault_is_a_failed_sample_with_its_description_never_a_hang(faults_
     mine = described[len(FAULTED) * order.index(fault) :][: len(FAULTED)]
     assert all(SEEN[fault] in line and "not retried" in line for line in mine), mine
     ops = faults_race.op_metrics()
-    timeout_ms = PARAMETERS["fault_request_timeout"][0] * 1000
+    timeout_ms = DEFAULTS["fault_request_timeout"] * 1000
     for t in FAULTED:  # never a hang past the request timeout
         assert ops[fault_task_name(fault, "D_td", t)]["service_time"]["100_0"] < timeout_ms + 1500
 

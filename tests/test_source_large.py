@@ -10,8 +10,7 @@ import pytest
 from report import large_source as report_large_source
 from report import races
 from runners import records
-from runners.large_source import document
-from runners.parameters import MIB
+from runners.large_source import MIB, document
 from runners.queries import LARGE_SOURCE_FORMATS, LARGE_SOURCE_INDEX, LARGE_SOURCE_MODES
 from runners.tasks import large_fetch_task_name, large_task_name
 from tests.conftest import assert_clean, http

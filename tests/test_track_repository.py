@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from runners import interleave, records
-from runners.parameters import PARAMETERS
+from runners.parameters import DEFAULTS
 from tests.conftest import REPO, assert_clean, ensure_test_index, rendered_challenges, rendered_tasks, run_rally
 
 TRACK = REPO / "tracks" / "cluster-metrics"
@@ -74,7 +74,7 @@ def test_the_track_folder_alone_races_from_a_teams_repository(shared_races, tmp_
     cells = sorted(t["operation"]["name"] for t in tasks if interleave.GROUP_KEY in t["operation"])
     ran = [json.loads(line)["task"] for line in (race.record_dir() / records.VALIDATION).read_text().splitlines()]
     assert len(cells) == 4  # production-comparison's cells
-    assert [name for name in ran if name in cells] == interleave.order(cells, 2, PARAMETERS["schedule_seed"][0])
+    assert [name for name in ran if name in cells] == interleave.order(cells, 2, DEFAULTS["schedule_seed"])
 
 
 def test_this_repository_shared_whole_names_its_track_by_path(tmp_path):

@@ -9,8 +9,7 @@ import pytest
 from report import large_source, races
 from report.__main__ import single_report
 from runners import records
-from runners.large_source import document, made_of
-from runners.parameters import MIB
+from runners.large_source import MIB, document, made_of
 from runners.queries import LARGE_SOURCE_FORMATS, LARGE_SOURCE_MODES
 from runners.tasks import large_fetch_task_name, large_task_name
 

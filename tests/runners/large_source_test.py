@@ -22,6 +22,7 @@ from runners import large_source, parameters, records
 from runners.context import CONTEXT_KEY, RaceContext
 from runners.coverage import WARMUPS_KEY
 from runners.large_source import (
+    MIB,
     LargeSourceCreateIndex,
     LargeSourceError,
     LargeSourceFetch,
@@ -35,7 +36,6 @@ from runners.large_source import (
     validate_large_fetch,
     validate_large_source,
 )
-from runners.parameters import MIB
 from runners.queries import LARGE_SOURCE_FORMATS, LARGE_SOURCE_INDEX, LARGE_SOURCE_MODES
 from runners.tasks import large_fetch_task_name, large_task_name
 from tests.conftest import REPO, rendered_challenges, rendered_tasks

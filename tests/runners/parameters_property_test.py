@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import cmgen
 from report.validation_proof import caught, keyed_answer, substitute
-from runners import parameters
+from runners import parameters, rules
 from runners.validation import NodeExpectation
 from tests.conftest import rendered_challenges, rendered_tasks
 
@@ -29,7 +29,7 @@ def truth():
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(percents=PERCENTS, digits=st.integers(0, parameters.MAX_HDR_DIGITS), variant=st.sampled_from(["D_td", "D_hdr"]))
+@given(percents=PERCENTS, digits=st.integers(0, rules.MAX_HDR_DIGITS), variant=st.sampled_from(["D_td", "D_hdr"]))
 def test_every_accepted_percent_list_validates_elasticsearchs_right_answer_and_catches_a_wrong_one(truth, percents, digits, variant):
     parameters.check({"percents": percents, "hdr_digits": digits})  # accepted
     for node, entry in truth.items():
@@ -42,7 +42,7 @@ def test_every_accepted_percent_list_validates_elasticsearchs_right_answer_and_c
 
 
 @settings(max_examples=25, deadline=None)
-@given(percents=PERCENTS, digits=st.integers(0, parameters.MAX_HDR_DIGITS), iterations=st.integers(1, 1000))
+@given(percents=PERCENTS, digits=st.integers(0, rules.MAX_HDR_DIGITS), iterations=st.integers(1, 1000))
 def test_every_accepted_value_renders_the_track_with_it(percents, digits, iterations):
     params = {"percents": percents, "hdr_digits": digits, "iterations": iterations}
     parameters.check(params)

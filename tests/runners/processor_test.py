@@ -275,7 +275,7 @@ def test_rendered_task_names_use_the_shared_vocabulary():
 def test_cost_task_names_use_the_shared_patterns():
     rendered = json.loads(loader.render_template_from_file(str(TRACK_DIR / "track.json"), {}))
     names = {c["name"]: [t["operation"]["name"] for t in rendered_tasks(c)] for c in rendered["challenges"]}
-    modes = parameters.PARAMETERS["source_modes"][0]
+    modes = parameters.DEFAULTS["source_modes"]
     expected = [
         source_task_name(m, n)
         for m in modes
@@ -294,11 +294,11 @@ def test_cost_task_names_use_the_shared_patterns():
 def test_network_task_names_use_the_shared_patterns():
     rendered = json.loads(loader.render_template_from_file(str(TRACK_DIR / "track.json"), {}))
     names = {c["name"]: [t["operation"]["name"] for t in rendered_tasks(c)] for c in rendered["challenges"]}
-    rtts, variants = parameters.PARAMETERS["rtt_ms"][0], parameters.PARAMETERS["rtt_variants"][0]
+    rtts, variants = parameters.DEFAULTS["rtt_ms"], parameters.DEFAULTS["rtt_variants"]
     assert [rtt_task_name(v, t, r) for r in rtts for v in variants for t in TRANSPORTS] == [
         n for n in names["rtt-sweep"] if n.startswith("coverage-")
     ]
-    ccs_rtts, ccs_variants = parameters.PARAMETERS["ccs_rtt_ms"][0], parameters.PARAMETERS["ccs_variants"][0]
+    ccs_rtts, ccs_variants = parameters.DEFAULTS["ccs_rtt_ms"], parameters.DEFAULTS["ccs_variants"]
     assert [
         name
         for r in ccs_rtts
@@ -406,7 +406,7 @@ def test_the_profile_pairs_know_their_warmups_and_are_enough_for_an_interval(cor
     track = load(corpus_root, test_mode=test_mode, challenge="profile-breakdown", before=loader.TestModeTrackProcessor(cfg))
     (task,) = [t for t in ours(track, "profile-breakdown") if t.operation.type == "profile-breakdown"]
     assert task.name == profile_task_name("D_td") and task.operation.param_source == "profile-breakdown"
-    defaults = (parameters.PARAMETERS["warmup_iterations"][0], parameters.PARAMETERS["profile_iterations"][0])
+    defaults = (parameters.DEFAULTS["warmup_iterations"], parameters.DEFAULTS["profile_iterations"])
     warmups, iterations = (1, 1) if test_mode else defaults
     assert task.operation.params["warmups"] == task.warmup_iterations == warmups and task.iterations == iterations
     assert test_mode or iterations >= 15
@@ -658,11 +658,30 @@ def test_the_track_readme_privilege_table_is_what_the_processor_hands_each_chall
 
 
 def test_every_default_passes_its_own_rule_and_make_params_names_what_each_accepts():
-    for name, (default, rule) in parameters.PARAMETERS.items():
-        rule(default)  # a default the processor would refuse: track.json and the rule disagree
+    for name, default in parameters.DEFAULTS.items():
+        parameters.all_rules()[name](default)  # a default the processor would refuse: track.json and the rule disagree
     listed = subprocess.run([sys.executable, "-m", "runners.parameters"], capture_output=True, text=True, cwd=REPO, check=True).stdout
     assert (
         "epochs = 5\n    an integer of at least 1\n" in listed
         and "schedule = \"interleaved\"\n    one of 'blocked', 'interleaved'" in listed
     )
-    assert listed.count("\n    ") == len(parameters.PARAMETERS)
+    assert listed.count("\n    ") == len(parameters.DEFAULTS)
+
+
+def test_each_parameter_is_ruled_by_one_module_and_every_rule_names_a_declared_parameter():
+    """The rules are collected from the study modules (runners/parameters.py all_rules): each study's parameters by its
+    own module; a parameter ruled twice, ruled nowhere, or a rule of no declared parameter is refused, named."""
+    from runners import layouts, memory, network, widths
+
+    ruled = parameters.all_rules()
+    assert ruled.keys() == parameters.DEFAULTS.keys()
+    assert ruled["memory_resolution"] is memory.PARAMETER_RULES["memory_resolution"] and "rtt_ms" in network.PARAMETER_RULES
+    assert "layouts" in layouts.PARAMETER_RULES and "widths" in widths.PARAMETER_RULES and "epochs" in parameters.PARAMETER_RULES
+    assert set(parameters.declaring_modules()) >= {"ingest", "layouts", "load", "memory", "network", "profile", "widths"}
+    tables = [("parameters", parameters.PARAMETER_RULES), ("network", network.PARAMETER_RULES)]
+    with pytest.raises(RuntimeError, match="'rtt_ms' is ruled by runners/network.py and runners/memory.py"):
+        parameters.collect(tables + [("memory", {"rtt_ms": memory.resolution})], set(parameters.DEFAULTS))
+    with pytest.raises(RuntimeError, match=r"without a rule: \['memory_attempts'"):
+        parameters.collect(tables, set(parameters.PARAMETER_RULES) | set(network.PARAMETER_RULES) | {"memory_attempts"})
+    with pytest.raises(RuntimeError, match=r"rules without a declaration: \['rtt_ms'"):
+        parameters.collect(tables, set(parameters.PARAMETER_RULES) | set(network.PARAMETER_RULES) - {"rtt_ms"})
