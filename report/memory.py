@@ -4,7 +4,6 @@ on the query DSL's aggregations)."""
 from report import tables
 from report.tables import Section
 from runners import queries
-from runners.tasks import breaker_floor_task_name, memory_task_name
 
 KIB = 1024
 
@@ -18,14 +17,14 @@ def _setting(row):
 
 
 def memory_cells(race):
-    """[(cell name, floor record or None, timed op, floor op)] of the aggregation-memory cells, in run order."""
-    ops = race.op_metrics()
+    """[(cell, floor record or None, timed op, floor op)] of the aggregation-memory cells, in run order: each breaker
+    floor's task (its cell measures "breaker-floor") beside the timed coverages of the same cell."""
+    ops, cells = race.op_metrics(), race.cells
     rows = {r["task"]: r for r in race.memory}
-    prefix = breaker_floor_task_name("")
     return [
-        (task[len(prefix) :], rows.get(task), ops.get(memory_task_name(task[len(prefix) :])), op)
+        (cells[task], rows.get(task), ops.get(race.task_of(**{**cells[task], "measure": "time"})), op)
         for task, op in ops.items()
-        if task.startswith(prefix)
+        if cells.get(task, {}).get("measure") == "breaker-floor"
     ]
 
 
@@ -46,18 +45,11 @@ def memory_table(race):
     body = []
     for cell, row, timed, floor in found:
         if row is None or tables.failed(floor):
-            variant, transport, *setting = cell.split("-")  # "D_hdr-msearch-hdr-4"
             body.append(
                 [
-                    variant,
-                    _setting(
-                        {
-                            "variant": variant,
-                            "hdr-digits": setting[-1] if setting else None,
-                            "tdigest-compression": setting[-1] if setting else None,
-                        }
-                    ),
-                    transport,
+                    cell["variant"],
+                    _setting(cell),
+                    cell["transport"],
                     tables.op_median(timed) if timed and not tables.failed(timed) else "FAILED",
                     "FAILED",
                     None,

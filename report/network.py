@@ -16,7 +16,7 @@ from report import tables
 from report.study import TOOK, WALL, median_text
 from report.tables import Section
 from runners.queries import TRANSPORTS, VARIANTS, rtt_samples
-from runners.tasks import VERIFY_DOC_COUNT, ccs_direct_task_name, ccs_task_name, fault_task_name, healed_task_name, rtt_task_name
+from runners.tasks import VERIFY_DOC_COUNT
 
 SERIAL_ROUND_TRIPS = 30  # one _search per node of the 30-node coverage
 SEED_001 = (
@@ -51,7 +51,7 @@ def rtt_series(race):
     series = {}
     for v in race.param("rtt_variants"):
         for t in race.param("rtt_transports"):
-            points = [(r, ops.get(rtt_task_name(v, t, r))) for r in race.param("rtt_ms")]
+            points = [(r, ops.get(race.task_of(variant=v, transport=t, **{"rtt-ms": r}))) for r in race.param("rtt_ms")]
             if any(op for _, op in points):
                 series[(v, t)] = points
     return series
@@ -64,7 +64,7 @@ def ccs_series(race):
     for v in race.param("ccs_variants"):
         for t in race.param("ccs_transports"):
             for minimize in race.param("ccs_minimize_roundtrips"):
-                points = [(r, ops.get(ccs_task_name(v, t, minimize, r))) for r in race.param("ccs_rtt_ms")]
+                points = [(r, ops.get(_ccs_task(race, v, t, r, **{"minimize-roundtrips": minimize}))) for r in race.param("ccs_rtt_ms")]
                 if any(op for _, op in points):
                     series[(v, t, minimize)] = points
     return series
@@ -117,8 +117,14 @@ SEED_001_CELLS = {
 
 def ccs_cells(race, v, t, rtt):
     """(cell label, task name) of every cell of one variant, transport and RTT, in the challenge's order."""
-    cells = [(f"direct-{route}", ccs_direct_task_name(v, t, route, rtt)) for route in race.param("ccs_direct")]
-    return cells + [(f"minimize-{str(m).lower()}", ccs_task_name(v, t, m, rtt)) for m in race.param("ccs_minimize_roundtrips")]
+    cells = [(f"direct-{route}", _ccs_task(race, v, t, rtt, route=route)) for route in race.param("ccs_direct")]
+    minimize = race.param("ccs_minimize_roundtrips")
+    return cells + [(f"minimize-{str(m).lower()}", _ccs_task(race, v, t, rtt, **{"minimize-roundtrips": m})) for m in minimize]
+
+
+def _ccs_task(race, v, t, rtt, **how):
+    """The task of a ccs-roundtrips cell: through CCS (minimize-roundtrips) or direct (route), at an RTT."""
+    return race.task_of(variant=v, transport=t, **{"rtt-ms": rtt}, **how)
 
 
 def model_cell_round_trips(cell, shards):
@@ -281,12 +287,14 @@ def faults_table(race):
     rows = []
     for fault in race.param("faults"):
         cells = [(v, t) for v in VARIANTS for t in TRANSPORTS]
-        for name, op in [(f"{v} {t} under the fault", ops.get(fault_task_name(fault, v, t))) for v, t in cells]:
+        for name, op in [
+            (f"{v} {t} under the fault", ops.get(race.task_of(variant=v, transport=t, fault=fault, phase="under"))) for v, t in cells
+        ]:
             if op is not None:
                 rate = op.get("error_rate") or 0
                 held = "yes: every sample failed" if rate >= 1 else f"NO: {100 * (1 - rate):.0f}% of samples succeeded under the fault"
                 rows.append([fault, name, f"{100 * rate:.0f}%", tables.service_ms(op, "median"), held])
-        for name, op in [(f"{v} {t} healed", ops.get(healed_task_name(fault, v, t))) for v, t in cells]:
+        for name, op in [(f"{v} {t} healed", ops.get(race.task_of(variant=v, transport=t, fault=fault, phase="healed"))) for v, t in cells]:
             if op is not None:
                 held = tables.failed_label(op) if tables.failed(op) else "yes: it succeeded"
                 rows.append([fault, name, f"{100 * (op.get('error_rate') or 0):.0f}%", tables.op_median(op), held])

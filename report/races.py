@@ -7,13 +7,16 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from esrally.track import loader
+
 from report import ReportError, ingest_changes, large_source, widths
-from runners import parameters, records
+from runners import cells, parameters, records
 from runners.corpus import races_root
 from runners.ingest import recount_bulk_tooks
 from runners.load import read_steps
 from runners.queries import SOURCE_MODES
 from runners.tasks import layout_task_name, source_task_name
+from runners.track_files import track_dir
 
 # parameters that hold a list (a user may give a comma-separated string)
 LIST_PARAMETERS = {name for name, default in parameters.DEFAULTS.items() if isinstance(default, list)}
@@ -45,6 +48,7 @@ class Race:
     # task -> {load-driver host: {"clients", "samples", "measured"}}: from a metrics store only (report/store.py)
     hosts: dict = field(default_factory=dict)
     source: str = "race.json"  # where Rally's figures came from
+    recorded_cells: dict | None = None  # task -> its cell, as the race recorded them (runners/cells.py), if it did
 
     @property
     def challenge(self):
@@ -68,6 +72,22 @@ class Race:
         value = parameters.DEFAULTS[name] if given is None else given
         return value.split(",") if isinstance(value, str) and name in LIST_PARAMETERS else value
 
+    @functools.cached_property
+    def cells(self):
+        """{task: cell} of this race: as it recorded them, else as its track renders them with its parameters."""
+        if self.recorded_cells is not None:
+            return self.recorded_cells
+        return rendered_cells(self.challenge, json.dumps(self.data.get("track-params") or {}, sort_keys=True))
+
+    @functools.cached_property
+    def _cell_index(self):
+        return cells.index(self.cells)
+
+    def task_of(self, **cell):
+        """The task that measured this cell in this race (its variant, transport and condition, runners/cells.py), or
+        None: task_of(variant="D_td", transport="serial", **{"rtt-ms": 50})."""
+        return self._cell_index.get(cells.key(cell))
+
     def op_metrics(self):
         return {op["task"]: op for op in self.data.get("results", {}).get("op_metrics", [])}
 
@@ -89,6 +109,21 @@ class Race:
             if line.get("measured"):
                 by_task.setdefault(line.get("task"), []).append(line)
         return by_task
+
+
+@functools.lru_cache(maxsize=32)
+def rendered_cells(challenge, track_params):
+    """{task: cell} of a challenge as this repository's track renders it with these parameters (JSON text): what a race
+    from before the cells record would have recorded."""
+    try:
+        rendered = json.loads(loader.render_template_from_file(str(track_dir() / "track.json"), json.loads(track_params)))
+    except Exception as e:  # a template error or parameters this track refuses: said, not a report without cells
+        raise ReportError(f"the track does not render with the race's parameters {track_params}, so its cells are unknown: {e}")
+    for candidate in rendered["challenges"]:
+        if candidate["name"] == challenge:
+            steps = (step["parallel"]["tasks"] if "parallel" in step else [step] for step in candidate["schedule"])
+            return cells.of_tasks((task["operation"]["name"], task["operation"]) for step in steps for task in step)
+    return {}
 
 
 def record_samples(race):
@@ -128,6 +163,7 @@ def load(race_dir, data=None):
                 attr[mode] = data
     race.memory = _json_lines(race_dir / records.RECORD_DIR / records.MEMORY)
     race.validation = _json_lines(race_dir / records.RECORD_DIR / records.VALIDATION)
+    race.recorded_cells = records.read(str(race_dir / records.RECORD_DIR), records.CELLS)
     race.profile_calls = _json_lines(race_dir / records.RECORD_DIR / records.PROFILE_CALLS)
     widths.load_records(race, race_dir / records.RECORD_DIR)
     ingest_changes.load_records(race, race_dir / records.RECORD_DIR)

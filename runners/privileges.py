@@ -11,7 +11,8 @@ import logging
 
 import elasticsearch
 
-from runners import restore
+from runners import cells, records, restore
+from runners.context import CONTEXT_KEY, RaceContext
 from runners.index_checks import SEARCH_POOL_KEY
 from runners.registry import SETTINGS_CHANGE, Need, Operation
 from runners.results import error_reason
@@ -117,10 +118,12 @@ class CheckPrivileges:
     whether the user Rally connects as holds every privilege the challenge needs (operation parameters "cluster",
     "index", "challenge", and what needs each privilege, set by the track processor from each operation's need). A missing one ends the race, naming each
     privilege, what needs it and the challenge; nothing has changed at that point. A 401 is named as bad
-    credentials. A cluster without security (the endpoint is not there) allows everything. Untimed; returns 1 op with
-    the user and whether security is on."""
+    credentials. A cluster without security (the endpoint is not there) allows everything. First, it records the
+    challenge's cells (operation parameter "cells", set by the track processor: runners/cells.py). Untimed; returns 1
+    op with the user and whether security is on, and the cells as record meta."""
 
     async def __call__(self, es, params):
+        result = {"weight": 1, "unit": "ops", "success": True, **_record_cells(params)}
         challenge, wanted = params["challenge"], {"cluster": params["cluster"], "index": params["index"]}
         body = {"cluster": wanted["cluster"], "index": [{"names": [name], "privileges": p} for name, p in wanted["index"].items()]}
         try:
@@ -137,7 +140,7 @@ class CheckPrivileges:
                     f"{error_reason(e)}). Nothing was changed on the cluster"
                 ) from None
             LOG.info("cluster-metrics: no privilege check on this cluster (%s %s)", e.status_code, error_reason(e))
-            return {"weight": 1, "unit": "ops", "success": True, "security": False}
+            return {**result, "security": False}
         needed_by, why = params.get("needed-by", {}), params.get("why", {})
         missing = [
             f"cluster privilege {p} ({_why(needed_by.get(cluster_key(p)), why)})"
@@ -155,10 +158,17 @@ class CheckPrivileges:
                 "check-privileges. Grant them to the user's role (the track README's privilege table lists each challenge's), "
                 "or race a challenge that needs only what the role has"
             )
-        return {"weight": 1, "unit": "ops", "success": True, "security": True, "user": answer.get("username")}
+        return {**result, "security": True, "user": answer.get("username")}
 
     def __repr__(self):
         return "check-privileges"
+
+
+def _record_cells(params):
+    """The challenge's cells (runners/cells.py) written to the race's records, first, as the sample's record meta."""
+    if cells.CELLS_KEY not in params or CONTEXT_KEY not in params:
+        return {}
+    return records.write(RaceContext.of(params).record_dir, records.CELLS, params[cells.CELLS_KEY])
 
 
 def security_off(error):

@@ -9,6 +9,7 @@ On every track load for a race it
 - for coverage-width, adds each width's corpus set to the track (its index and corpora, named by the corpus contract)
   and binds the tasks of that width (WIDTH_KEY) to it;
 - writes the corpus fingerprint into each index mapping's _meta, so that query challenges can tell what it holds;
+- hands the first task, check-privileges, the privileges the challenge needs and its cells to record (_set_privileges);
 - validates each of our operations (operations.OPERATIONS) and hands it the race context of its corpus set (a
   challenge that reads no generated corpus, source-large, gets the race's record folder alone).
 Any problem raises a SystemSetupError whose message names the input and the fix.
@@ -25,7 +26,7 @@ from esrally import exceptions, paths
 from esrally.track import loader
 from esrally.track import track as track_model
 
-from runners import corpus, coverage, ingest, interleave, load, parameters, privileges, queries, records, scope, widths
+from runners import cells, corpus, coverage, ingest, interleave, load, parameters, privileges, queries, records, scope, widths
 from runners.context import CONTEXT_KEY, DEFAULT_CLUSTER, RaceContext
 from runners.network import ClearToxics, clear_toxics
 from runners.operations import OPERATIONS
@@ -170,8 +171,9 @@ def _set_load_driver_hosts(challenge, race_id, hosts):
 
 
 def _set_privileges(challenge, context):
-    """Hands the challenge's check-privileges task what the challenge asks of the target cluster (runners/privileges.py);
-    the tasks of another cluster (a remote's, by its alias) are not the target's."""
+    """Hands the challenge's check-privileges task what the challenge asks of the target cluster (runners/privileges.py;
+    the tasks of another cluster, a remote's by its alias, are not the target's) and the challenge's cells, which it
+    records (runners/cells.py)."""
 
     def index_of(params):  # Rally's operations name it; ours carry their corpus set's context (a width's, for one)
         own = RaceContext.of(params) if CONTEXT_KEY in params else context
@@ -187,9 +189,10 @@ def _set_privileges(challenge, context):
     # a calibration share reads and writes through its index's alias, whose name the privileges must cover too
     tasks += [(kind, params, load.share_alias(index)) for kind, params, index in tasks if kind == "share-calibration"]
     needs = privileges.needs(tasks, OPERATIONS)
+    recorded = cells.of_tasks((task.name, task.operation.params) for task in _tasks(challenge))
     for task in _tasks(challenge):
         if task.operation.type == "check-privileges":
-            task.operation.params.update(needs, challenge=challenge.name)
+            task.operation.params.update(needs, challenge=challenge.name, **{cells.CELLS_KEY: recorded})
 
 
 def _entry(manifest, epoch, test_mode):

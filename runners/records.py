@@ -20,6 +20,7 @@ TOOK_DIR = "bulk-took"  # each bulk response's took and wall-clock window, one f
 RATE_DIR = "coverage-rate"  # each calibration coverage's seconds, one file per calibration task (coverage-load)
 LOAD_STEPS = "load-steps.jsonl"  # coverage-load: each step's calibrated and target rate
 MEMORY = "aggregation-memory.jsonl"  # aggregation-memory: each cell's request breaker floor and GC activity
+CELLS = "cells.json"  # what each task measures (runners/cells.py), written by the first task, check-privileges
 VALIDATION = "validation.jsonl"  # each coverage's validation counts, worst percentile error and wall-clock window, warm-ups too
 LARGE_SOURCE_DOCUMENTS = "large-source-documents.json"  # source-large: what made its documents, each one's sha256 and size
 LARGE_SOURCE_FETCHES = "large-source-fetches.jsonl"  # source-large: each fetch's took, wall, bytes and checks, warm-ups too

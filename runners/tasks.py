@@ -36,33 +36,6 @@ def ingest_change_task_name(change, name):
     return f"change-{change}-{name}"
 
 
-def rtt_task_name(variant, transport, rtt_ms):
-    """One point of the RTT sweep: rtt_task_name("D_td", "serial", 50) == "coverage-D_td-serial-rtt-50ms"."""
-    return f"{coverage_task_name(variant, transport)}-rtt-{rtt_ms}ms"
-
-
-def ccs_task_name(variant, transport, minimize_roundtrips, rtt_ms):
-    """One point of the cross-cluster comparison."""
-    return f"ccs-{variant}-{transport}-minimize-{str(bool(minimize_roundtrips)).lower()}-rtt-{rtt_ms}ms"
-
-
-def ccs_direct_task_name(variant, transport, route, rtt_ms):
-    """One direct cell of the cross-cluster comparison (seed 001): the remote's index asked on the remote itself, by
-    a route of vocabulary.j2's ccs_direct_routes: ccs_direct_task_name("D_td", "terms", "far", 190) ==
-    "ccs-D_td-terms-direct-far-rtt-190ms"."""
-    return f"ccs-{variant}-{transport}-direct-{route}-rtt-{rtt_ms}ms"
-
-
-def fault_task_name(fault, variant, transport):
-    """The coverage under one network fault (every sample must fail)."""
-    return f"fault-{fault}-{coverage_task_name(variant, transport)}"
-
-
-def healed_task_name(fault, variant, transport):
-    """The coverage after the fault is removed (must succeed again)."""
-    return f"healed-{fault}-{coverage_task_name(variant, transport)}"
-
-
 def load_calibration_task_name(variant, transport):
     """coverage-load: the cell's rate at one client, back to back."""
     return f"{coverage_task_name(variant, transport)}-load-calibration"
@@ -109,22 +82,6 @@ def large_task_name(name):
 def large_fetch_task_name(mode, fmt):
     """source-large: the fetch with _source in one mode, answered in one format: "large-fetch-returned-cbor"."""
     return large_task_name(f"fetch-{mode}-{fmt}")
-
-
-def memory_cell(variant, transport, hdr_digits=None, compression=None):
-    """One cell of aggregation-memory: "D_hdr-terms-hdr-3", "D_td-msearch-compression-100", "B-serial"."""
-    setting = f"-hdr-{hdr_digits}" if hdr_digits is not None else (f"-compression-{compression}" if compression is not None else "")
-    return f"{variant}-{transport}{setting}"
-
-
-def memory_task_name(cell):
-    """aggregation-memory: the cell's timed coverages."""
-    return f"memory-{cell}"
-
-
-def breaker_floor_task_name(cell):
-    """aggregation-memory: the cell's request breaker floor (bisection, untimed)."""
-    return f"breaker-floor-{cell}"
 
 
 def width_task_name(width, name):

@@ -14,7 +14,6 @@ from runners import network, restore
 from runners.network import remote_settings
 from runners.operations import OPERATIONS
 from runners.parameters import DEFAULTS
-from runners.tasks import ccs_direct_task_name, ccs_task_name
 from tests.conftest import (
     TEST_PORT,
     assert_clean,
@@ -81,15 +80,16 @@ def test_the_round_trip_model_is_a_floor_through_the_proxy(ccs_race):
     trips. (Test mode has one sample per point, the first cold: the fitted slopes are left to full-scale races.)"""
     header, body = network_report.ccs_table(races.load(ccs_race.folder()))
     assert header[3:5] == [f"{r} ms" for r in RTTS] and len(body) == 5  # 2 transports x 2 settings, the samples row
-    ops, rtt = ccs_race.op_metrics(), max(RTTS)
+    ops, rtt, race = ccs_race.op_metrics(), max(RTTS), races.load(ccs_race.folder())
+    assert race.recorded_cells  # the race recorded its cells (runners/cells.py)
     floors = {True: 1, False: 1 + math.ceil(REMOTE_SHARDS / 5)}
     for transport in DEFAULTS["ccs_transports"]:
         for minimize, round_trips in floors.items():
-            op = ops[ccs_task_name("D_hdr", transport, minimize, rtt)]
+            op = ops[race.task_of(variant="D_hdr", transport=transport, **{"rtt-ms": rtt, "minimize-roundtrips": minimize})]
             assert op["service_time"]["mean"] >= round_trips * rtt, (transport, minimize, op["service_time"])
         # the seed's direct cells: the far ones cross the link once per request (the near one has no floor)
         for route in ("far", "far-new-connection"):
-            op = ops[ccs_direct_task_name("D_hdr", transport, route, rtt)]
+            op = ops[race.task_of(variant="D_hdr", transport=transport, route=route, **{"rtt-ms": rtt})]
             assert op["service_time"]["mean"] >= rtt, (transport, route, op["service_time"])
 
 
@@ -120,9 +120,10 @@ def test_a_new_connection_per_request_opens_one_per_request_and_the_kept_alive_o
     assert_clean(race)
     opened = http_connections_opened(REMOTE_PORT) - before
     coverages = {route: 0 for route in ("far", "far-new-connection")}
-    for line in races.load(race.folder()).validation:
+    loaded = races.load(race.folder())
+    for line in loaded.validation:
         for route in coverages:
-            coverages[route] += line["task"] == ccs_direct_task_name("D_td", "serial", route, 0)
+            coverages[route] += line["task"] == loaded.task_of(variant="D_td", transport="serial", route=route, **{"rtt-ms": 0})
     assert coverages["far"] >= 1 and coverages["far-new-connection"] >= 1, coverages
     requests = {route: 30 * n for route, n in coverages.items()}  # a serial coverage: one _search per node
     assert requests["far-new-connection"] <= opened < requests["far-new-connection"] + requests["far"], (opened, requests)

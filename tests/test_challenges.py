@@ -24,7 +24,7 @@ from runners.parameters import DEFAULTS
 from runners.profile import read_calls
 from runners.queries import INGEST_CHANGE_BASELINE, INGEST_CHANGES
 from runners.search_pool import SEARCH_POOL
-from runners.tasks import INGEST, breaker_floor_task_name, ingest_change_task_name, profile_task_name, source_task_name, width_task_name
+from runners.tasks import INGEST, ingest_change_task_name, profile_task_name, source_task_name, width_task_name
 from tests.conftest import (
     PYTHON,
     REPO,
@@ -332,7 +332,8 @@ def test_aggregation_memory_finds_each_floor_and_puts_the_breaker_back(shared_ra
     # the breaker's limit as it was before the race (unset, or a value a user set)
     assert race.left["persistent"].get(BREAKER_SETTING) == race.left["persistent-before"].get(BREAKER_SETTING)
     rows = [json.loads(line) for line in (race.record_dir() / records.MEMORY).read_text().splitlines()]
-    assert [r["task"] for r in rows] == [n for n in ours("aggregation-memory") if n.startswith(breaker_floor_task_name(""))]
+    floors = [task for task, cell in races.load(race.folder()).cells.items() if cell["measure"] == "breaker-floor"]
+    assert [r["task"] for r in rows] == floors and floors and set(floors) <= set(ours("aggregation-memory"))
     assert all(
         r["below-bytes"] < r["floor-bytes"]
         and (r["below-bytes"] == 0 or r["floor-bytes"] <= r["below-bytes"] * (1 + DEFAULTS["memory_resolution"]))

@@ -12,9 +12,9 @@ import time
 
 import pytest
 
+from report import races
 from runners.memory import BREAKER_SETTING
 from runners.restore import NOTES_INDEX
-from runners.tasks import breaker_floor_task_name, memory_cell, memory_task_name
 from tests.answer_proxy import AnswerProxy
 from tests.conftest import (
     ESRALLY,
@@ -58,10 +58,10 @@ def test_the_breaker_limit_is_put_back_when_the_bisection_fails_midway(shared_ra
     finally:
         proxy.close()
         set_limit(None)
-    cell = memory_cell("D_td", "msearch", compression=100)
+    cell, loaded = {"variant": "D_td", "transport": "msearch", "hdr-digits": None, "tdigest-compression": 100}, races.load(race.folder())
     assert race.returncode == 0, race.explained()
-    assert race.error_rates()[memory_task_name(cell)] == 0
-    assert race.error_rates()[breaker_floor_task_name(cell)] == 1
+    assert race.error_rates()[loaded.task_of(**cell, measure="time")] == 0
+    assert race.error_rates()[loaded.task_of(**cell, measure="breaker-floor")] == 1
     assert any("failed without tripping the request breaker" in line and "net p50" in line for line in race.failures()), race.failures()
     assert proxy.searches > 6  # the bisection ran past the baseline
     assert after == "59%"

@@ -14,7 +14,6 @@ import pytest
 from report import network as network_report
 from report import races
 from runners.parameters import DEFAULTS
-from runners.tasks import fault_task_name, healed_task_name, rtt_task_name
 from runners.toxiproxy import FAULT, FAULTS, PROXIES
 from tests.conftest import (
     PROXY_PORT,
@@ -58,9 +57,17 @@ def faults_race(shared_races, ingested):
     return shared_races.race("network-faults", track_params(), port=PROXY_PORT, after=after)
 
 
+def cell_task(race, **cell):
+    """The task of a cell in this race, as the race recorded its cells (runners/cells.py): it must have recorded them."""
+    loaded = races.load(race.folder())
+    assert loaded.recorded_cells, "the race recorded no cells"
+    return loaded.task_of(**cell)
+
+
 def faults_in_schedule_order():
     tasks = [t["operation"]["name"] for t in rendered_tasks(rendered_challenges()["network-faults"])]
-    order = sorted(FAULTS, key=lambda f: tasks.index(fault_task_name(f, "D_td", FAULTED[0])))
+    under = {cell["fault"]: task for task, cell in races.rendered_cells("network-faults", "{}").items() if cell["transport"] == FAULTED[0]}
+    order = sorted(FAULTS, key=lambda f: tasks.index(under[f]))
     assert sorted(order) == sorted(DEFAULTS["faults"]) == sorted(FAULTS)  # the race's default: every fault
     return order
 
@@ -70,8 +77,9 @@ def test_every_fault_fails_its_coverages_and_the_race_goes_on_to_the_end(faults_
     """Every coverage under a fault failed, everything else (the healed coverages, the document count after)
     succeeded, and the race went on to the end."""
     assert faults_race.returncode == 0, faults_race.explained()
-    failing = {fault_task_name(f, "D_td", t) for f in FAULTS for t in FAULTED}
-    healed = {healed_task_name(f, "D_td", "msearch") for f in FAULTS}
+    failing = {cell_task(faults_race, variant="D_td", transport=t, fault=f, phase="under") for f in FAULTS for t in FAULTED}
+    healed = {cell_task(faults_race, variant="D_td", transport="msearch", fault=f, phase="healed") for f in FAULTS}
+    assert None not in failing | healed
     rates = faults_race.error_rates()
     assert failing | healed | {"verify-doc-count"} <= set(rates), rates
     wrong = {task: rate for task, rate in rates.items() if rate != (1.0 if task in failing else 0.0)}
@@ -92,7 +100,10 @@ def test_each_fault_is_a_failed_sample_with_its_description_never_a_hang(faults_
     ops = faults_race.op_metrics()
     timeout_ms = DEFAULTS["fault_request_timeout"] * 1000
     for t in FAULTED:  # never a hang past the request timeout
-        assert ops[fault_task_name(fault, "D_td", t)]["service_time"]["100_0"] < timeout_ms + 1500
+        assert (
+            ops[cell_task(faults_race, variant="D_td", transport=t, fault=fault, phase="under")]["service_time"]["100_0"]
+            < timeout_ms + 1500
+        )
 
 
 RTT_PARAMS = {"rtt_ms": [0, 50], "rtt_variants": ["D_td"]}
@@ -105,12 +116,21 @@ def rtt_race(shared_races, ingested):
 
 @pytest.mark.versions("rtt-sweep")
 def test_rtt_sweep_runs_clean(rtt_race):
-    assert_clean(rtt_race, [rtt_task_name("D_td", t, r) for t in ("serial", "msearch", "terms") for r in RTT_PARAMS["rtt_ms"]])
+    cells = [
+        cell_task(rtt_race, variant="D_td", transport=t, **{"rtt-ms": r})
+        for t in ("serial", "msearch", "terms")
+        for r in RTT_PARAMS["rtt_ms"]
+    ]
+    assert None not in cells
+    assert_clean(rtt_race, cells)
+    # what the race recorded is what its track renders with its parameters
+    loaded = races.load(rtt_race.folder())
+    assert loaded.recorded_cells == races.rendered_cells("rtt-sweep", json.dumps(loaded.data["track-params"], sort_keys=True))
 
 
 def test_round_trip_time_reaches_every_request_of_the_coverage(rtt_race):
     ops = rtt_race.op_metrics()
-    at = lambda t, r: ops[rtt_task_name("D_td", t, r)]["service_time"]["mean"]  # noqa: E731
+    at = lambda t, r: ops[cell_task(rtt_race, variant="D_td", transport=t, **{"rtt-ms": r})]["service_time"]["mean"]  # noqa: E731
     # a physical floor, not a timing target: 30 sequential round trips cannot take less than 30 x RTT
     assert at("serial", 50) >= 30 * 50 and at("msearch", 50) >= 50 and at("terms", 50) >= 50
     assert at("serial", 0) < 30 * 50
@@ -152,7 +172,7 @@ def test_a_race_aborted_at_its_first_fault_leaves_no_fault_for_the_next_one(shar
     assert ingested.toxics(PROXIES["http"]) == {}  # nothing left on the link
     params = track_params(rtt_ms=[0], rtt_variants=["D_td"], rtt_transports=["msearch"])
     race = run_race(shared_races.home, "rtt-sweep", params, port=PROXY_PORT)
-    assert_clean(race, [rtt_task_name("D_td", "msearch", 0), "clear-toxics-before", "clear-toxics-after"])
+    assert_clean(race, [cell_task(race, variant="D_td", transport="msearch", **{"rtt-ms": 0}), "clear-toxics-before", "clear-toxics-after"])
     assert ingested.toxics(PROXIES["http"]) == {}
 
 

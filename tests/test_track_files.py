@@ -38,7 +38,7 @@ def readme_tags():
     """The tag vocabulary as the track README's two tables define it: {kind tag: description}, {study tag: [its
     challenges]}."""
     section = (TRACK / "README.md").read_text().split("## Tags\n", 1)[1].split("\n## ", 1)[0]
-    tables = {}
+    tables, header = {}, None
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip("|").split("|")]
         if line.startswith("| `"):

@@ -3,15 +3,7 @@
 from pathlib import Path
 
 from report import charts, costs, memory, races
-from runners.tasks import (
-    breaker_floor_task_name,
-    bulk_task_name,
-    coverage_task_name,
-    fetch_task_name,
-    memory_cell,
-    memory_task_name,
-    source_task_name,
-)
+from runners.tasks import bulk_task_name, coverage_task_name, fetch_task_name, source_task_name
 
 
 def op(task, median, error_rate=0.0, duration=None):
@@ -76,15 +68,15 @@ def memory_race(tmp_path, floor_failed=False):
     ]
     ops, rows = [], []
     for variant, transport, digits, compression, floor, below, gcs, ms in cells:
-        cell = memory_cell(variant, transport, digits, compression)
+        cell = f"{variant}-{transport}" + (f"-hdr-{digits}" if digits else f"-compression-{compression}" if compression else "")
         ops += [
-            op(memory_task_name(cell), ms),
-            op(breaker_floor_task_name(cell), None, error_rate=1.0 if floor_failed and variant == "D_hdr" else 0),
+            op(f"memory-{cell}", ms),
+            op(f"breaker-floor-{cell}", None, error_rate=1.0 if floor_failed and variant == "D_hdr" else 0),
         ]
         if not (floor_failed and variant == "D_hdr"):
             rows.append(
                 {
-                    "task": breaker_floor_task_name(cell),
+                    "task": f"breaker-floor-{cell}",
                     "variant": variant,
                     "transport": transport,
                     "hdr-digits": digits or 3,
@@ -95,7 +87,8 @@ def memory_race(tmp_path, floor_failed=False):
                     "gc-ms-per-coverage": 4 * gcs,
                 }
             )
-    r = races.Race("m" * 36, Path("."), {"race-id": "m" * 36, "results": {"op_metrics": ops}, "track-params": {}})
+    data = {"race-id": "m" * 36, "challenge": "aggregation-memory", "results": {"op_metrics": ops}, "track-params": {}}
+    r = races.Race("m" * 36, Path("."), data)
     r.memory = rows
     return r
 

@@ -6,7 +6,8 @@ import asyncio
 
 import pytest
 
-from runners import privileges, scope
+from runners import cells, privileges, records, scope
+from runners.context import CONTEXT_KEY, RaceContext
 from runners.operations import OPERATIONS
 from runners.restore import NOTES_INDEX
 from tests.runners.stub_client import StubClient
@@ -74,6 +75,20 @@ def test_the_check_asks_for_exactly_the_challenges_privileges_and_passes_when_al
             {"names": [NOTES_INDEX], "privileges": ["create_index", "read", "write"]},
         ],
     }
+
+
+@pytest.mark.parametrize("status, body", [(200, answer()), (400, {"error": {"reason": "no handler found for uri"}})])
+def test_the_check_records_the_challenges_cells_first_in_its_files_and_its_sample(tmp_path, status, body):
+    """The race's cells (runners/cells.py) are written by its first task, with or without security, and ride on its
+    sample's meta, so that a report from a metrics store has them too."""
+    recorded = {"coverage-D_td-serial-rtt-50ms": {"variant": "D_td", "transport": "serial", "rtt-ms": 50}}
+    context = RaceContext.records_only(str(tmp_path)).as_param()
+    params = {**PARAMS, cells.CELLS_KEY: recorded, CONTEXT_KEY: context}
+    result = asyncio.run(privileges.CheckPrivileges()(StubClient([(status, body)]), params))
+    assert result["success"] and records.read(str(tmp_path), records.CELLS) == recorded
+    rebuilt = tmp_path / "rebuilt"
+    records.replay(str(rebuilt), [result[records.META_KEY]])
+    assert records.read(str(rebuilt), records.CELLS) == recorded
 
 
 def test_a_missing_privilege_is_named_with_what_needs_it_and_nothing_else_is_sent():

@@ -14,31 +14,17 @@ from esrally import config, exceptions, paths
 from esrally.track import loader
 
 import cmgen
-from runners import corpus, interleave
+from runners import cells, corpus, interleave
 from runners import load as load_runner
+from runners import network as network_runners
 from runners import parameters, track_files
 from runners.context import CONTEXT_KEY, RaceContext
 from runners.network import clear_toxics
 from runners.operations import OPERATIONS, PARAM_SOURCES
 from runners.processor import ClusterMetricsProcessor
-from runners.queries import CCS_DIRECT_ROUTES, FETCH_KINDS, TRANSPORTS, VARIANTS
+from runners.queries import FETCH_KINDS, TRANSPORTS, VARIANTS
 from runners.restore import NOTES_INDEX
-from runners.tasks import (
-    INGEST,
-    breaker_floor_task_name,
-    ccs_direct_task_name,
-    ccs_task_name,
-    coverage_task_name,
-    fault_task_name,
-    fetch_task_name,
-    healed_task_name,
-    ingest_change_task_name,
-    memory_cell,
-    memory_task_name,
-    profile_task_name,
-    rtt_task_name,
-    source_task_name,
-)
+from runners.tasks import INGEST, coverage_task_name, fetch_task_name, ingest_change_task_name, profile_task_name, source_task_name
 from runners.toxiproxy import FAULTS
 from tests.conftest import REPO, rendered_tasks
 
@@ -283,35 +269,27 @@ def test_cost_task_names_use_the_shared_patterns():
         + [fetch_task_name(k, "msearch") for k in FETCH_KINDS if not (k == "source" and m == "disabled")]
     ]
     assert expected == [n for n in names["source-cost"] if "coverage-" in n or "fetch-" in n]
-    cells = [memory_cell(v, t, 3 if "hdr" in v else None, 100 if "td" in v else None) for v in VARIANTS for t in TRANSPORTS]
-    cells += [memory_cell("D_hdr", t, d) for d in (1, 2, 4, 5) for t in TRANSPORTS if d <= 4 or t == "serial"]
-    cells += [memory_cell("D_td", t, compression=c) for c in (50, 200, 500) for t in TRANSPORTS]
-    assert [x for c in cells for x in (memory_task_name(c), breaker_floor_task_name(c))] == [
-        n for n in names["aggregation-memory"] if n not in ("check-privileges", "verify-corpus", "check-quiet-cluster", "search-pool")
-    ]
 
 
-def test_network_task_names_use_the_shared_patterns():
+def test_the_first_task_records_every_cell_of_the_challenge_that_runs(corpus_root, monkeypatch):
+    """check-privileges gets the selected challenge's cells (runners/cells.py): each task that names its condition, with
+    its variant and transport; within a challenge no two tasks measure the same cell."""
+    monkeypatch.setattr(network_runners.Toxiproxy, "require_proxy", lambda self, proxy: None)  # no Toxiproxy here
+    track = load(corpus_root, {"rtt_ms": [0, 50]}, challenge="rtt-sweep")
+    check = next(t for t in ours(track, "rtt-sweep") if t.operation.type == "check-privileges")
+    recorded = check.operation.params[cells.CELLS_KEY]
+    expected = [(v, t, r) for r in (0, 50) for v in parameters.DEFAULTS["rtt_variants"] for t in TRANSPORTS]
+    assert sorted((c["variant"], c["transport"], c["rtt-ms"]) for c in recorded.values()) == sorted(expected)
+    assert recorded["coverage-D_td-serial-rtt-50ms"] == {"variant": "D_td", "transport": "serial", "rtt-ms": 50}
     rendered = json.loads(loader.render_template_from_file(str(TRACK_DIR / "track.json"), {}))
-    names = {c["name"]: [t["operation"]["name"] for t in rendered_tasks(c)] for c in rendered["challenges"]}
-    rtts, variants = parameters.DEFAULTS["rtt_ms"], parameters.DEFAULTS["rtt_variants"]
-    assert [rtt_task_name(v, t, r) for r in rtts for v in variants for t in TRANSPORTS] == [
-        n for n in names["rtt-sweep"] if n.startswith("coverage-")
-    ]
-    ccs_rtts, ccs_variants = parameters.DEFAULTS["ccs_rtt_ms"], parameters.DEFAULTS["ccs_variants"]
-    assert [
-        name
-        for r in ccs_rtts
-        for v in ccs_variants
-        for t in ("msearch", "terms")
-        for name in [ccs_direct_task_name(v, t, route, r) for route in CCS_DIRECT_ROUTES]
-        + [ccs_task_name(v, t, m, r) for m in (True, False)]
-    ] == [n for n in names["ccs-roundtrips"] if n.startswith("ccs-")]
-    assert [
-        x
-        for f in FAULTS
-        for x in (fault_task_name(f, "D_td", "msearch"), fault_task_name(f, "D_td", "terms"), healed_task_name(f, "D_td", "msearch"))
-    ] == [n for n in names["network-faults"] if "coverage" in n]
+    for challenge in rendered["challenges"]:
+        found = cells.of_tasks((t["operation"]["name"], t["operation"]) for t in rendered_tasks(challenge))
+        assert len({cells.key(c) for c in found.values()}) == len(found), challenge["name"]
+    faults = cells.of_tasks(
+        (t["operation"]["name"], t["operation"])
+        for t in rendered_tasks(next(c for c in rendered["challenges"] if c["name"] == "network-faults"))
+    )
+    assert {(c["fault"], c["phase"]) for c in faults.values()} == {(f, p) for f in FAULTS for p in ("under", "healed")}
 
 
 def test_query_challenges_check_the_corpus_before_the_first_timed_query():
