@@ -4,7 +4,7 @@ A failed task is FAILED in its column and takes no part in a ratio."""
 
 from report import ingest, tables
 from report.tables import Section
-from runners.tasks import bulk_task_name, coverage_task_name, fetch_task_name, source_task_name
+from runners.tasks import bulk_task_name, source_task_name
 
 SOURCE_BASELINE = "stored"
 
@@ -47,12 +47,12 @@ def source_rows(race):
             put("merge time (s)", mode, sum(e["merge-ms"] for e in mode_ingest["epochs"]) / 1000)
         for v in race.param("source_variants"):
             for t in race.param("source_transports"):
-                op = ops.get(source_task_name(mode, coverage_task_name(v, t)))
+                op = ops.get(race.task_of(variant=v, transport=t, **{"source-mode": mode}))
                 if op:
                     put(f"coverage {v} {t}, median (ms)", mode, tables.op_median(op) if not tables.failed(op) else "FAILED")
         for k in race.param("fetch_kinds"):
             for t in race.param("fetch_transports"):
-                op = ops.get(source_task_name(mode, fetch_task_name(k, t)))
+                op = ops.get(race.task_of(transport=t, fetch=k, **{"source-mode": mode}))
                 label = f"fetch {race.param('fetch_size')} hits/node with {k} over {t}, median (ms)"
                 if op:
                     put(label, mode, tables.op_median(op) if not tables.failed(op) else "FAILED")

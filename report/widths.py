@@ -14,11 +14,24 @@ from report.tables import Section
 from runners import queries, records
 from runners.queries import TRANSPORTS, VARIANTS
 from runners.search_pool import SEARCH_POOL
-from runners.tasks import bulk_task_name, parse_width_coverage, width_task_name
+from runners.tasks import bulk_task_name, width_task_name
+
+
+def width_transport(transport, max_concurrent_searches=0):
+    """A transport of the width sweep: msearch with a max_concurrent_searches is its own, "msearch-msc-1" (0, or
+    none: Elasticsearch's default, plain "msearch")."""
+    return f"{transport}-msc-{max_concurrent_searches}" if max_concurrent_searches else transport
+
+
+def width_key(cell):
+    """(width, variant, transport as width_transport names it) of a width sweep's cell (runners/cells.py), else None."""
+    if not cell or "width" not in cell:
+        return None
+    return cell["width"], cell["variant"], width_transport(cell["transport"], cell.get("max-concurrent-searches") or 0)
 
 
 def width_cells(race):
-    """{(width, variant, transport): op} of the sweep's coverage tasks, transport as tasks.width_transport names it. A
+    """{(width, variant, transport): op} of the sweep's coverage tasks, transport as width_transport names it. A
     race that ended early (a node that died) has no summary in race.json or the store, only its samples there: a cell
     is then built from its samples (median; a failed sample fails the cell)."""
     ops = race.op_metrics()
@@ -27,9 +40,9 @@ def width_cells(race):
             ops[name] = _from_samples(name, samples)
     cells = {}
     for name, op in ops.items():
-        parsed = parse_width_coverage(name)
-        if parsed:
-            cells[parsed] = op
+        key = width_key(race.cells.get(name))
+        if key:
+            cells[key] = op
     return cells
 
 
@@ -57,8 +70,8 @@ def variants_of(cells):
 
 
 def _samples(race, key):
-    width, variant, transport = key
-    return (race.samples or {}).get(width_task_name(width, f"coverage-{variant}-{transport}"))
+    task = next((task for task, cell in race.cells.items() if width_key(cell) == key), None)
+    return (race.samples or {}).get(task)
 
 
 def width_table(race):

@@ -1,8 +1,6 @@
 """Task names the track, the runners and the report share. track.json spells the same patterns (a test renders the
 track and checks them against these); the same name in every challenge lets `esrally compare` line races up."""
 
-import re
-
 VERIFY_DOC_COUNT = "verify-doc-count"  # nothing lost: after every ingest, the index holds the corpus's count
 # an ingest's one task (runners/ingest.py): the index set up afresh, every epoch bulk-loaded, each epoch's cost
 # recorded, the document count checked; a prefix names whose ingest (ingest_change_task_name, layout_task_name, ...)
@@ -69,11 +67,6 @@ def profile_task_name(variant):
     return f"profile-{variant}"
 
 
-def fetch_task_name(kind, transport):
-    """A fetch coverage: each node's N busiest samples with their _source or their doc values."""
-    return f"fetch-{kind}-{transport}"
-
-
 def large_task_name(name):
     """A task of source-large: large_task_name("index-documents") == "large-index-documents"."""
     return f"large-{name}"
@@ -87,21 +80,3 @@ def large_fetch_task_name(mode, fmt):
 def width_task_name(width, name):
     """A task of one width of the coverage-width sweep: width_task_name(300, coverage_task_name("D_td", "terms"))."""
     return f"width-{width}-{name}"
-
-
-def width_transport(transport, max_concurrent_searches=0):
-    """A transport of the width sweep: msearch with a max_concurrent_searches is its own, "msearch-msc-1" (0, or
-    none: Elasticsearch's default, plain "msearch")."""
-    return f"{transport}-msc-{max_concurrent_searches}" if max_concurrent_searches else transport
-
-
-_WIDTH_COVERAGE = re.compile(r"^width-(\d+)-coverage-(.+)-(serial|msearch|terms)(?:-msc-(\d+))?$")
-
-
-def parse_width_coverage(name):
-    """(width, variant, transport as width_transport names it) of a width sweep's coverage task, else None."""
-    match = _WIDTH_COVERAGE.match(name)
-    if not match:
-        return None
-    width, variant, transport, concurrency = match.groups()
-    return int(width), variant, width_transport(transport, int(concurrency or 0))

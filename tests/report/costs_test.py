@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from report import charts, costs, memory, races
-from runners.tasks import bulk_task_name, coverage_task_name, fetch_task_name, source_task_name
+from runners.tasks import bulk_task_name, source_task_name
 
 
 def op(task, median, error_rate=0.0, duration=None):
@@ -19,11 +19,11 @@ def source_race(failed_fetch=False):
         ops += [
             op(source_task_name(mode, bulk_task_name(1)), None, duration=10_000),
             op(source_task_name(mode, "storage"), None),
-            op(source_task_name(mode, coverage_task_name("D_td", "msearch")), ms),
-            op(source_task_name(mode, fetch_task_name("docvalues", "msearch")), 50),
+            op(f"source-{mode}-coverage-D_td-msearch", ms),
+            op(f"source-{mode}-fetch-docvalues-msearch", 50),
         ]
         if mode != "disabled":
-            ops.append(op(source_task_name(mode, fetch_task_name("source", "msearch")), 80, error_rate=0.5 if failed_fetch else 0.0))
+            ops.append(op(f"source-{mode}-fetch-source-msearch", 80, error_rate=0.5 if failed_fetch else 0.0))
         sources[mode] = {
             "source-mode": mode,
             "ingested": {"store_bytes": store * 2**20 * 1.5},
@@ -36,6 +36,7 @@ def source_race(failed_fetch=False):
         Path("."),
         {
             "race-id": "r" * 36,
+            "challenge": "source-cost",
             "results": {"op_metrics": ops},
             "track-params": {"source_modes": ["disabled", "stored"], "source_variants": ["D_td"]},
         },

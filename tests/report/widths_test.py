@@ -6,7 +6,6 @@ import pytest
 
 from report import charts, races, widths
 from runners import search_pool
-from runners.tasks import parse_width_coverage, width_task_name, width_transport
 from tests.conftest import rendered_challenges, rendered_tasks
 
 WIDTHS = [30, 300, 3000]
@@ -16,13 +15,17 @@ def race_of(medians, spread=0.02, failed=(), samples=True, n=10, seed=1):
     """medians: {(width, variant, transport): ms}; each cell's samples spread by `spread` around its median."""
     rng = np.random.default_rng(seed)
     ops, times = [], {}
+    cells = {}
     for (w, v, t), ms in medians.items():
-        name = width_task_name(w, f"coverage-{v}-{t}")
+        name = f"width-{w}-coverage-{v}-{t}"
+        transport, _, concurrency = t.partition("-msc-")
+        cells[name] = {"variant": v, "transport": transport, "width": w, "max-concurrent-searches": int(concurrency or 0)}
         ops.append({"task": name, "service_time": {"50_0": ms, "mean": ms}, "error_rate": 1.0 if (w, v, t) in failed else 0.0})
         times[name] = None if (w, v, t) in failed else list(ms * (1 + spread * rng.standard_normal(n)))
     data = {"race-id": "w" * 36, "challenge": "coverage-width", "results": {"op_metrics": ops}, "track-params": {}}
     race = races.Race("w" * 36, None, data)
     race.samples = times if samples else None
+    race.recorded_cells = cells
     return race
 
 
@@ -92,10 +95,13 @@ def test_the_chart_draws_every_variant(tmp_path):
 
 
 @pytest.mark.parametrize("concurrency", [0, 1, 16])
-def test_width_task_names_round_trip(concurrency):
-    transport = width_transport("msearch", concurrency)
-    assert parse_width_coverage(width_task_name(3000, f"coverage-C_hdr-{transport}")) == (3000, "C_hdr", transport)
-    assert parse_width_coverage("layout-1S0R-coverage-D_td-msearch") is None
+def test_a_width_cell_is_found_by_what_it_measures_not_its_name(concurrency):
+    transport = widths.width_transport("msearch", concurrency)
+    race = race_of({(3000, "C_hdr", transport): 10.0})
+    race.recorded_cells = {"any-name": race.recorded_cells.popitem()[1]}
+    race.data["results"]["op_metrics"][0]["task"] = "any-name"
+    assert list(widths.width_cells(race)) == [(3000, "C_hdr", transport)]
+    assert widths.width_key({"variant": "D_td", "transport": "msearch", "rtt-ms": 50}) is None  # another study's cell
 
 
 @pytest.mark.parametrize("processors,data_nodes,expected", [(2, 1, 4), (10, 1, 10), (10, 3, 30), (1, 0, 1), (64, 2, 20)])

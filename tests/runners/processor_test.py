@@ -24,7 +24,7 @@ from runners.operations import OPERATIONS, PARAM_SOURCES
 from runners.processor import ClusterMetricsProcessor
 from runners.queries import FETCH_KINDS, TRANSPORTS, VARIANTS
 from runners.restore import NOTES_INDEX
-from runners.tasks import INGEST, coverage_task_name, fetch_task_name, ingest_change_task_name, profile_task_name, source_task_name
+from runners.tasks import INGEST, coverage_task_name, ingest_change_task_name, profile_task_name
 from runners.toxiproxy import FAULTS
 from tests.conftest import REPO, rendered_tasks
 
@@ -258,19 +258,6 @@ def test_rendered_task_names_use_the_shared_vocabulary():
             assert source is None or source in PARAM_SOURCES or source in OPERATIONS and OPERATIONS[source].param_source, source
 
 
-def test_cost_task_names_use_the_shared_patterns():
-    rendered = json.loads(loader.render_template_from_file(str(TRACK_DIR / "track.json"), {}))
-    names = {c["name"]: [t["operation"]["name"] for t in rendered_tasks(c)] for c in rendered["challenges"]}
-    modes = parameters.DEFAULTS["source_modes"]
-    expected = [
-        source_task_name(m, n)
-        for m in modes
-        for n in [coverage_task_name(v, "msearch") for v in VARIANTS]
-        + [fetch_task_name(k, "msearch") for k in FETCH_KINDS if not (k == "source" and m == "disabled")]
-    ]
-    assert expected == [n for n in names["source-cost"] if "coverage-" in n or "fetch-" in n]
-
-
 def test_the_first_task_records_every_cell_of_the_challenge_that_runs(corpus_root, monkeypatch):
     """check-privileges gets the selected challenge's cells (runners/cells.py): each task that names its condition, with
     its variant and transport; within a challenge no two tasks measure the same cell."""
@@ -285,6 +272,12 @@ def test_the_first_task_records_every_cell_of_the_challenge_that_runs(corpus_roo
     for challenge in rendered["challenges"]:
         found = cells.of_tasks((t["operation"]["name"], t["operation"]) for t in rendered_tasks(challenge))
         assert len({cells.key(c) for c in found.values()}) == len(found), challenge["name"]
+    sources = cells.of_tasks(
+        (t["operation"]["name"], t["operation"])
+        for t in rendered_tasks(next(c for c in rendered["challenges"] if c["name"] == "source-cost"))
+    )
+    fetches = {(c["source-mode"], c["fetch"]) for c in sources.values() if "fetch" in c}
+    assert fetches == {(m, k) for m in parameters.DEFAULTS["source_modes"] for k in FETCH_KINDS if not (k == "source" and m == "disabled")}
     faults = cells.of_tasks(
         (t["operation"]["name"], t["operation"])
         for t in rendered_tasks(next(c for c in rendered["challenges"] if c["name"] == "network-faults"))
