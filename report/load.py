@@ -8,13 +8,7 @@ the redline uses the largest latency (never below the p99), and the table says w
 
 from report import hosts, tables
 from report.tables import Section
-from runners.tasks import (
-    LIVE_COVERAGE_ALONE,
-    LIVE_COVERAGE_WITH_INGEST,
-    live_bulk_task_name,
-    load_calibration_task_name,
-    load_step_task_name,
-)
+from runners.tasks import LIVE_COVERAGE_ALONE, LIVE_COVERAGE_WITH_INGEST, live_bulk_task_name
 
 
 def tail_latency(op):
@@ -31,13 +25,11 @@ def cells(race):
     found = {}
     for v in race.param("load_variants"):
         for t in race.param("load_transports"):
-            steps = [
-                (p, ops.get(load_step_task_name(v, t, p)), race.load_steps.get(load_step_task_name(v, t, p)))
-                for p in race.param("load_steps")
-            ]
+            tasks = [(p, race.task_of(variant=v, transport=t, **{"load-percent": p})) for p in race.param("load_steps")]
+            steps = [(p, ops.get(task), race.load_steps.get(task)) for p, task in tasks]
             steps = [s for s in steps if s[1]]
             if steps:
-                found[(v, t)] = {"calibration": ops.get(load_calibration_task_name(v, t)), "steps": steps}
+                found[(v, t)] = {"calibration": ops.get(race.task_of(variant=v, transport=t, measure="calibration")), "steps": steps}
     return found
 
 

@@ -10,8 +10,6 @@ from report import tables
 from report.tables import Section
 from report.uncertainty import CONFIDENCE, median_interval, min_samples
 from runners import profile as runner
-from runners.queries import VARIANTS
-from runners.tasks import profile_task_name
 
 # seed 000, D_td, one node's _search: its profile overhead table (mean took per call) and its single-call phases
 SEED_TOOK = {True: 74.8, False: 40.8}
@@ -44,7 +42,7 @@ def _calls(race):
 def _tasks(race):
     """The race's profile tasks: those it recorded calls of, and those whose every call failed before an answer."""
     ops = race.op_metrics()
-    named = [profile_task_name(v) for v in VARIANTS if profile_task_name(v) in ops]
+    named = [task for task, cell in race.cells.items() if cell.get("measure") == "profile" and task in ops]
     return list(dict.fromkeys([*(call["task"] for call in race.profile_calls), *named]))
 
 

@@ -34,21 +34,6 @@ def ingest_change_task_name(change, name):
     return f"change-{change}-{name}"
 
 
-def load_calibration_task_name(variant, transport):
-    """coverage-load: the cell's rate at one client, back to back."""
-    return f"{coverage_task_name(variant, transport)}-load-calibration"
-
-
-def load_share_task_name(variant, transport):
-    """coverage-load: the cell's calibration handed to every load-driver host that runs step clients."""
-    return f"{load_calibration_task_name(variant, transport)}-share"
-
-
-def load_step_task_name(variant, transport, percent):
-    """coverage-load: one step, at percent of the calibrated rate."""
-    return f"{coverage_task_name(variant, transport)}-load-{percent}pct"
-
-
 # the live challenge: the same ingest and the same coverages, each alone and beside the other
 LIVE_COVERAGE_ALONE, LIVE_COVERAGE_WITH_INGEST = "live-coverage-alone", "live-coverage-with-ingest"
 
@@ -60,11 +45,6 @@ def live_bulk_task_name(epoch, with_queries):
 def source_task_name(mode, name):
     """A task of one _source mode of source-cost: source_task_name("stored", coverage_task_name("D_td", "msearch"))."""
     return f"source-{mode}-{name}"
-
-
-def profile_task_name(variant):
-    """profile-breakdown: the variant's search, profile OFF and ON in pairs (runners/profile.py)."""
-    return f"profile-{variant}"
 
 
 def large_task_name(name):

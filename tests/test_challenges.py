@@ -24,7 +24,7 @@ from runners.parameters import DEFAULTS
 from runners.profile import read_calls
 from runners.queries import INGEST_CHANGE_BASELINE, INGEST_CHANGES
 from runners.search_pool import SEARCH_POOL
-from runners.tasks import INGEST, ingest_change_task_name, profile_task_name, source_task_name, width_task_name
+from runners.tasks import INGEST, ingest_change_task_name, source_task_name, width_task_name
 from tests.conftest import (
     PYTHON,
     REPO,
@@ -297,13 +297,13 @@ def test_profile_breakdown_reads_each_aggregations_share(shared_races):
     assert max(c["iteration"] for c in warmups) < min(c["iteration"] for c in measured)
     assert profile["calls"] == len(measured) // 2
     for c in calls:
-        assert c["task"] == profile_task_name("D_td") and c["success"] and c["error"] is None, c
+        assert c["task"] == "profile-D_td" and c["success"] and c["error"] is None, c
         # took is Elasticsearch's, floored to the ms: a warm search of the test corpus's ~33 documents may say 0 without
         # profiling; it lies inside the client's wall, which holds the request alone
         assert isinstance(c["took-ms"], int) and 0 <= c["took-ms"] <= c["wall-ms"] and c["wall-ms"] > 0, c
         assert c["took-ms"] > 0 or not c["profile"], c
         assert set(c.get("parts", {})) == (set(parts) if c["profile"] else set()), c
-    assert race.error_rates()[profile_task_name("D_td")] == 0
+    assert race.error_rates()["profile-D_td"] == 0
 
 
 def test_source_cost_measures_each_mode_in_that_mode_and_the_next_race_refuses_its_index(shared_races):

@@ -7,10 +7,9 @@ import pytest
 
 from runners import load, records
 from runners.ingest import bulk_lines, read_took_line
-from runners.tasks import load_calibration_task_name, load_step_task_name
 from tests.conftest import assert_clean, doc_count, generate, run_race
 
-STEP = load_step_task_name("D_td", "msearch", 10)
+CALIBRATION, STEP = "coverage-D_td-msearch-load-calibration", "coverage-D_td-msearch-load-10pct"  # as the race names them
 LOAD_PARAMS = {
     "epochs": 1,
     "load_variants": ["D_td"],
@@ -33,9 +32,9 @@ def test_a_step_reaches_its_fraction_of_the_calibrated_rate(es_node, tmp_path):
     generate(home, "--epochs", "1", "--rows-per-epoch", "1000")
     assert_clean(run_race(home, "ingest-baseline", "--track-params=epochs:1"))
     race = run_race(home, "coverage-load", f"--track-params={json.dumps(LOAD_PARAMS)}", test_mode=False)
-    assert_clean(race, [load_calibration_task_name("D_td", "msearch"), STEP])
+    assert_clean(race, [CALIBRATION, STEP])
     record = load.read_steps(str(race.record_dir()))[STEP]
-    calibrated = load.calibrated_rate(str(race.record_dir()), load_calibration_task_name("D_td", "msearch"))
+    calibrated = load.calibrated_rate(str(race.record_dir()), CALIBRATION)
     assert record["target_per_s"] == pytest.approx(calibrated / 10) and record["clients"] == 1
     op = race.op_metrics()[STEP]
     # the rate reached: 20 coverages at a tenth of the one-client rate span about 20 Poisson gaps of mean 1 / target;

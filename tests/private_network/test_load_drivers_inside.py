@@ -32,7 +32,7 @@ from runners.corpus import data_root, races_root
 from runners.hosts import HOST_KEY
 from runners.ingest import bulk_lines
 from runners.queries import TRANSPORTS
-from runners.tasks import INGEST, coverage_task_name, load_calibration_task_name, load_share_task_name, load_step_task_name
+from runners.tasks import INGEST, coverage_task_name
 from tests.conftest import REPO, assert_clean, doc_count, http, launcher, run_race, run_rally, start_race, wait_for_our_rally
 
 pytestmark = pytest.mark.integration
@@ -207,9 +207,9 @@ def test_coverage_load_steps_run_on_both_hosts_at_their_calibrated_rate(cluster,
         epochs=EPOCHS, load_variants=["D_td"], load_transports=["msearch"], load_steps=[50, 100], load_clients=2, load_iterations=4
     )
     raced = run_race(home, "coverage-load", TWO_HOSTS, STORE, load_params, target_hosts=TARGET)
-    assert_clean(raced, [load_share_task_name("D_td", "msearch")])
+    assert_clean(raced, ["coverage-D_td-msearch-load-calibration-share"])
     race_id = raced.race["race-id"]
-    calibration = load_calibration_task_name("D_td", "msearch")
+    calibration = "coverage-D_td-msearch-load-calibration"
     # the calibration on each host's disk: measured on ld-1, copied to ld-2
     seconds = {i: load.calibration_seconds(str(cluster.records(i, race_id)), calibration) for i in (1, 2)}
     assert seconds[1] and seconds[2] == pytest.approx(seconds[1], abs=1e-6)
@@ -217,11 +217,11 @@ def test_coverage_load_steps_run_on_both_hosts_at_their_calibrated_rate(cluster,
 
     race = races.from_store(metrics_store, race_id)
     assert set(race.hosts[calibration]) == {NAMES[1]}
-    share = race.hosts[load_share_task_name("D_td", "msearch")]
+    share = race.hosts[f"{calibration}-share"]
     assert {host: c["clients"] for host, c in share.items()} == {NAMES[1]: [0], NAMES[2]: [1]}
     header, body = host_report.hosts_table(race)
     for percent in (50, 100):
-        step = load_step_task_name("D_td", "msearch", percent)
+        step = f"coverage-D_td-msearch-load-{percent}pct"
         assert {host: c["clients"] for host, c in race.hosts[step].items()} == {NAMES[1]: [0], NAMES[2]: [1]}
         rows = {row[1]: row for row in body if row[0] == step}
         target = race.load_steps[step]["target_per_s"]

@@ -3,13 +3,13 @@
 from pathlib import Path
 
 from report import load, races
-from runners.tasks import LIVE_COVERAGE_ALONE, LIVE_COVERAGE_WITH_INGEST, live_bulk_task_name, load_step_task_name
+from runners.tasks import LIVE_COVERAGE_ALONE, LIVE_COVERAGE_WITH_INGEST, live_bulk_task_name
 
 
 def step(percent, tail, error_rate=0.0, samples=30):
     latency = {"50_0": tail / 2, "100_0": tail} if samples < 100 else {"50_0": tail / 2, "99_0": tail, "100_0": 9e9}
     return {
-        "task": load_step_task_name("D_td", "msearch", percent),
+        "task": f"coverage-D_td-msearch-load-{percent}pct",
         "error_rate": error_rate,
         "latency": latency,
         "service_time": {"50_0": tail / 3},
@@ -19,8 +19,9 @@ def step(percent, tail, error_rate=0.0, samples=30):
 
 
 def race(ops, params, steps):
-    r = races.Race("r" * 36, Path("."), {"race-id": "r" * 36, "track-params": params, "results": {"op_metrics": ops}})
-    r.load_steps = {load_step_task_name("D_td", "msearch", p): {"target_per_s": p / 10, "calibrated_per_s": 10.0} for p in steps}
+    data = {"race-id": "r" * 36, "challenge": "coverage-load", "track-params": params, "results": {"op_metrics": ops}}
+    r = races.Race("r" * 36, Path("."), data)
+    r.load_steps = {f"coverage-D_td-msearch-load-{p}pct": {"target_per_s": p / 10, "calibrated_per_s": 10.0} for p in steps}
     return r
 
 
@@ -68,7 +69,7 @@ def test_the_hosts_table_gives_each_host_its_share_of_a_step_and_what_it_reached
     the step's duration, and the all-hosts row sums them; a race on one host has no such table."""
     from report import hosts
 
-    task = load_step_task_name("D_td", "msearch", 50)
+    task = "coverage-D_td-msearch-load-50pct"
     r = race([step(50, 100)], PARAMS, [50])  # duration 6,400 ms, target 5/s
     r.load_steps[task]["clients"] = 2
     r.hosts = {

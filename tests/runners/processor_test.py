@@ -24,7 +24,7 @@ from runners.operations import OPERATIONS, PARAM_SOURCES
 from runners.processor import ClusterMetricsProcessor
 from runners.queries import FETCH_KINDS, TRANSPORTS, VARIANTS
 from runners.restore import NOTES_INDEX
-from runners.tasks import INGEST, coverage_task_name, ingest_change_task_name, profile_task_name
+from runners.tasks import INGEST, coverage_task_name, ingest_change_task_name
 from runners.toxiproxy import FAULTS
 from tests.conftest import REPO, rendered_tasks
 
@@ -376,7 +376,7 @@ def test_the_profile_pairs_know_their_warmups_and_are_enough_for_an_interval(cor
     cfg.add(config.Scope.application, "track", "test.mode.enabled", test_mode)
     track = load(corpus_root, test_mode=test_mode, challenge="profile-breakdown", before=loader.TestModeTrackProcessor(cfg))
     (task,) = [t for t in ours(track, "profile-breakdown") if t.operation.type == "profile-breakdown"]
-    assert task.name == profile_task_name("D_td") and task.operation.param_source == "profile-breakdown"
+    assert task.name == "profile-D_td" and task.operation.param_source == "profile-breakdown"
     defaults = (parameters.DEFAULTS["warmup_iterations"], parameters.DEFAULTS["profile_iterations"])
     warmups, iterations = (1, 1) if test_mode else defaults
     assert task.operation.params["warmups"] == task.warmup_iterations == warmups and task.iterations == iterations
