@@ -10,35 +10,29 @@ Elasticsearch one, with every sample's service time (intervals, verdicts); other
 """
 
 import argparse
+import importlib
+import pkgutil
+import re
 from pathlib import Path
 
-from report import (
-    ReportError,
-    charts,
-    client_cost,
-    costs,
-    coverage,
-    ingest,
-    ingest_changes,
-    large_source,
-    layouts,
-    load,
-    memory,
-    network,
-    profile,
-    races,
-    repeats,
-    scaling,
-    single_doc,
-    study,
-    tables,
-    uncertainty,
-    widths,
-)
+from report import ReportError, charts, client_cost, coverage, ingest, network, races, repeats, scaling, study, tables, uncertainty
 from report.store import Store
 
-# every study's sections (each module's SECTIONS), in this order
-STUDIES = (ingest, ingest_changes, coverage, study, layouts, single_doc, network, load, costs, large_source, widths, memory, profile)
+
+def study_modules(folder=Path(__file__).parent):
+    """The report modules that declare SECTIONS (read as text first: this one joins them), in the order each declares (REPORT_ORDER); two
+    modules that claim the same place are refused, named."""
+    modules = [m.name for m in pkgutil.iter_modules([str(folder)]) if m.name != "__main__"]
+    names = [name for name in modules if DECLARES.search((folder / f"{name}.py").read_text())]
+    modules = sorted((importlib.import_module(f"report.{name}") for name in names), key=lambda module: module.REPORT_ORDER)
+    for first, second in zip(modules, modules[1:]):
+        if first.REPORT_ORDER == second.REPORT_ORDER:
+            raise RuntimeError(f"{first.__name__} and {second.__name__} both declare REPORT_ORDER {first.REPORT_ORDER}")
+    return tuple(modules)
+
+
+DECLARES = re.compile(r"^SECTIONS = \[", re.MULTILINE)
+STUDIES = study_modules()  # every study's report module, collected
 SECTIONS = [section for study_module in STUDIES for section in study_module.SECTIONS]
 
 

@@ -89,6 +89,7 @@ def coverage_note(race):
 
 
 # this study's report sections, in report order
+REPORT_ORDER = 30  # this study's place in a race's report (report/__main__.py STUDIES)
 SECTIONS = [
     Section("30-node coverage: service time per coverage", coverage_table, "coverage", coverage_note),
     Section("Validation: every coverage checked against the ground truth", validation_table, "validation counts", None),

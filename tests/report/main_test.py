@@ -338,3 +338,18 @@ def test_a_paired_comparison_names_a_difference_only_beyond_its_interval():
     assert noisy.verdict == uncertainty.SAME and noisy.low < 1 < noisy.high
     assert uncertainty.compare_paired(a[:1], a[:1]).verdict is None and uncertainty.compare_paired(a, None).verdict is None
     assert uncertainty.compare_paired(a, a[:4]).verdict is None  # pairs need partners
+
+
+def test_the_report_sections_are_collected_from_every_study_module_in_their_declared_order(monkeypatch):
+    """A study's report module joins the report by declaring SECTIONS and its REPORT_ORDER: no list to edit; two
+    modules that claim one place are refused, named."""
+    from report import __main__ as report_main
+    from report import memory, profile
+
+    assert memory in report_main.STUDIES and profile in report_main.STUDIES
+    orders = [module.REPORT_ORDER for module in report_main.STUDIES]
+    assert orders == sorted(orders) and len(set(orders)) == len(orders)
+    assert report_main.SECTIONS[-1] in profile.SECTIONS
+    monkeypatch.setattr(profile, "REPORT_ORDER", memory.REPORT_ORDER)
+    with pytest.raises(RuntimeError, match="report.memory and report.profile both declare REPORT_ORDER 120"):
+        report_main.study_modules()
