@@ -16,7 +16,8 @@ DIMENSIONS = ("variant", "transport")  # a cell's own operation parameters
 
 
 def of_tasks(tasks):
-    """{task name: cell} of (task name, operation parameters) pairs, in schedule order: every task that names a cell."""
+    """{task name: cell} of (task name, operation parameters) pairs: every task that names a cell. A mapping: the
+    record keeps its keys sorted (records.write), so its order is not the schedule's."""
     return {name: cell_of(params) for name, params in tasks if CELL_KEY in params}
 
 
