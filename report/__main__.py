@@ -131,7 +131,7 @@ def compare_report(race_list, out_root):
     keys = tables.in_study_order({k for c in cells for k in c})
     for v, t in keys:
         values = [tables.valid_median(c, (v, t)) if not tables.failed(c.get((v, t))) else "FAILED" for c in cells]
-        rows.append([f"{tables.coverage_task_name(v, t)} median (ms)"] + values + _cell_comparisons(race_list, cells, (v, t), values))
+        rows.append([f"{tables.study_label(race_list, (v, t))} median (ms)"] + values + _cell_comparisons(race_list, cells, (v, t), values))
     if all(ingests):
         rows.append(_ingest_throughput_row(race_list, ingests))
     for label, key in (

@@ -36,10 +36,9 @@ import urllib.parse
 
 from esrally.client import factory
 
-from report import ReportError, cluster, uncertainty
+from report import ReportError, cluster, tables, uncertainty
 from runners import corpus, coverage, queries
 from runners.ingest import EpochBulk
-from runners.tasks import coverage_task_name
 
 SIDES = ("plain", "track", "static")
 SCRATCH_INDEX = "cluster-metrics-client-cost"  # the bulk side's index, deleted at the end
@@ -291,7 +290,7 @@ def race_section(race, out_root):
     for kind, d in measured.items():
         if "/" not in kind:
             continue
-        wall = race.measured(coverage_task_name(*kind.split("/")), "wall-ms")
+        wall = race.measured(tables.study_task(race, tuple(kind.split("/"))), "wall-ms")
         median_wall = statistics.median(wall) if wall else None
         excess = d["excess-ms-per-request"] * d["requests"]
         bounds = "" if d["low"] is None else f" [{(d['low'] - 1) * d['plain-ms']:.2f}, {(d['high'] - 1) * d['plain-ms']:.2f}]"

@@ -5,7 +5,7 @@ from report import layout_seed
 from report.ingest import epoch_wall, ingest_problem
 from report.tables import Section, failed, normalized, pct
 from runners import layouts as layout_rules
-from runners.tasks import bulk_task_name, coverage_task_name, layout_task_name
+from runners.tasks import bulk_task_name, layout_task_name
 
 LAYOUT_CELLS = (("D_td", "msearch"), ("D_td", "terms"), ("D_hdr", "msearch"), ("D_hdr", "terms"))
 
@@ -79,21 +79,24 @@ def layout_query_table(race):
     header = ["layout"] + [f"{v} {t} (cov/s)" for v, t in LAYOUT_CELLS] + [f"mean vs {LAYOUT_BASELINE}", f"seed 003 vs {LAYOUT_BASELINE}"]
     nodes = layout_data_nodes(race)
 
-    def rate(ops, v, t):
-        op = ops.get(coverage_task_name(v, t))
-        if op is None:
-            return None
-        return "FAILED" if failed(op) else op.get("throughput", {}).get("median")
-
-    base = [rate(found.get(LAYOUT_BASELINE, {}), v, t) for v, t in LAYOUT_CELLS]
+    base = [layout_rate(race, LAYOUT_BASELINE, v, t) for v, t in LAYOUT_CELLS]
     body = []
-    for layout, ops in found.items():
-        rates = [rate(ops, v, t) for v, t in LAYOUT_CELLS]
+    for layout in found:
+        rates = [layout_rate(race, layout, v, t) for v, t in LAYOUT_CELLS]
         ratios = [normalized(r, b) for r, b in zip(rates, base)]
         valid = [x for x in ratios if x is not None]
         mean = sum(valid) / len(valid) if valid and len(valid) == len(ratios) else None
         body.append([layout] + rates + [mean, layout_seed.query_ratio(layout, nodes)])
     return header, body
+
+
+def layout_rate(race, layout, variant, transport):
+    """A layout's coverage cell: coverages per second (Rally's median throughput, all search clients together),
+    FAILED, or None when the race did not run it."""
+    op = race.op_metrics().get(race.task_of(variant=variant, transport=transport, layout=layout))
+    if op is None:
+        return None
+    return "FAILED" if failed(op) else op.get("throughput", {}).get("median")
 
 
 def layout_placement_table(race):

@@ -49,7 +49,7 @@ def repeat_table(race_set):
             pooled_interval = uncertainty.median_interval(np.concatenate(samples))
             pooled = f"{pooled_interval.median:.1f} {pooled_interval.text()}"
         body.append(
-            [tables.coverage_task_name(*key), " / ".join(_text(m) for m in medians), "-" if spread is None else f"{spread:.1%}", pooled]
+            [tables.study_label(race_set, key), " / ".join(_text(m) for m in medians), "-" if spread is None else f"{spread:.1%}", pooled]
         )
     return ["cell", "race medians (ms)", "spread", "pooled median (ms) [95% interval]"], body
 
@@ -65,7 +65,7 @@ def sets_table(sets):
     body = []
     for key in _cells(*sets):
         medians = [race_medians(s, key) for s in sets]
-        row = [tables.coverage_task_name(*key)]
+        row = [tables.study_label([race for s in sets for race in s], key)]
         for m in medians:
             mean, spread = _geometric_mean(m), uncertainty.run_to_run_spread(m) if None not in m else None
             row.append("FAILED" if mean is None else f"{mean:.1f}" + ("" if spread is None else f", {spread:.1%}"))

@@ -13,7 +13,6 @@ import tempfile
 from pathlib import Path
 
 from report import layout_seed, layouts, tables
-from runners.tasks import coverage_task_name
 
 SCALING_NOTE = (
     "cov/s: coverages per second (Rally's median throughput over all search clients), a coverage being one _msearch "
@@ -43,15 +42,14 @@ def scaling_table(race_list):
     header += [f"seed 003 vs {layouts.LAYOUT_BASELINE}"]
     base = None
     for race in ordered:
-        ops = layouts.layout_ops(race).get(layouts.LAYOUT_BASELINE)
-        if ops:
-            base = [_rate(ops, v, t) for v, t in cells]
+        if layouts.LAYOUT_BASELINE in layouts.layout_ops(race):
+            base = [layouts.layout_rate(race, layouts.LAYOUT_BASELINE, v, t) for v, t in cells]
             break
     body = []
     for race in ordered:
         nodes = layouts.layout_data_nodes(race)
-        for layout, ops in layouts.layout_ops(race).items():
-            rates = [_rate(ops, v, t) for v, t in cells]
+        for layout in layouts.layout_ops(race):
+            rates = [layouts.layout_rate(race, layout, v, t) for v, t in cells]
             ratios = [tables.normalized(r, b) for r, b in zip(rates, base or [None] * len(cells))]
             mean = sum(ratios) / len(ratios) if ratios and None not in ratios else None
             body.append(
@@ -60,13 +58,6 @@ def scaling_table(race_list):
                 + [mean, mean / nodes if mean is not None else None, layout_seed.query_ratio(layout, nodes)]
             )
     return (header, body) if body else None
-
-
-def _rate(ops, variant, transport):
-    op = ops.get(coverage_task_name(variant, transport))
-    if op is None:
-        return None
-    return "FAILED" if tables.failed(op) else op.get("throughput", {}).get("median")
 
 
 def scaling_report(race_list, out_root):

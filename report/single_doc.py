@@ -7,18 +7,18 @@ from report.tables import Section, failed, failed_label, normalized
 from report.uncertainty import MIN_SAMPLES, median_interval, ratio_interval
 from runners import layouts as layout_rules
 from runners.single_doc import RECORD_KEY
-from runners.tasks import SINGLE_DOC, SINGLE_DOC_COUNT
 
 
 def single_doc_rows(race):
     """Per layout that indexed single documents: Rally's throughput (docs/s, median), the per-second samples of the
     track's records, the count check, and why the layout failed (None when it did not)."""
     rows = []
-    for layout, ops in layout_ops(race).items():
-        op = ops.get(SINGLE_DOC)
+    ops = race.op_metrics()
+    for layout in layout_ops(race):
+        op = ops.get(race.task_of(layout=layout, measure="single-doc"))
         if op is None:
             continue
-        check = ops.get(SINGLE_DOC_COUNT)
+        check = ops.get(race.task_of(layout=layout, measure="single-doc-count"))
         record = race.layouts.get(layout, {}).get(RECORD_KEY) or {}
         problem = None
         if failed(op):

@@ -9,7 +9,6 @@ or from Rally's metrics store. A figure is a median with its 95% order-statistic
 from report import coverage, profile, tables, uncertainty
 from report.tables import Section
 from runners.queries import TRANSPORTS, VARIANTS
-from runners.tasks import coverage_task_name
 
 # Seed 000 (Elasticsearch 8.17.2, one node on an 8-core host, 5 x 1,000,000 rows, 15 samples a cell; its means)
 SEED_TOOK_SERIAL = {"A": 19, "B": 192, "C_td": 1070, "C_hdr": 597, "D_td": 1199, "D_hdr": 712}
@@ -38,7 +37,7 @@ NO_SHARE = "no share"  # of a production query whose median took is 0 ms
 
 def measured(race, key, field):
     """The cell's measured values of one record field; None when the cell failed or a value is missing."""
-    return race.measured(coverage_task_name(*key), field)
+    return race.measured(tables.study_task(race, key), field)
 
 
 def _cells(race):
@@ -48,12 +47,12 @@ def _cells(race):
     if not recorded:
         return []
     return tables.in_study_order(
-        set(tables.coverage_cells(race)) | {(v, t) for v in VARIANTS for t in TRANSPORTS if coverage_task_name(v, t) in recorded}
+        set(tables.coverage_cells(race)) | {(v, t) for v in VARIANTS for t in TRANSPORTS if tables.study_task(race, (v, t)) in recorded}
     )
 
 
 def _failed(race, key):
-    return tables.failed(race.op_metrics().get(coverage_task_name(*key)))
+    return tables.failed(race.op_metrics().get(tables.study_task(race, key)))
 
 
 def median_text(values, digits=1):
@@ -403,7 +402,7 @@ def drift_table(race, baseline):
         if not then or not now:
             body.append(
                 [
-                    coverage_task_name(*key),
+                    tables.study_task(race, key),
                     _figure(baseline, key, WALL, median_text),
                     _figure(race, key, WALL, median_text),
                     "-",
@@ -413,7 +412,7 @@ def drift_table(race, baseline):
             continue
         drift = tables.ratio(_median(now), _median(then))
         drift_text = "-" if drift is None else f"{drift - 1:+.1%}"
-        body.append([coverage_task_name(*key), median_text(then), median_text(now), drift_text, uncertainty.compare(then, now).text()])
+        body.append([tables.study_task(race, key), median_text(then), median_text(now), drift_text, uncertainty.compare(then, now).text()])
     return header, body
 
 

@@ -8,13 +8,9 @@ and is never a baseline, a speedup or the fastest cell."""
 from typing import Callable, NamedTuple, Optional, Union
 
 from runners.queries import TRANSPORTS, VARIANTS
-from runners.tasks import coverage_task_name
 
-"""The study's tables, computed from measured data only. Each returns (header, rows), or None when the race has
-no data for it, or a sentence saying why it cannot be built, so that the report can say so plainly.
-
-A cell (task) with an error rate above 0 answered wrongly or not at all: it is marked FAILED in every table and chart
-and is never a baseline, a speedup or the fastest cell."""
+# A study's table returns (header, rows), or None when the race has no data for it, or a sentence saying why it cannot
+# be built, so that the report can say so plainly.
 
 
 BASELINE = ("D_td", "serial")
@@ -42,9 +38,23 @@ def failed_label(op):
     return f"FAILED ({100 * op['error_rate']:.0f}% errors)"
 
 
+def study_task(race, key):
+    """The task that measured the study's cell key, (variant, transport) under no other condition, in this race (its
+    cells record, runners/cells.py), or None."""
+    variant, transport = key
+    return race.task_of(variant=variant, transport=transport)
+
+
+def study_label(races, key):
+    """A study cell's row label in a table of several races: its task name in the first race that ran it."""
+    return next(task for task in (study_task(race, key) for race in races) if task is not None)
+
+
 def coverage_cells(race):
+    """{(variant, transport): Rally's op metrics} of the study's cells this race reported, in the study's order."""
     ops = race.op_metrics()
-    return {(v, t): ops[coverage_task_name(v, t)] for v in VARIANTS for t in TRANSPORTS if coverage_task_name(v, t) in ops}
+    found = {(v, t): ops.get(study_task(race, (v, t))) for v in VARIANTS for t in TRANSPORTS}
+    return {key: op for key, op in found.items() if op is not None}
 
 
 def in_study_order(keys):
@@ -66,7 +76,7 @@ def fastest_cell(cells):
 
 def cell_samples(race, key):
     """The cell's measured service times (a race read from a metrics store), or None (no store, or a failed cell)."""
-    return (race.samples or {}).get(coverage_task_name(*key))
+    return (race.samples or {}).get(study_task(race, key))
 
 
 def normalized(value, base):

@@ -80,7 +80,6 @@ def width_table(race):
     if not cells:
         return None
     transports = transports_of(cells)
-    serial_max = race.param("width_serial_max_nodes")
     header = ["variant", "width (nodes)"] + [f"{_label(t)} (ms)" for t in transports]
     body = []
     for v in variants_of(cells):

@@ -7,11 +7,6 @@ VERIFY_DOC_COUNT = "verify-doc-count"  # nothing lost: after every ingest, the i
 INGEST = "ingest"
 
 
-def coverage_task_name(variant, transport):
-    """One (variant, transport) cell of the coverage."""
-    return f"coverage-{variant}-{transport}"
-
-
 def bulk_task_name(epoch):
     """The bulk load of one epoch in a task of its own (the live challenge; every ingest in races before the ingest
     became one task): its duration in race.json is the epoch's wall time."""
@@ -21,11 +16,6 @@ def bulk_task_name(epoch):
 def layout_task_name(layout, name):
     """A task of one layout of the layout sweep: layout_task_name("2S1R", bulk_task_name(1))."""
     return f"layout-{layout}-{name}"
-
-
-# the layout sweep's single-document indexing (seed 003's "realtime indexing"), within each layout: the timed task
-# (Rally's throughput in docs/s) and its check that the index holds every acknowledged document
-SINGLE_DOC, SINGLE_DOC_COUNT = "single-doc", "single-doc-count"
 
 
 def ingest_change_task_name(change, name):

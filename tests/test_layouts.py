@@ -8,7 +8,7 @@ import pytest
 from runners import records
 from runners.operations import OPERATIONS
 from runners.single_doc import OK, RECORD_KEY, single_doc_index
-from runners.tasks import SINGLE_DOC, SINGLE_DOC_COUNT, layout_task_name
+from runners.tasks import layout_task_name
 from tests.conftest import assert_clean, doc_count, http, launcher, rendered_challenges, rendered_tasks, run_race
 
 pytestmark = pytest.mark.integration
@@ -69,12 +69,12 @@ def test_every_request_went_through_the_coordinating_node(layout_race):
 def test_each_layout_indexes_single_documents_into_its_own_index_and_counts_them(layout_race):
     rates = layout_race.error_rates()
     for layout in PARAMS["layouts"]:
-        assert rates[layout_task_name(layout, SINGLE_DOC)] == 0 and rates[layout_task_name(layout, SINGLE_DOC_COUNT)] == 0
+        assert rates[f"layout-{layout}-single-doc"] == 0 and rates[f"layout-{layout}-single-doc-count"] == 0
         section = json.loads((layout_race.record_dir() / f"layout-{layout}.json").read_text())[RECORD_KEY]
         assert section["acknowledged"] == section["count"] > 0 and section["outcomes"] == {OK: section["requests"]}
         assert section["index"] == single_doc_index(layout) and section["clients"] == PARAMS["single_doc_clients"]
         # Rally's throughput of the task is documents per second
-        assert layout_race.op_metrics()[layout_task_name(layout, SINGLE_DOC)]["throughput"]["unit"] == "docs/s"
+        assert layout_race.op_metrics()[f"layout-{layout}-single-doc"]["throughput"]["unit"] == "docs/s"
     # each single-document index is deleted after its check; the bulk-ingested index still holds exactly its corpus
     assert http("GET", "/_cat/indices/cluster-metrics-single-doc-*?format=json", port=MULTI_NODE_PORT)[1] == []
     assert doc_count(port=MULTI_NODE_PORT) == 1000 * PARAMS["epochs"]

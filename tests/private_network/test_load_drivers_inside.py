@@ -11,12 +11,10 @@ store; the report from the store is checked against what each host did: its own 
 import importlib.util
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -32,7 +30,7 @@ from runners.corpus import data_root, races_root
 from runners.hosts import HOST_KEY
 from runners.ingest import bulk_lines
 from runners.queries import TRANSPORTS
-from runners.tasks import INGEST, coverage_task_name
+from runners.tasks import INGEST
 from tests.conftest import REPO, assert_clean, doc_count, http, launcher, run_race, run_rally, start_race, wait_for_our_rally
 
 pytestmark = pytest.mark.integration
@@ -240,7 +238,7 @@ def test_production_comparison_validates_every_cell_on_both_hosts(cluster, metri
     header, body = coverage.validation_table(race)
     assert len(body) == 4 and all(coverages >= 2 and checks > 0 and failed == 0 for _, coverages, checks, failed, _ in body)
     for cell in (("D_td", "serial"), ("D_td", "msearch"), ("D_hdr", "msearch"), ("D_hdr", "terms")):
-        assert set(race.hosts[coverage_task_name(*cell)]) == {NAMES[1], NAMES[2]}, cell
+        assert set(race.hosts[tables.study_task(race, cell)]) == {NAMES[1], NAMES[2]}, cell
     assert report_main(["--race", race.race_id[:8], "--configuration-name", store.CONFIG_NAME, "--out", str(tmp_path)]) == 0
     report = (tmp_path / race.race_id / "report.md").read_text()
     assert "## Load-driver hosts: what each host's clients ran" in report
@@ -342,7 +340,7 @@ def test_a_race_through_the_coordinators_daemon_into_the_store_reports_what_its_
     cells = tables.coverage_cells(from_files)
     assert len(cells) == len(VARIANTS_RACED) * len(TRANSPORTS) and tables.coverage_cells(from_store) == cells
     for v, t in cells:
-        assert len(from_store.samples[coverage_task_name(v, t)]) == 1  # test mode: one measured iteration
+        assert len(from_store.samples[tables.study_task(from_store, (v, t))]) == 1  # test mode: one measured iteration
     header, body = coverage.coverage_table(from_store)
     files_header, files_body = coverage.coverage_table(from_files)
     assert header == files_header and sum("interval" in name for name in header) == len(TRANSPORTS)
@@ -350,7 +348,7 @@ def test_a_race_through_the_coordinators_daemon_into_the_store_reports_what_its_
     for race, rows in ((from_store, body), (from_files, files_body)):
         for row in rows:
             for t in TRANSPORTS:
-                (sample,) = race.samples[coverage_task_name(row[0], t)]
+                (sample,) = race.samples[tables.study_task(race, (row[0], t))]
                 assert row[header.index(f"{t} median (ms)")] == sample
     assert [[row[header.index(f"{t} p90 (ms)")] for t in TRANSPORTS] for row in body] == [
         [row[header.index(f"{t} p90 (ms)")] for t in TRANSPORTS] for row in files_body

@@ -14,7 +14,6 @@ from runners import records
 from runners.layouts import record_name
 from runners.search_pool import SEARCH_POOL
 from runners.single_doc import RECORD_KEY, single_doc_index
-from runners.tasks import SINGLE_DOC, SINGLE_DOC_COUNT, layout_task_name
 
 LAYOUT_HOME = Path(__file__).parents[1] / "fixtures" / "layout-race"
 # docs/s per layout and its per-second samples (a steady rate, +-2): 1S0R the base
@@ -36,9 +35,9 @@ def fixture_race(home, race_id, rates=RATES, data_nodes=3, processors=2, fail=()
     data["race-id"] = race_id
     record_dir = dst / records.RECORD_DIR
     for layout, rate in rates.items():
-        data["results"]["op_metrics"].append(op(layout_task_name(layout, SINGLE_DOC), rate, error_rate=0.05 if layout in fail else 0.0))
+        data["results"]["op_metrics"].append(op(f"layout-{layout}-single-doc", rate, error_rate=0.05 if layout in fail else 0.0))
         data["results"]["op_metrics"].append(
-            op(layout_task_name(layout, SINGLE_DOC_COUNT), 1.0, "ops/s", error_rate=1.0 if layout in miscount else 0.0)
+            op(f"layout-{layout}-single-doc-count", 1.0, "ops/s", error_rate=1.0 if layout in miscount else 0.0)
         )
         record = json.loads((record_dir / record_name(layout)).read_text()) if (record_dir / record_name(layout)).is_file() else {}
         samples = [int(rate) + (-2, 0, 2)[i % 3] for i in range(30)]

@@ -13,7 +13,6 @@ from report import coverage, races, study, uncertainty
 from report.__main__ import main as report_main
 from runners import records
 from runners.queries import TRANSPORTS, VARIANTS
-from runners.tasks import coverage_task_name
 
 HOME = Path(__file__).parents[1] / "fixtures" / "races"
 FULL = "b8b9bc99-5da6-4a41-8d0a-0e3dace860a2"
@@ -27,6 +26,11 @@ CELL = {
     "D_td": (1323, 1199, 1199),
     "D_hdr": (845, 712, 712),
 }
+
+
+def task_name(variant, transport):
+    """A study cell's task as the fixture race's race.json names it."""
+    return f"coverage-{variant}-{transport}"
 
 
 def shape(variant, transport):
@@ -54,7 +58,7 @@ def make_race(tmp_path, race_id, cells=None, spread=0.02, seed=1, change=None, w
         for i in range(warmups + measured):
             factor = 1 + rng.uniform(-spread, spread)
             line = {
-                "task": coverage_task_name(v, t),
+                "task": task_name(v, t),
                 "measured": i >= warmups,
                 "wall-ms": wall * factor * (3 if i < warmups else 1),  # cold warm-ups: never counted
                 "took": round(took * factor),
@@ -82,7 +86,7 @@ def median_of(text):
 
 def test_samples_come_from_the_records_without_a_metrics_store(tmp_path):
     race = make_race(tmp_path, "11111111-0000-0000-0000-000000000000")
-    samples = race.samples[coverage_task_name("D_td", "serial")]
+    samples = race.samples[task_name("D_td", "serial")]
     assert len(samples) == SAMPLES and max(samples) < 1323 * 1.03  # the warm-ups (3x) are left out
 
 
@@ -113,15 +117,15 @@ def test_attribution_subtracts_took_and_gives_shares_of_the_production_query(tmp
 
 def test_a_failed_cell_is_never_a_share_a_saving_or_a_speed_up(tmp_path):
     race = make_race(tmp_path, "44444444-0000-0000-0000-000000000000")
-    fail(race, coverage_task_name("A", "serial"))
-    fail(race, coverage_task_name("D_hdr", "msearch"))
+    fail(race, task_name("A", "serial"))
+    fail(race, task_name("D_hdr", "msearch"))
     attribution = {r[0]: r for r in study.took_attribution_table(race)[1]}
     assert all(attribution[c][1] == study.FAILED for c in attribution)  # A is every component's base
     savings = {r[0]: r for r in study.transport_saving_table(race)[1]}
     assert "failed" in savings["A"][3] and "%" in savings["D_td"][3]
     final = {r[0]: r for r in study.recommendation_table(race)[1]}
     assert final["D_hdr msearch"][2] == study.FAILED and "faster" in final["D_td msearch"][2]
-    fail(race, coverage_task_name("D_td", "serial"))
+    fail(race, task_name("D_td", "serial"))
     assert "D_td serial FAILED" in study.recommendation_table(race)
 
 
@@ -129,7 +133,7 @@ def test_a_cell_whose_every_request_failed_is_shown_failed(tmp_path):
     """A 429 on every request records no coverage at all: the cell is still in the tables, FAILED."""
     cells = [(v, t) for v in VARIANTS for t in TRANSPORTS if (v, t) != ("D_td", "msearch")]
     race = make_race(tmp_path, "dddddddd-0000-0000-0000-000000000000", cells=cells)
-    fail(race, coverage_task_name("D_td", "msearch"))
+    fail(race, task_name("D_td", "msearch"))
     rows = {(r[0], r[1]): r for r in study.took_table(race)[1]}
     assert rows[("D_td", "msearch")][2] == study.FAILED
     final = {r[0]: r for r in study.recommendation_table(race)[1]}
@@ -138,7 +142,7 @@ def test_a_cell_whose_every_request_failed_is_shown_failed(tmp_path):
 
 def test_a_missing_took_is_said_not_counted_as_zero(tmp_path):
     def no_took(line):
-        if line["task"] == coverage_task_name("B", "serial"):
+        if line["task"] == task_name("B", "serial"):
             line["took"] = None
 
     race = make_race(tmp_path, "55555555-0000-0000-0000-000000000000", change=no_took)
@@ -187,13 +191,13 @@ def test_drift_against_a_baseline_race(tmp_path):
     then = make_race(tmp_path, "aaaaaaaa-0000-0000-0000-000000000000", seed=2)
 
     def slower(line):
-        if line["task"] == coverage_task_name("D_td", "serial"):
+        if line["task"] == task_name("D_td", "serial"):
             line["wall-ms"] *= 1.2
 
     now = make_race(tmp_path, "bbbbbbbb-0000-0000-0000-000000000000", seed=3, change=slower)
     rows = {r[0]: r for r in study.drift_table(now, then)[1]}
-    assert rows[coverage_task_name("D_td", "serial")][4].endswith(uncertainty.SLOWER)
-    assert rows[coverage_task_name("D_td", "msearch")][4].endswith(uncertainty.SAME)
+    assert rows[task_name("D_td", "serial")][4].endswith(uncertainty.SLOWER)
+    assert rows[task_name("D_td", "msearch")][4].endswith(uncertainty.SAME)
     assert report_main(["--race", "bbbbbbbb", "--baseline", "aaaaaaaa", "--rally-home", str(tmp_path), "--out", str(tmp_path / "out")]) == 0
     text = (tmp_path / "out" / now.race_id / "report.md").read_text()
     assert "## Drift against race aaaaaaaa" in text and "2.1%" in text
@@ -226,7 +230,7 @@ def test_what_to_run_offers_only_configurations_that_answer_the_production_quest
 
     # D_hdr over terms made the fastest production-answering cell
     def faster_terms(line):
-        if line["task"] == coverage_task_name("D_hdr", "terms"):
+        if line["task"] == task_name("D_hdr", "terms"):
             line["wall-ms"] = 20.0
 
     race = make_race(tmp_path / "2", "ffffffff-0000-0000-0000-000000000000", change=faster_terms)
@@ -239,6 +243,6 @@ def test_a_cells_median_and_interval_come_from_the_same_samples(tmp_path):
     race = make_race(tmp_path, "abababab-0000-0000-0000-000000000000")
     header, body = coverage.coverage_table(race)
     row = next(r for r in body if r[0] == "D_td")
-    samples = race.samples[coverage_task_name("D_td", "serial")]
+    samples = race.samples[task_name("D_td", "serial")]
     interval = uncertainty.median_interval(samples)
     assert row[header.index("serial median (ms)")] == interval.median and row[header.index("serial 95% interval (ms)")] == interval.text()

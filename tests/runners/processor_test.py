@@ -24,7 +24,7 @@ from runners.operations import OPERATIONS, PARAM_SOURCES
 from runners.processor import ClusterMetricsProcessor
 from runners.queries import FETCH_KINDS, TRANSPORTS, VARIANTS
 from runners.restore import NOTES_INDEX
-from runners.tasks import INGEST, coverage_task_name, ingest_change_task_name
+from runners.tasks import INGEST, ingest_change_task_name
 from runners.toxiproxy import FAULTS
 from tests.conftest import REPO, rendered_tasks
 
@@ -237,15 +237,25 @@ def test_track_json_declarations_are_read_as_rally_renders_them():
     rendered = json.loads(loader.render_template_from_file(str(TRACK_DIR / "track.json"), {}))
     assert len(rendered["corpora"]) == parameters.DEFAULTS["epochs"]
     full = next(c for c in rendered["challenges"] if c["name"] == "full")
-    coverages = [t["operation"]["name"] for t in rendered_tasks(full) if t["operation"]["operation-type"] == "coverage"]
-    assert coverages == [coverage_task_name(v, t) for v in parameters.DEFAULTS["variants"] for t in parameters.DEFAULTS["transports"]]
+    coverages = [t["operation"] for t in rendered_tasks(full) if t["operation"]["operation-type"] == "coverage"]
+    study = [{"variant": v, "transport": t} for v in parameters.DEFAULTS["variants"] for t in parameters.DEFAULTS["transports"]]
+    assert [cells.cell_of(operation) for operation in coverages] == study
 
 
-def test_rendered_task_names_use_the_shared_vocabulary():
+def test_the_study_challenges_record_every_cell_of_the_vocabulary_once():
+    """query-decomposition and full: each (variant, transport) of the vocabulary is one task's cell under no other
+    condition, so the report finds it in the race's cells record (report/tables.study_task); production-comparison
+    races the production variants, each cell once too."""
     rendered = json.loads(loader.render_template_from_file(str(TRACK_DIR / "track.json"), {}))
+    study = sorted(cells.key({"variant": v, "transport": t}) for v in VARIANTS for t in TRANSPORTS)
+    for name in ("query-decomposition", "full", "production-comparison"):
+        challenge = next(c for c in rendered["challenges"] if c["name"] == name)
+        recorded = cells.of_tasks((t["operation"]["name"], t["operation"]) for t in rendered_tasks(challenge))
+        found = sorted(cells.key(cell) for cell in recorded.values() if cells.key(cell) in study)
+        assert found == sorted(set(found)) and len(found) == (4 if name == "production-comparison" else len(study)), name
+        assert name == "production-comparison" or found == study
     full = next(c for c in rendered["challenges"] if c["name"] == "full")
     names = [t["operation"]["name"] for t in rendered_tasks(full)]
-    assert [coverage_task_name(v, t) for v in VARIANTS for t in TRANSPORTS] == [n for n in names if "coverage" in n]
     # an ingest is one task, whatever its epochs: the index set up, every epoch, the count
     assert [INGEST] == [n for n in names if n.startswith("ingest")]
     assert [ingest_change_task_name(c, INGEST) for c in ("bulk-size", "clients", "refresh", "translog", "all")] == [
@@ -435,7 +445,7 @@ def test_interleaved_cells_get_one_order_of_the_passes_that_run(corpus_root, tes
     )
     (element,) = [t for t in next(c for c in track.challenges if c.name == "query-decomposition").schedule if hasattr(t, "tasks")]
     names = sorted(t.name for t in element.tasks)
-    assert names == sorted(coverage_task_name(v, t) for v in VARIANTS for t in TRANSPORTS)
+    assert names == sorted(f"coverage-{v}-{t}" for v in VARIANTS for t in TRANSPORTS)
     orders = {json.dumps(t.operation.params[interleave.ORDER_KEY]) for t in element.tasks}
     assert orders == {json.dumps(interleave.order(names, passes, 3))}
     blocked = load(corpus_root, {"schedule": "blocked"}, challenge="query-decomposition")
