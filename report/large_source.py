@@ -14,7 +14,6 @@ from report.uncertainty import median_interval
 from runners import records
 from runners.large_source import MIB
 from runners.queries import LARGE_SOURCE_FORMATS, LARGE_SOURCE_MODES
-from runners.tasks import large_fetch_task_name
 
 # seed 004: JMH on a core i5, parsing one 10 MB JSON document of two fields (isbn, content) into a map, ms per parse
 SEED_DOC_MB = 10
@@ -37,7 +36,7 @@ def load_records(race, record_dir):
 def cell(race, mode, fmt):
     """One fetch cell: {"op": race.json's task or None, "measured": its measured fetches, "failed": why it failed or
     None}; None when the race did not run it."""
-    task = large_fetch_task_name(mode, fmt)
+    task = race.task_of(**{"source-mode": mode, "format": fmt})
     op = race.op_metrics().get(task)
     lines = [line for line in race.large_source.get("fetches", []) if line.get("task") == task]
     if op is None and not lines:

@@ -8,7 +8,6 @@ the redline uses the largest latency (never below the p99), and the table says w
 
 from report import hosts, tables
 from report.tables import Section
-from runners.tasks import LIVE_COVERAGE_ALONE, LIVE_COVERAGE_WITH_INGEST, live_bulk_task_name
 
 
 def tail_latency(op):
@@ -117,14 +116,15 @@ def redline_table(race):
 
 
 def _live_ops(race):
-    """The live challenge's four tasks; its last epoch from the race's epochs track parameter."""
+    """The live challenge's four tasks, found by their cells (its coverages' cells carry the race's live variant and
+    transport)."""
     ops = race.op_metrics()
-    last = race.param("epochs")
+    coverage = {"variant": race.param("live_variant"), "transport": race.param("live_transport")}
     found = {
-        "ingest alone": ops.get(live_bulk_task_name(last - 1, False)),
-        "ingest with queries": ops.get(live_bulk_task_name(last, True)),
-        "queries alone": ops.get(LIVE_COVERAGE_ALONE),
-        "queries with ingest": ops.get(LIVE_COVERAGE_WITH_INGEST),
+        "ingest alone": ops.get(race.task_of(live="ingest-alone")),
+        "ingest with queries": ops.get(race.task_of(live="ingest-with-queries")),
+        "queries alone": ops.get(race.task_of(**coverage, live="queries-alone")),
+        "queries with ingest": ops.get(race.task_of(**coverage, live="queries-with-ingest")),
     }
     return found if any(found.values()) else None
 

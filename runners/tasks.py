@@ -24,27 +24,9 @@ def ingest_change_task_name(change, name):
     return f"change-{change}-{name}"
 
 
-# the live challenge: the same ingest and the same coverages, each alone and beside the other
-LIVE_COVERAGE_ALONE, LIVE_COVERAGE_WITH_INGEST = "live-coverage-alone", "live-coverage-with-ingest"
-
-
-def live_bulk_task_name(epoch, with_queries):
-    return f"live-bulk-epoch-{epoch}-{'with-queries' if with_queries else 'alone'}"
-
-
 def source_task_name(mode, name):
     """A task of one _source mode of source-cost: source_task_name("stored", coverage_task_name("D_td", "msearch"))."""
     return f"source-{mode}-{name}"
-
-
-def large_task_name(name):
-    """A task of source-large: large_task_name("index-documents") == "large-index-documents"."""
-    return f"large-{name}"
-
-
-def large_fetch_task_name(mode, fmt):
-    """source-large: the fetch with _source in one mode, answered in one format: "large-fetch-returned-cbor"."""
-    return large_task_name(f"fetch-{mode}-{fmt}")
 
 
 def width_task_name(width, name):

@@ -12,19 +12,18 @@ from report import races
 from runners import records
 from runners.large_source import MIB, document
 from runners.queries import LARGE_SOURCE_FORMATS, LARGE_SOURCE_INDEX, LARGE_SOURCE_MODES
-from runners.tasks import large_fetch_task_name, large_task_name
 from tests.conftest import assert_clean, http
 
 pytestmark = pytest.mark.integration
 
 PARAMS = {"large_doc_mb": 1, "large_docs": 4, "large_fetch_size": 2}
-FETCHES = [large_fetch_task_name(m, f) for m in LARGE_SOURCE_MODES for f in LARGE_SOURCE_FORMATS]
+FETCHES = [f"large-fetch-{m}-{f}" for m in LARGE_SOURCE_MODES for f in LARGE_SOURCE_FORMATS]
 
 
 @pytest.mark.versions("source-large")
 def test_source_large_indexes_counts_fetches_and_deletes_its_documents(shared_races):
     race = shared_races.race("source-large", f"--track-params={json.dumps(PARAMS)}")
-    ours = [large_task_name(n) for n in ("create-index", "index-documents", "verify-doc-count")]
+    ours = [f"large-{n}" for n in ("create-index", "index-documents", "verify-doc-count")]
     assert_clean(race, ["check-privileges", *ours, *FETCHES])  # every error rate 0, the count verified among them
 
     made = records.read(str(race.record_dir()), records.LARGE_SOURCE_DOCUMENTS)

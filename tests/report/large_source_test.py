@@ -11,7 +11,6 @@ from report.__main__ import single_report
 from runners import records
 from runners.large_source import MIB, document, made_of
 from runners.queries import LARGE_SOURCE_FORMATS, LARGE_SOURCE_MODES
-from runners.tasks import large_fetch_task_name, large_task_name
 
 RACE_ID = "5" * 36
 DOC_MB, DOCS, FETCH = 10, 40, 20  # the seed's settings
@@ -30,7 +29,7 @@ WALLS = {
 def fetch_line(mode, fmt, wall, measured, success=True):
     source = 0 if mode == "excluded" else FETCH * DOC_MB * MIB
     response = source + 2000 if mode == "returned" else 2000
-    line = {"task": large_fetch_task_name(mode, fmt), "mode": mode, "format": fmt, "measured": measured, "success": success}
+    line = {"task": f"large-fetch-{mode}-{fmt}", "mode": mode, "format": fmt, "measured": measured, "success": success}
     if success:
         line.update(
             {
@@ -43,7 +42,7 @@ def fetch_line(mode, fmt, wall, measured, success=True):
             }
         )
     else:
-        line["error"] = f"{large_fetch_task_name(mode, fmt)} hit 3 (9781000000023): content's sha256 differs"
+        line["error"] = f"large-fetch-{mode}-{fmt} hit 3 (9781000000023): content's sha256 differs"
     return line
 
 
@@ -55,12 +54,12 @@ def write_race(root, failed=(), params=None):
     record_dir.mkdir(parents=True)
     ops, lines = [], []
     for (mode, fmt), walls in WALLS.items():
-        task = large_fetch_task_name(mode, fmt)
+        task = f"large-fetch-{mode}-{fmt}"
         bad = (mode, fmt) in failed
         ops.append({"task": task, "error_rate": 1 / MEASURED if bad else 0.0, "service_time": {"50_0": sorted(walls)[MEASURED // 2]}})
         lines += [fetch_line(mode, fmt, walls[0] * 1.5, measured=False) for _ in range(WARMUPS)]
         lines += [fetch_line(mode, fmt, w, measured=True, success=not (bad and k == 3)) for k, w in enumerate(walls)]
-    ops.append({"task": large_task_name("index-documents"), "error_rate": 0.0, "service_time": {"50_0": 30_000}})
+    ops.append({"task": "large-index-documents", "error_rate": 0.0, "service_time": {"50_0": 30_000}})
     data = {
         "race-id": RACE_ID,
         "challenge": "source-large",
@@ -112,7 +111,7 @@ def test_a_failed_cell_is_failed_with_no_figure_and_no_ratio(tmp_path):
 
 def test_a_failed_sample_in_the_record_fails_the_cell_even_without_an_error_rate(tmp_path):
     race = write_race(tmp_path, failed={("filtered", "cbor")})
-    op = next(op for op in race.data["results"]["op_metrics"] if op["task"] == large_fetch_task_name("filtered", "cbor"))
+    op = next(op for op in race.data["results"]["op_metrics"] if op["task"] == "large-fetch-filtered-cbor")
     op["error_rate"] = 0.0  # a race.json that does not show it: the record still does
     assert rows_of(large_source.fetch_table(race))[1][("filtered", "cbor")]["n"] == "FAILED (1 of 12 fetches)"
 

@@ -3,7 +3,6 @@
 from pathlib import Path
 
 from report import load, races
-from runners.tasks import LIVE_COVERAGE_ALONE, LIVE_COVERAGE_WITH_INGEST, live_bulk_task_name
 
 
 def step(percent, tail, error_rate=0.0, samples=30):
@@ -18,8 +17,8 @@ def step(percent, tail, error_rate=0.0, samples=30):
     }
 
 
-def race(ops, params, steps):
-    data = {"race-id": "r" * 36, "challenge": "coverage-load", "track-params": params, "results": {"op_metrics": ops}}
+def race(ops, params, steps, challenge="coverage-load"):
+    data = {"race-id": "r" * 36, "challenge": challenge, "track-params": params, "results": {"op_metrics": ops}}
     r = races.Race("r" * 36, Path("."), data)
     r.load_steps = {f"coverage-D_td-msearch-load-{p}pct": {"target_per_s": p / 10, "calibrated_per_s": 10.0} for p in steps}
     return r
@@ -54,12 +53,12 @@ def test_a_failed_calibration_has_no_redline():
 
 def test_live_pairs_each_side_with_its_counterpart():
     ops = [
-        {"task": live_bulk_task_name(4, False), "error_rate": 0.0, "throughput": {"median": 20000}},
-        {"task": live_bulk_task_name(5, True), "error_rate": 0.0, "throughput": {"median": 15000}},
-        {"task": LIVE_COVERAGE_ALONE, "error_rate": 0.0, "latency": {"50_0": 100, "100_0": 150}, "service_time": {"50_0": 90}},
-        {"task": LIVE_COVERAGE_WITH_INGEST, "error_rate": 0.0, "latency": {"50_0": 200, "100_0": 400}, "service_time": {"50_0": 180}},
+        {"task": "live-bulk-epoch-4-alone", "error_rate": 0.0, "throughput": {"median": 20000}},
+        {"task": "live-bulk-epoch-5-with-queries", "error_rate": 0.0, "throughput": {"median": 15000}},
+        {"task": "live-coverage-alone", "error_rate": 0.0, "latency": {"50_0": 100, "100_0": 150}, "service_time": {"50_0": 90}},
+        {"task": "live-coverage-with-ingest", "error_rate": 0.0, "latency": {"50_0": 200, "100_0": 400}, "service_time": {"50_0": 180}},
     ]
-    header, body = load.live_table(race(ops, {}, []))
+    header, body = load.live_table(race(ops, {}, [], challenge="live"))
     assert body[0] == ["ingest (docs/s, median)", 20000, 15000, 0.75]
     assert body[1] == ["coverage latency p50 (ms)", 100, 200, 2.0]
 

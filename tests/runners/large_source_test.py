@@ -37,7 +37,6 @@ from runners.large_source import (
     validate_large_source,
 )
 from runners.queries import LARGE_SOURCE_FORMATS, LARGE_SOURCE_INDEX, LARGE_SOURCE_MODES
-from runners.tasks import large_fetch_task_name, large_task_name
 from tests.conftest import REPO, rendered_challenges, rendered_tasks
 from tests.runners.processor_test import load, ours
 from tests.runners.stub_client import StubClient
@@ -48,7 +47,7 @@ DOC_MB, DOCS, FETCH = 10, 5, 3  # the seed's document size; fewer of them than i
 def params_of(tmp_path, mode="returned", fmt="json", doc_mb=DOC_MB, docs=DOCS, fetch=FETCH, warmups=0):
     """A fetch task's operation parameters as the track processor hands them over."""
     return {
-        "name": large_fetch_task_name(mode, fmt),
+        "name": f"large-fetch-{mode}-{fmt}",
         "index": LARGE_SOURCE_INDEX,
         "mode": mode,
         "format": fmt,
@@ -146,7 +145,7 @@ def test_a_right_answer_passes_and_is_recorded(tmp_path, sources, mode, fmt):
     assert request["headers"]["accept-encoding"] == "identity"  # the response is not gzipped by the node
     assert client.raw and client.bodies[0].read_after == 1  # decoded from the raw bytes, after the request
     (line,) = fetch_lines(tmp_path)
-    assert line["task"] == large_fetch_task_name(mode, fmt) and line["measured"] is True and line["success"] is True
+    assert line["task"] == f"large-fetch-{mode}-{fmt}" and line["measured"] is True and line["success"] is True
     assert line["wall-ms"] == result["wall-ms"] and line["source-bytes"] == expected_source
 
 
@@ -197,7 +196,7 @@ def test_each_wrong_answer_fails_naming_what_is_wrong(tmp_path, sources, mode, c
     result = fetch(tmp_path, StubClient([(200, encoded(answer(mode, sources, change), fmt))]), mode=mode, fmt=fmt)
     assert result["success"] is False and result["weight"] == 0 and result["unit"] == "fetches"
     assert result["error-type"] == "cluster-metrics-validation"
-    assert large_fetch_task_name(mode, fmt) in result["error-description"] and message in result["error-description"]
+    assert f"large-fetch-{mode}-{fmt}" in result["error-description"] and message in result["error-description"]
     (line,) = fetch_lines(tmp_path)
     assert line["success"] is False and message in line["error"]  # the report sees the failed sample too
 
@@ -391,7 +390,7 @@ def test_the_challenge_needs_no_generated_corpus_and_records_in_the_races_folder
     (context,) = [RaceContext(**json.loads(c)) for c in contexts]
     assert not context.has_corpus and context.record_dir.endswith("races/r-1/cluster-metrics")
     fetches = [t for t in tasks if t.operation.type == "large-source-fetch"]
-    assert [t.name for t in fetches] == [large_fetch_task_name(m, f) for m in LARGE_SOURCE_MODES for f in LARGE_SOURCE_FORMATS]
+    assert [t.name for t in fetches] == [f"large-fetch-{m}-{f}" for m in LARGE_SOURCE_MODES for f in LARGE_SOURCE_FORMATS]
     assert {(t.warmup_iterations, t.iterations, t.operation.params[WARMUPS_KEY]) for t in fetches} == {(2, 10, 2)}
 
 
@@ -399,6 +398,6 @@ def test_the_schedule_loads_counts_fetches_and_deletes_in_order():
     tasks = list(rendered_tasks(rendered_challenges({"large_iterations": 4})["source-large"]))
     names = [t["operation"]["name"] for t in tasks]
     setup = ["delete-index", "create-index", "index-documents", "refresh", "verify-doc-count"]
-    assert names[1:6] == [large_task_name(n) for n in setup] and names[-1] == large_task_name("delete-index-after")
+    assert names[1:6] == [f"large-{n}" for n in setup] and names[-1] == "large-delete-index-after"
     assert {t["operation"]["index"] for t in tasks[1:]} == {LARGE_SOURCE_INDEX}
     assert {t["iterations"] for t in tasks if "iterations" in t} == {4}
