@@ -4,7 +4,6 @@ A failed task is FAILED in its column and takes no part in a ratio."""
 
 from report import ingest, tables
 from report.tables import Section
-from runners.tasks import bulk_task_name, source_task_name
 
 SOURCE_BASELINE = "stored"
 
@@ -28,7 +27,7 @@ def source_rows(race):
 
     for mode in source_modes(race):
         storage, mode_ingest = race.sources.get(mode, {}), race.source_ingest.get(mode, {})
-        failed_storage = tables.failed(ops.get(source_task_name(mode, "storage")))
+        failed_storage = tables.failed(ops.get(race.task_of(measure="storage", **{"source-mode": mode})))
         for phase, label in (("ingested", "store as ingested (MiB)"), ("merged", "store, 1 segment (MiB)")):
             if phase in storage:
                 put(label, mode, "FAILED" if failed_storage else _mib(storage[phase]["store_bytes"]))
@@ -37,10 +36,11 @@ def source_rows(race):
             put("_source stored (MiB)", mode, _mib(fields.get("_source", {}).get("total", 0)))
             put("doc values, all fields (MiB)", mode, _mib(sum(f.get("doc_values", 0) for f in fields.values())))
         if mode_ingest.get("epochs"):
-            walls = [ingest.epoch_wall(ops, e, source_task_name(mode, bulk_task_name(e["epoch"]))) for e in mode_ingest["epochs"]]
+            prefix = ingest.ingest_prefix(race, **{"source-mode": mode}) or ""
+            walls = [ingest.epoch_wall(ops, e, ingest.epoch_task(prefix, e["epoch"])) for e in mode_ingest["epochs"]]
             wall = sum(w for w in walls if w is not None)
             docs = sum(e["docs"] for e in mode_ingest["epochs"])
-            bad = ingest.ingest_problem(race, source_task_name(mode, "")) is not None
+            bad = ingest.ingest_problem(race, **{"source-mode": mode}) is not None
             put("ingest wall (s)", mode, "FAILED" if bad else wall)
             put("ingest docs/s", mode, "FAILED" if bad else (docs / wall if wall else None))
             put("ES indexing time (s)", mode, sum(e["index-ms"] for e in mode_ingest["epochs"]) / 1000)

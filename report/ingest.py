@@ -2,7 +2,36 @@
 epoch's wall time goes; each returns (header, rows), None without data, or a sentence saying why it cannot be built."""
 
 from report.tables import Section, failed, pct, ratio
-from runners.tasks import INGEST, VERIFY_DOC_COUNT, bulk_task_name
+from runners import records
+
+
+def ingest_task(race, **condition):
+    """The task of this race's ingest under a condition (layout="2S1R", change="clients"; none: the challenge's one
+    ingest), found by its cell (runners/cells.py); None when the race ran no such ingest."""
+    return race.task_of(measure="ingest", **condition)
+
+
+def ingest_prefix(race, **condition):
+    """The prefix of that ingest's task names (records.ingest_prefix), or None when the race ran no such ingest."""
+    task = ingest_task(race, **condition)
+    return None if task is None else records.ingest_prefix(task)
+
+
+def ingest_record(race, **condition):
+    """The record file of that ingest's per-epoch cost (records.ingest_record), or None."""
+    prefix = ingest_prefix(race, **condition)
+    return None if prefix is None else records.ingest_record(prefix)
+
+
+# Names of tasks an ingest had in races from before it became one task, which the report still reads in those races:
+# each epoch's bulk load, and the count check after the last (the live and network-faults challenges' count check
+# keeps that name, prefix "")
+def epoch_task(prefix, epoch):
+    return f"{prefix}bulk-epoch-{epoch}"
+
+
+def count_task(prefix):
+    return f"{prefix}verify-doc-count"
 
 
 def epoch_wall(ops, row, bulk_task):
@@ -31,9 +60,10 @@ def ingest_rows(race):
     if not epochs:
         return None
     rows = []
+    prefix = ingest_prefix(race) or ""
     for e in sorted(epochs, key=lambda r: r["epoch"]):
-        wall = epoch_wall(ops, e, bulk_task_name(e["epoch"]))
-        throughput = epoch_docs_per_s(ops, e, bulk_task_name(e["epoch"]))
+        wall = epoch_wall(ops, e, epoch_task(prefix, e["epoch"]))
+        throughput = epoch_docs_per_s(ops, e, epoch_task(prefix, e["epoch"]))
         rows.append(
             {
                 "epoch": e["epoch"],
@@ -137,7 +167,7 @@ def ingest_time_table(race):
             if None in (wall, service, processing) or not e["bulk-requests"]:
                 return None
         else:
-            bulk = ops.get(bulk_task_name(e["epoch"]), {})
+            bulk = ops.get(epoch_task(ingest_prefix(race) or "", e["epoch"]), {})
             times = [bulk.get(kind, {}).get("mean") for kind in ("service_time", "processing_time")]
             if bulk.get("duration") is None or None in times or not e["bulk-requests"]:
                 return None
@@ -155,17 +185,20 @@ def ingest_time_table(race):
     return header, body
 
 
-def ingest_problem(race, prefix=""):
-    """Why the race's ingest failed (a bulk with failed samples, or documents lost or duplicated), or None. prefix: that
-    of the ingest's task names, where a challenge ingests several times (ingest-changes' "change-clients-")."""
-    ops = race.op_metrics()
-    failed_bulks = sorted(task for task, op in ops.items() if task.startswith(prefix + bulk_task_name("")) and failed(op))
-    count = ops.get(prefix + VERIFY_DOC_COUNT)
+def ingest_problem(race, **condition):
+    """Why the race's ingest under a condition failed (a bulk with failed samples, or documents lost or duplicated), or
+    None; the condition as for ingest_task, where a challenge ingests several times (ingest-changes' change="clients")."""
+    task = ingest_task(race, **condition)
+    if task is None:
+        return None
+    prefix, ops = records.ingest_prefix(task), race.op_metrics()
+    failed_bulks = sorted(name for name, op in ops.items() if name.startswith(epoch_task(prefix, "")) and failed(op))
+    count = ops.get(count_task(prefix))
     problems = [f"failed bulk requests in {', '.join(failed_bulks)}"] if failed_bulks else []
-    if failed(ops.get(prefix + INGEST)):
-        problems.append(f"failed samples in {prefix + INGEST}: a failed bulk, or a document count that differs from the corpus's")
+    if failed(ops.get(task)):
+        problems.append(f"failed samples in {task}: a failed bulk, or a document count that differs from the corpus's")
     if failed(count):
-        problems.append(f"the document count differs from the corpus's ({prefix + VERIFY_DOC_COUNT})")
+        problems.append(f"the document count differs from the corpus's ({count_task(prefix)})")
     return "; ".join(problems) or None
 
 

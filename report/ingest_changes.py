@@ -16,7 +16,6 @@ from report.tables import Section
 from report.uncertainty import CONFIDENCE
 from runners import records
 from runners.queries import INGEST_CHANGE_BASELINE, INGEST_CHANGES
-from runners.tasks import INGEST, VERIFY_DOC_COUNT, bulk_task_name, ingest_change_task_name
 
 # seed 000's table "change | expected savings | trade-off", in its own words, per change of the vocabulary; the seed
 # has no row for the changes together
@@ -50,13 +49,10 @@ BASELINE_TEXT = "bulk size {bulk_size}, clients {bulk_clients}, the index's defa
 def load_records(race, record_dir):
     """The ingest records of ingest-changes in a race's record folder: the baseline's and each change's that ran."""
     for name in (INGEST_CHANGE_BASELINE, *INGEST_CHANGES):
-        data = records.read(str(record_dir), records.ingest_record(_prefix(name)))
+        record = ingest.ingest_record(race, change=name)
+        data = None if record is None else records.read(str(record_dir), record)
         if data is not None:
             race.ingest_changes[name] = data
-
-
-def _prefix(name):
-    return ingest_change_task_name(name, "")
 
 
 def _main_baseline(race, name):
@@ -69,23 +65,26 @@ def ingests(race):
     """The baseline and the changes this race ran, in the vocabulary's order (the schedule's): those with a record or
     a task of their own (a change whose record is missing still shows, as failed)."""
     tasks = race.op_metrics()
+    prefixes = {name: ingest.ingest_prefix(race, change=name) for name in (INGEST_CHANGE_BASELINE, *INGEST_CHANGES)}
     return [
         name
-        for name in (INGEST_CHANGE_BASELINE, *INGEST_CHANGES)
-        if name in race.ingest_changes or any(task.startswith(_prefix(name)) for task in tasks) or _main_baseline(race, name)
+        for name, prefix in prefixes.items()
+        if name in race.ingest_changes
+        or (prefix is not None and any(task.startswith(prefix) for task in tasks))
+        or _main_baseline(race, name)
     ]
 
 
-def epoch_rows(race, record, bulk_task):
-    """Per epoch of one ingest record, in s: wall (ingest.epoch_wall; bulk_task(epoch) names an older race's task of
-    the epoch), the bulk tooks' sum, /_stats indexing, and /_stats refresh + merge + flush."""
+def epoch_rows(race, record, prefix):
+    """Per epoch of one ingest record, in s: wall (ingest.epoch_wall; prefix: that of the ingest's task names, for an
+    older race's task of the epoch), the bulk tooks' sum, /_stats indexing, and /_stats refresh + merge + flush."""
     ops = race.op_metrics()
     rows = []
     for e in sorted((record or {}).get("epochs", []), key=lambda r: r["epoch"]):
         rows.append(
             {
                 "epoch": e["epoch"],
-                "wall": ingest.epoch_wall(ops, e, bulk_task(e["epoch"])),
+                "wall": ingest.epoch_wall(ops, e, ingest.epoch_task(prefix or "", e["epoch"])),
                 "took": e["bulk-took-ms"] / 1000,
                 "index": e["index-ms"] / 1000,
                 "other": (e["refresh-ms"] + e["merge-ms"] + e["flush-ms"]) / 1000,
@@ -97,8 +96,8 @@ def epoch_rows(race, record, bulk_task):
 def change_rows(race, name):
     """epoch_rows of the baseline or one change of ingest-changes."""
     if _main_baseline(race, name):
-        return epoch_rows(race, race.ingest, bulk_task_name)
-    return epoch_rows(race, race.ingest_changes.get(name), lambda epoch: ingest_change_task_name(name, bulk_task_name(epoch)))
+        return epoch_rows(race, race.ingest, ingest.ingest_prefix(race))
+    return epoch_rows(race, race.ingest_changes.get(name), ingest.ingest_prefix(race, change=name))
 
 
 def change_problem(race, name):
@@ -106,13 +105,14 @@ def change_problem(race, name):
     record of its cost, or a document count never checked (its verify-doc-count did not run)."""
     if _main_baseline(race, name):
         return ingest.ingest_problem(race)
-    problem = ingest.ingest_problem(race, _prefix(name))
+    problem = ingest.ingest_problem(race, change=name)
     if problem:
         return problem
     if not race.ingest_changes.get(name, {}).get("epochs"):
-        return f"no ingest record ({records.ingest_record(_prefix(name))})"
-    if not {_prefix(name) + INGEST, _prefix(name) + VERIFY_DOC_COUNT} & race.op_metrics().keys():
-        return f"its document count was not verified ({_prefix(name) + INGEST} did not run)"
+        return f"no ingest record ({ingest.ingest_record(race, change=name)})"
+    task = ingest.ingest_task(race, change=name)
+    if task is None or not {task, ingest.count_task(records.ingest_prefix(task))} & race.op_metrics().keys():
+        return f"its document count was not verified ({task or 'its ingest task'} did not run)"
     return None
 
 
@@ -247,7 +247,7 @@ def segment_table(race):
     if INGEST_CHANGE_BASELINE in race.ingest_changes:
         found.append(("ingest-changes baseline", change_rows(race, INGEST_CHANGE_BASELINE), change_problem(race, INGEST_CHANGE_BASELINE)))
     if race.ingest:
-        found.append((f"{race.challenge} ingest", epoch_rows(race, race.ingest, bulk_task_name), ingest.ingest_problem(race)))
+        found.append((f"{race.challenge} ingest", epoch_rows(race, race.ingest, ingest.ingest_prefix(race)), ingest.ingest_problem(race)))
     columns = [(label, _segments(rows), problem) for label, rows, problem in found]
     columns = [c for c in columns if c[1] is not None]
     if not columns:

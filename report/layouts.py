@@ -2,10 +2,9 @@
 the shards went and which node did the work."""
 
 from report import layout_seed
-from report.ingest import epoch_wall, ingest_problem
+from report.ingest import epoch_task, epoch_wall, ingest_prefix, ingest_problem
 from report.tables import Section, failed, normalized, pct
 from runners import layouts as layout_rules
-from runners.tasks import bulk_task_name, layout_task_name
 
 LAYOUT_CELLS = (("D_td", "msearch"), ("D_td", "terms"), ("D_hdr", "msearch"), ("D_hdr", "terms"))
 
@@ -15,13 +14,12 @@ LAYOUT_BASELINE = "1S0R"
 
 def layout_ops(race):
     """{layout: {task name within the layout: op}} for the layouts the race swept (its track parameter layouts,
-    else the vocabulary's), in sweep order."""
-    names = race.param("layouts")
+    else the vocabulary's), in sweep order: a layout's tasks share its ingest's prefix (report/ingest.py)."""
     ops = race.op_metrics()
     found = {}
-    for layout in names:
-        prefix = layout_task_name(layout, "")
-        mine = {task[len(prefix) :]: op for task, op in ops.items() if task.startswith(prefix)}
+    for layout in race.param("layouts"):
+        prefix = ingest_prefix(race, layout=layout)
+        mine = {task[len(prefix) :]: op for task, op in ops.items() if task.startswith(prefix)} if prefix is not None else {}
         if mine:
             found[layout] = mine
     return found
@@ -32,9 +30,9 @@ def layout_ingest_rows(race):
     rows = []
     for layout, ops in layout_ops(race).items():
         epochs = (race.layout_ingest.get(layout) or {}).get("epochs") or []
-        walls = [epoch_wall(ops, row, bulk_task_name(row["epoch"])) for row in epochs]
+        walls = [epoch_wall(ops, row, epoch_task("", row["epoch"])) for row in epochs]
         if not epochs:  # a race without the layout's ingest record: its bulk tasks
-            walls = [op["duration"] / 1000 for task, op in ops.items() if task.startswith(bulk_task_name(""))]
+            walls = [op["duration"] / 1000 for task, op in ops.items() if task.startswith(epoch_task("", ""))]
         copies = race.layouts.get(layout, {}).get("ingested", [])
         docs = sum(c["docs"] for c in copies if c["primary"])
         wall = sum(walls) if walls and None not in walls else None
@@ -43,7 +41,7 @@ def layout_ingest_rows(race):
                 "layout": layout,
                 "docs": docs,
                 "wall_s": wall,
-                "failed": ingest_problem(race, layout_task_name(layout, "")) is not None,
+                "failed": ingest_problem(race, layout=layout) is not None,
                 "docs_per_s": docs / wall if wall and docs else None,
             }
         )

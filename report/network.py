@@ -16,7 +16,6 @@ from report import tables
 from report.study import TOOK, WALL, median_text
 from report.tables import Section
 from runners.queries import TRANSPORTS, VARIANTS, rtt_samples
-from runners.tasks import VERIFY_DOC_COUNT
 
 SERIAL_ROUND_TRIPS = 30  # one _search per node of the 30-node coverage
 SEED_001 = (
@@ -300,7 +299,7 @@ def faults_table(race):
                 rows.append([fault, name, f"{100 * (op.get('error_rate') or 0):.0f}%", tables.op_median(op), held])
     if not rows:
         return None
-    count = ops.get(VERIFY_DOC_COUNT)
+    count = ops.get(race.task_of(measure="doc-count"))
     if count is not None:
         rows.append(
             [

@@ -9,13 +9,12 @@ from pathlib import Path
 
 from esrally.track import loader
 
-from report import ReportError, ingest_changes, large_source, widths
+from report import ReportError, ingest, ingest_changes, large_source, widths
 from runners import cells, parameters, records
 from runners.corpus import races_root
 from runners.ingest import recount_bulk_tooks
 from runners.load import read_steps
 from runners.queries import SOURCE_MODES
-from runners.tasks import layout_task_name, source_task_name
 from runners.track_files import track_dir
 
 # parameters that hold a list (a user may give a comma-separated string)
@@ -139,6 +138,7 @@ def load(race_dir, data=None):
     race_dir = Path(race_dir)
     data = data or json.loads((race_dir / "race.json").read_text())
     race = Race(data["race-id"], race_dir, data)
+    race.recorded_cells = records.read(str(race_dir / records.RECORD_DIR), records.CELLS)  # before any record found by its cell
     for name, attr in ((records.INGEST, "ingest"), (records.PROFILE, "profile")):
         record = race_dir / records.RECORD_DIR / name
         if record.is_file():
@@ -147,23 +147,23 @@ def load(race_dir, data=None):
     for record in sorted((race_dir / records.RECORD_DIR).glob("layout-*.json")):
         data = json.loads(record.read_text())
         race.layouts[data["layout"]] = data
+    folder = str(race_dir / records.RECORD_DIR)
     for layout in race.layouts:
-        folder = str(race_dir / records.RECORD_DIR)
-        data = records.read(folder, records.ingest_record(layout_task_name(layout, "")))
+        record = ingest.ingest_record(race, layout=layout)
+        data = None if record is None else records.read(folder, record)
         data = data if data is not None else records.read(folder, records.legacy_layout_ingest_record(layout))
         if data is not None:
             race.layout_ingest[layout] = data
     for mode in SOURCE_MODES:
         for name, attr in (
             (records.source_record(mode), race.sources),
-            (records.ingest_record(source_task_name(mode, "")), race.source_ingest),
+            (ingest.ingest_record(race, **{"source-mode": mode}), race.source_ingest),
         ):
-            data = records.read(str(race_dir / records.RECORD_DIR), name)
+            data = None if name is None else records.read(folder, name)
             if data is not None:
                 attr[mode] = data
     race.memory = _json_lines(race_dir / records.RECORD_DIR / records.MEMORY)
     race.validation = _json_lines(race_dir / records.RECORD_DIR / records.VALIDATION)
-    race.recorded_cells = records.read(str(race_dir / records.RECORD_DIR), records.CELLS)
     race.profile_calls = _json_lines(race_dir / records.RECORD_DIR / records.PROFILE_CALLS)
     widths.load_records(race, race_dir / records.RECORD_DIR)
     ingest_changes.load_records(race, race_dir / records.RECORD_DIR)

@@ -14,7 +14,6 @@ from report.tables import Section
 from runners import queries, records
 from runners.queries import TRANSPORTS, VARIANTS
 from runners.search_pool import SEARCH_POOL
-from runners.tasks import bulk_task_name, width_task_name
 
 
 def width_transport(transport, max_concurrent_searches=0):
@@ -24,8 +23,9 @@ def width_transport(transport, max_concurrent_searches=0):
 
 
 def width_key(cell):
-    """(width, variant, transport as width_transport names it) of a width sweep's cell (runners/cells.py), else None."""
-    if not cell or "width" not in cell:
+    """(width, variant, transport as width_transport names it) of a width sweep's coverage cell (runners/cells.py),
+    else None (another task's cell: a width's ingest, {"width": 300, "measure": "ingest"})."""
+    if not cell or "width" not in cell or "variant" not in cell:
         return None
     return cell["width"], cell["variant"], width_transport(cell["transport"], cell.get("max-concurrent-searches") or 0)
 
@@ -248,7 +248,8 @@ def width_ingest_table(race):
     body = []
     for w, record in sorted(race.width_ingest.items()):
         docs = sum(row["docs"] for row in record.get("epochs", []))
-        wall = sum(ingest.epoch_wall(ops, row, width_task_name(w, bulk_task_name(row["epoch"]))) or 0 for row in record.get("epochs", []))
+        prefix = ingest.ingest_prefix(race, width=w) or ""
+        wall = sum(ingest.epoch_wall(ops, row, ingest.epoch_task(prefix, row["epoch"])) or 0 for row in record.get("epochs", []))
         took = sum(row["bulk-took-ms"] for row in record.get("epochs", []))
         # a race that ended early has no task durations: its wall time is unknown, not 0
         body.append([w, docs, tables.fmt(wall) if wall else "-", tables.fmt(docs / wall) if wall else "-", tables.fmt(took / 1000)])
@@ -259,9 +260,10 @@ def width_ingest_table(race):
 
 def load_records(race, record_dir):
     """The sweep's records of a race folder: each width's ingest and the search pool."""
-    for path in sorted(record_dir.glob(records.ingest_record(width_task_name("*", "")))):
-        prefix = records.ingest_record(width_task_name("", "")).removesuffix(".json")
-        race.width_ingest[int(path.name.removeprefix(prefix).removesuffix(".json"))] = records.read(str(record_dir), path.name)
+    for width in sorted(cell["width"] for cell in race.cells.values() if cell.get("measure") == "ingest" and "width" in cell):
+        data = records.read(str(record_dir), ingest.ingest_record(race, width=width))
+        if data is not None:
+            race.width_ingest[width] = data
     race.search_pool = records.read(str(record_dir), SEARCH_POOL)
 
 

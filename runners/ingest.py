@@ -19,7 +19,7 @@ from esrally.client.context import RequestContextHolder
 from esrally.driver import runner as rally_runner
 from esrally.track import params as rally_params
 
-from runners import corpus, parameters, records, results, rules, tasks, wire
+from runners import corpus, parameters, records, results, rules, wire
 from runners.context import RaceContext
 from runners.index_body import FreshIndexBodyParamSource
 from runners.queries import INGEST_CHANGES
@@ -552,7 +552,7 @@ def name_records(challenge_tasks):
     for task in challenge_tasks:
         kind = task.operation.type
         if kind in ("ingest-epochs", "ingest-setup"):
-            current = records.ingest_record(task.name[: task.name.rindex(tasks.INGEST)])
+            current = records.ingest_record(records.ingest_prefix(task.name))
         if kind in ("ingest-epochs", "ingest-setup", "epoch-bulk", "ingest-cost-epoch"):
             task.operation.params[RECORD_KEY] = current
 

@@ -38,6 +38,12 @@ def ingest_record(prefix=""):
     return f"ingest-{prefix.removesuffix('-')}.json" if prefix else INGEST
 
 
+def ingest_prefix(task):
+    """The prefix of an ingest's task names, from its ingest task's name as the track names it (<prefix>ingest, or
+    <prefix>ingest-setup where the epochs are tasks of their own): "layout-2S1R-ingest" -> "layout-2S1R-"."""
+    return task[: task.rindex("ingest")]
+
+
 def legacy_layout_ingest_record(layout):
     """A layout's ingest record as races before ingest_record named it: ingest-2S1R.json (now ingest-layout-2S1R.json),
     read by the report for those races."""

@@ -24,7 +24,6 @@ from runners.parameters import DEFAULTS
 from runners.profile import read_calls
 from runners.queries import INGEST_CHANGE_BASELINE, INGEST_CHANGES
 from runners.search_pool import SEARCH_POOL
-from runners.tasks import INGEST, ingest_change_task_name, source_task_name, width_task_name
 from tests.conftest import (
     PYTHON,
     REPO,
@@ -217,7 +216,7 @@ def test_ingest_baseline_records_each_epoch_and_counts_every_document(shared_rac
     assert [e["epoch"] for e in rows] == [1, 2, 3, 4, 5]
     assert all(e["docs"] == 1000 and e["bulk-requests"] == 1 and e["index-ms"] > 0 for e in rows), rows  # took: see full
     # one task: the index set up, every epoch, the count (Rally's 5 s per task outside test mode)
-    assert sorted(race.error_rates()) == ["check-privileges", INGEST] and race.error_rates()[INGEST] == 0
+    assert sorted(race.error_rates()) == ["check-privileges", "ingest"] and race.error_rates()["ingest"] == 0
     assert json.loads((race.record_dir() / records.INGEST).read_text())["count"] == {"actual": 5000, "expected": 5000}
 
 
@@ -247,14 +246,14 @@ def test_ingest_changes_ingests_the_corpus_once_per_change_with_its_settings_and
 
     for ingest in [INGEST_CHANGE_BASELINE, *value("ingest_changes")]:
         tuned = INGEST_CHANGES.get(ingest, ())
-        record = json.loads((race.record_dir() / records.ingest_record(ingest_change_task_name(ingest, ""))).read_text())
+        record = json.loads((race.record_dir() / f"ingest-change-{ingest}.json").read_text())
         # every epoch's test-mode documents into its own fresh index, and the index's count checked against the corpus's
         assert [e["docs"] for e in record["epochs"]] == [1000] * 5, ingest
-        assert race.error_rates()[ingest_change_task_name(ingest, INGEST)] == 0 and record["count"]["actual"] == 5000, ingest
+        assert race.error_rates()[f"change-{ingest}-ingest"] == 0 and record["count"]["actual"] == 5000, ingest
         size = value("tuned_bulk_size" if "tuned_bulk_size" in tuned else "bulk_size")
         clients = value("tuned_clients" if "tuned_clients" in tuned else "bulk_clients")
         for row in record["epochs"]:
-            files = bulk_lines(str(race.record_dir()), records.ingest_record(ingest_change_task_name(ingest, "")), row["epoch"])
+            files = bulk_lines(str(race.record_dir()), f"ingest-change-{ingest}.json", row["epoch"])
             # every client sent bulks (each client's own took file): Rally gives each client its share of the epoch's
             # 1,000 documents, sent in bulks of the bulk size
             assert sorted(files) == [f"epoch-{row['epoch']}-client-{c}.txt" for c in range(clients)], (ingest, files)
@@ -317,7 +316,7 @@ def test_source_cost_measures_each_mode_in_that_mode_and_the_next_race_refuses_i
         }
         source_bytes = storage["disk-usage"]["fields"].get("_source", {}).get("total", 0)
         assert (source_bytes > 0) is (mode == "stored"), (mode, source_bytes)
-        ingest = json.loads((race.record_dir() / records.ingest_record(source_task_name(mode, ""))).read_text())
+        ingest = json.loads((race.record_dir() / f"ingest-source-{mode}.json").read_text())
         assert [e["docs"] for e in ingest["epochs"]] == [1000] * 5
     assert race.left["index-settings"].get("index.mapping.source.mode") == "stored"
     # source-cost leaves its force-merged index, and says so: a query challenge refuses to time it (the bad input
@@ -348,7 +347,7 @@ def test_coverage_width_ingests_queries_and_deletes_each_width(shared_races):
     folder = race.record_dir()
     for width in params["widths"]:
         name = corpus.width_set(width, params["width_rows_per_epoch"])
-        ingest = json.loads((folder / records.ingest_record(width_task_name(width, ""))).read_text())
+        ingest = json.loads((folder / f"ingest-width-{width}.json").read_text())
         assert [e["docs"] for e in ingest["epochs"]] == [corpus.test_mode_rows(width)]
         assert http("GET", f"/{name}/_count")[0] == 404
     pool = json.loads((folder / SEARCH_POOL).read_text())

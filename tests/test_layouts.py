@@ -5,10 +5,8 @@ import json
 
 import pytest
 
-from runners import records
 from runners.operations import OPERATIONS
 from runners.single_doc import OK, RECORD_KEY, single_doc_index
-from runners.tasks import layout_task_name
 from tests.conftest import assert_clean, doc_count, http, launcher, rendered_challenges, rendered_tasks, run_race
 
 pytestmark = pytest.mark.integration
@@ -41,7 +39,7 @@ def test_layout_sweep_runs_clean_on_three_nodes(layout_race):
     ingests = {task for task in layout_race.error_rates() if task.endswith("-ingest")}
     assert ingests == {f"layout-{layout}-ingest" for layout in PARAMS["layouts"]}
     for layout in PARAMS["layouts"]:
-        record = json.loads((layout_race.record_dir() / records.ingest_record(layout_task_name(layout, ""))).read_text())
+        record = json.loads((layout_race.record_dir() / f"ingest-layout-{layout}.json").read_text())
         assert [row["epoch"] for row in record["epochs"]] == [1, 2] and record["count"] == {"actual": 2000, "expected": 2000}
 
 

@@ -8,7 +8,6 @@ import pytest
 from runners import interleave
 from runners.operations import OPERATIONS
 from runners.queries import INGEST_CHANGE_BASELINE
-from runners.tasks import INGEST, ingest_change_task_name
 from tests.conftest import REPO, STANDARD_SHAPE, challenges_raced_by_their_own_module, rendered_challenges, rendered_tasks, rendered_track
 
 TRACK = REPO / "tracks" / "cluster-metrics"
@@ -117,9 +116,9 @@ def ingest_change_tasks(params):
     found = {}
     for task in tasks:
         name = task["operation"]["name"]
-        ingest = next((n for n in CHANGE_ORDER if name.startswith(ingest_change_task_name(n, ""))), None)
+        ingest = next((n for n in CHANGE_ORDER if name.startswith(f"change-{n}-")), None)
         if ingest:
-            found.setdefault(ingest, {})[name.removeprefix(ingest_change_task_name(ingest, ""))] = task
+            found.setdefault(ingest, {})[name.removeprefix(f"change-{ingest}-")] = task
     return found, tasks
 
 
@@ -142,8 +141,8 @@ def test_ingest_changes_ingests_the_baseline_then_each_change_alone_with_its_set
     assert names[-1] == "verify-corpus" and tasks[-1]["operation"]["shape"] == STANDARD_SHAPE
     for ingest, (size, clients, during) in expected.items():
         mine = found[ingest]
-        assert list(mine) == [INGEST], ingest  # a fresh index, every epoch and the count in one task
-        bulk = mine[INGEST]
+        assert list(mine) == ["ingest"], ingest  # a fresh index, every epoch and the count in one task
+        bulk = mine["ingest"]
         assert bulk["operation"]["settings"] == {"index.number_of_shards": 1, "index.number_of_replicas": 0, **during}
         assert (bulk["operation"]["bulk-size"], bulk["clients"], bulk["operation"]["epochs"]) == (size, clients, [1, 2, 3, 4, 5]), ingest
         # what the change set is unset after its ingest (Elasticsearch's default); the ingest task counts the documents
@@ -159,15 +158,15 @@ def test_full_is_the_whole_seed_study_in_order():
     """full: each ingest change alone, the study's baseline ingest (the index the coverages then query), the
     decomposition's cells taking turns, the profile; every ingest counted."""
     names = [t["operation"]["name"] for t in rendered_tasks(rendered_challenges({})["full"])]
-    changes = [n for n in names if n.startswith("change-") and n.endswith("-" + INGEST)]
-    assert changes == [ingest_change_task_name(c, INGEST) for c in CHANGE_ORDER if c != INGEST_CHANGE_BASELINE]
+    changes = [n for n in names if n.startswith("change-") and n.endswith("-ingest")]
+    assert changes == [f"change-{c}-ingest" for c in CHANGE_ORDER if c != INGEST_CHANGE_BASELINE]
     first_cell = names.index("coverage-A-serial")
-    assert max(names.index(c) for c in changes) < names.index(INGEST) < names.index("verify-corpus") < first_cell
+    assert max(names.index(c) for c in changes) < names.index("ingest") < names.index("verify-corpus") < first_cell
     assert names[-1] == "profile-D_td"
     (check,) = [t["operation"] for t in rendered_tasks(rendered_challenges({})["full"]) if t["operation"]["name"] == "verify-corpus"]
     assert check["search-pool"] is True  # the search pool is recorded in the corpus check's task, not a task of its own
     # every ingest is one task (index set up, epochs, count): Rally charges about 5 s per task outside test mode
-    assert sum(n.endswith("-" + INGEST) or n == INGEST for n in names) == len(changes) + 1 and len(names) == 27
+    assert sum(n.endswith("-ingest") or n == "ingest" for n in names) == len(changes) + 1 and len(names) == 27
 
 
 @pytest.mark.parametrize("target", ["ccs-roundtrips", "layout-sweep", "source-large"])

@@ -30,7 +30,6 @@ from runners.corpus import data_root, races_root
 from runners.hosts import HOST_KEY
 from runners.ingest import bulk_lines
 from runners.queries import TRANSPORTS
-from runners.tasks import INGEST
 from tests.conftest import REPO, assert_clean, doc_count, http, launcher, run_race, run_rally, start_race, wait_for_our_rally
 
 pytestmark = pytest.mark.integration
@@ -169,7 +168,7 @@ def test_ingest_tuned_splits_its_clients_over_both_hosts(cluster, metrics_store,
     assert doc_count(port=TARGET_PORT) == EPOCHS * TEST_MODE_DOCS
 
     race = races.from_store(metrics_store, race_id)
-    by_host = race.hosts[INGEST]  # one task over every epoch; its epochs' boundaries kept through the cluster
+    by_host = race.hosts["ingest"]  # one task over every epoch; its epochs' boundaries kept through the cluster
     assert {host: c["clients"] for host, c in by_host.items()} == {NAMES[1]: [0, 1], NAMES[2]: [2, 3]}
     assert race.ingest["count"] == {"actual": EPOCHS * TEST_MODE_DOCS, "expected": EPOCHS * TEST_MODE_DOCS}
     assert [row["docs"] for row in race.ingest["epochs"]] == [TEST_MODE_DOCS] * EPOCHS  # each epoch exact at its boundary
@@ -182,7 +181,7 @@ def test_ingest_tuned_splits_its_clients_over_both_hosts(cluster, metrics_store,
         assert each[1] > 0 and each[2] > 0 and row["bulk-requests"] == each[1] + each[2]
     assert sum(row["bulk-requests"] for row in race.ingest["epochs"]) == sum(c["samples"] for c in by_host.values())
     header, body = host_report.hosts_table(race)
-    assert [row[1] for row in body if row[0] == INGEST] == [NAMES[1], NAMES[2]]
+    assert [row[1] for row in body if row[0] == "ingest"] == [NAMES[1], NAMES[2]]
     # Rally's own log: the coordinator's puts workers 0 and 1 (a client each) on ld-1, 2 and 3 on ld-2; each host's
     # own log has its workers running the epochs' bulks
     allocated = [line.split(" DEBUG ")[-1] for line in raced.log.splitlines() if "Allocating worker" in line]
@@ -190,7 +189,7 @@ def test_ingest_tuned_splits_its_clients_over_both_hosts(cluster, metrics_store,
     for assignment in calculate_worker_assignments([{"host": HOSTS[i], "cores": os.cpu_count()} for i in (1, 2)], 4):
         for clients in filter(None, assignment["workers"]):
             expected.append(f"Allocating worker [{worker}] on [{assignment['host']}] with [{len(clients)}] clients.")
-            assert f"Worker[{worker}] executing tasks: ['{INGEST}']" in cluster.log(2 if assignment["host"] == HOSTS[2] else 1)
+            assert f"Worker[{worker}] executing tasks: ['ingest']" in cluster.log(2 if assignment["host"] == HOSTS[2] else 1)
             worker += 1
     assert allocated == expected, allocated
     print(f"\nRALLY-LOG {race_id}: " + "; ".join(allocated))
@@ -360,7 +359,7 @@ def test_a_race_through_the_coordinators_daemon_into_the_store_reports_what_its_
 
     # each epoch's cost rides on the sample of the ingest's bulk that recorded it (client 0's first bulk of the next
     # epoch, or its last bulk): the record operation, from which the report rebuilds ingest.json
-    written = [op["data"] for m in meta(INGEST) for op in json.loads(m.get(records.META_KEY, "[]")) if op.get("write") == records.INGEST]
+    written = [op["data"] for m in meta("ingest") for op in json.loads(m.get(records.META_KEY, "[]")) if op.get("write") == records.INGEST]
     epoch_cost = next(row for data in written for row in data["epochs"] if row["epoch"] == 2)
     assert epoch_cost["docs"] == TEST_MODE_DOCS and epoch_cost["index-ms"] >= 0
     sample = meta("coverage-D_td-msearch")[0]

@@ -3,7 +3,6 @@
 from pathlib import Path
 
 from report import charts, costs, memory, races
-from runners.tasks import bulk_task_name, source_task_name
 
 
 def op(task, median, error_rate=0.0, duration=None):
@@ -17,8 +16,8 @@ def source_race(failed_fetch=False):
     ops, sources, ingest = [], {}, {}
     for mode, store, source_bytes, ms in (("disabled", 100, 0, 300), ("stored", 200, 100, 310)):
         ops += [
-            op(source_task_name(mode, bulk_task_name(1)), None, duration=10_000),
-            op(source_task_name(mode, "storage"), None),
+            op(f"source-{mode}-bulk-epoch-1", None, duration=10_000),
+            op(f"source-{mode}-storage", None),
             op(f"source-{mode}-coverage-D_td-msearch", ms),
             op(f"source-{mode}-fetch-docvalues-msearch", 50),
         ]

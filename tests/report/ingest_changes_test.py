@@ -13,7 +13,6 @@ from report.__main__ import main as report_main
 from runners import records
 from runners.corpus import races_root
 from runners.queries import INGEST_CHANGE_BASELINE, INGEST_CHANGES
-from runners.tasks import VERIFY_DOC_COUNT, bulk_task_name, ingest_change_task_name
 
 HOME = Path(__file__).parents[1] / "fixtures" / "races"
 FULL = "b8b9bc99"  # a real --test-mode race of full (tests/report/main_test.py)
@@ -55,13 +54,13 @@ def make_race(home, walls=WALLS, failed=(), wrong_count=(), unverified=(), main_
         record = {"epochs": [], "snapshot": {}, "index-settings": {"index.refresh_interval": "1s", "index.translog.durability": "request"}}
         for epoch, wall in enumerate(epoch_walls, 1):
             error_rate = 0.25 if name in failed and epoch == 2 else 0.0
-            ops.append({"task": ingest_change_task_name(name, bulk_task_name(epoch)), "duration": wall * 1000, "error_rate": error_rate})
+            ops.append({"task": f"change-{name}-bulk-epoch-{epoch}", "duration": wall * 1000, "error_rate": error_rate})
             record["epochs"].append(epoch_row(epoch, wall, index_ms_per_s))
         if name not in unverified:
-            ops.append({"task": ingest_change_task_name(name, VERIFY_DOC_COUNT), "error_rate": 1.0 if name in wrong_count else 0.0})
-        records.write(str(record_dir), records.ingest_record(ingest_change_task_name(name, "")), record)
+            ops.append({"task": f"change-{name}-verify-doc-count", "error_rate": 1.0 if name in wrong_count else 0.0})
+        records.write(str(record_dir), f"ingest-change-{name}.json", record)
     if main_ingest:
-        ops += [{"task": bulk_task_name(e), "duration": w * 1000, "error_rate": 0.0} for e, w in enumerate(main_ingest, 1)]
+        ops += [{"task": f"bulk-epoch-{e}", "duration": w * 1000, "error_rate": 0.0} for e, w in enumerate(main_ingest, 1)]
         records.write(str(record_dir), records.INGEST, {"epochs": [epoch_row(e, w) for e, w in enumerate(main_ingest, 1)]})
     data = {
         "race-id": RACE_ID,

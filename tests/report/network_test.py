@@ -4,7 +4,6 @@ slope, the model, failed points never measured."""
 from pathlib import Path
 
 from report import network, races
-from runners.tasks import VERIFY_DOC_COUNT
 
 
 def op(task, median, error_rate=0.0):
@@ -109,7 +108,7 @@ def test_each_fault_row_says_whether_it_did_what_the_fault_should():
         op("healed-reset-coverage-D_td-msearch", 300),
         op("fault-black-hole-coverage-D_td-msearch", 2001, error_rate=1.0),
         op("healed-black-hole-coverage-D_td-msearch", 350, error_rate=1.0),
-        op(VERIFY_DOC_COUNT, 5),
+        op("verify-doc-count", 5),
     ]
     header, body = network.faults_table(race(ops, {"faults": ["reset", "black-hole"]}, "network-faults"))
     rows = {(r[0], r[1]): dict(zip(header, r)) for r in body}
