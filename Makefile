@@ -63,7 +63,7 @@ TOXIPROXY := $(PYTHON) local-es/toxiproxy_launcher.py
 # one Rally at a time: the previous race's processes take a moment to exit (waits, never kills)
 WAIT_FOR_RALLY := for i in $$(seq 120); do pgrep -f '[e]srally race' >/dev/null || pgrep -x esrally >/dev/null || break; sleep 1; done
 
-.PHONY: params it-versions lint format venv es-start es-versions es-stop es-status es-wipe corpus race repeat layout-sweep node-scaling test it test-fast report accuracy client-cost validation-proof compare metrics-store metrics-store-stop \
+.PHONY: params privileges it-versions lint format venv es-start es-versions es-stop es-status es-wipe corpus race repeat layout-sweep node-scaling test it test-fast report accuracy client-cost validation-proof compare metrics-store metrics-store-stop \
 	toxiproxy proxy-start proxy-clear proxy-stop proxy-status remote-start remote-stop rtt-sweep network-faults ccs-roundtrips \
 	source-cost source-large aggregation-memory width-corpora coverage-width
 
@@ -243,6 +243,10 @@ it-versions: venv
 # every track parameter with its default (declared at track.json's top) and what it accepts
 params: venv
 	@$(VPY) -m runners.parameters
+
+# each challenge's Elasticsearch privileges, as check-privileges asks for them (TRACK_PARAMS as for a race)
+privileges: venv
+	@$(VPY) -m runners.privileges $(if $(TRACK_PARAMS),--track-params="$(TRACK_PARAMS)")
 
 # unit tests only (no node, no race): seconds
 test-fast: venv lint

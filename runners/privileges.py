@@ -3,16 +3,20 @@ asks the cluster for them before anything changes.
 
 Each operation type's need is declared beside its runner (its module's OPERATIONS table, runners/registry.py); this
 module adds those of Rally's own operations the track uses and of Rally itself. The track processor sums a
-challenge's needs into its check-privileges task, the first task of every challenge; the track README's privilege
-table is the same sum (tests/runners/processor_test.py keeps the README's table equal to it).
+challenge's needs into its check-privileges task, the first task of every challenge (challenge_needs); `make
+privileges` prints the same sum for every challenge, before any race (main).
+
+    python -m runners.privileges [--track-params PARAMS]     (PARAMS as Rally's --track-params takes them)
 """
 
+import argparse
+import json
 import logging
 
 import elasticsearch
 
-from runners import cells, records, restore
-from runners.context import CONTEXT_KEY, RaceContext
+from runners import cells, corpus, load, records, restore
+from runners.context import CONTEXT_KEY, DEFAULT_CLUSTER, RaceContext
 from runners.index_checks import SEARCH_POOL_KEY
 from runners.registry import SETTINGS_CHANGE, Need, Operation
 from runners.results import error_reason
@@ -85,6 +89,21 @@ def needs(tasks, declared):
 RESTORE_SETTINGS = Need("unsets the index settings it changed for its bulks", index=("manage",))
 
 
+def challenge_needs(tasks, index_of, declared):
+    """needs() of a challenge's tasks, given as (operation type, parameters) pairs: those that reach the target cluster
+    (another cluster's, a remote's by its alias, are not the target's), each on its index (index_of(parameters)); a
+    calibration share reads and writes through its index's alias too, and only with several load-driver hosts (on one,
+    the calibration stays on it and nothing is shared through the cluster)."""
+    targeted = [
+        (kind, params, index_of(params))
+        for kind, params in tasks
+        if params.get("cluster") in (None, DEFAULT_CLUSTER)
+        if not (kind == "share-calibration" and load.HOSTS_KEY not in params)
+    ]
+    targeted += [(kind, params, load.share_alias(index)) for kind, params, index in targeted if kind == "share-calibration"]
+    return needs(targeted, declared)
+
+
 def _with_needs(tasks, declared, remote_key):
     for operation_type, params, index_name in tasks:
         need = needs_of(operation_type, declared)
@@ -155,7 +174,7 @@ class CheckPrivileges:
             raise PrivilegeError(
                 f"Challenge [{challenge}] needs privileges that user [{answer.get('username')}] lacks on the target cluster: "
                 f"{'; '.join(missing)}. Nothing was changed on the cluster: the race stopped at its first task, "
-                "check-privileges. Grant them to the user's role (the track README's privilege table lists each challenge's), "
+                "check-privileges. Grant them to the user's role (make privileges lists each challenge's), "
                 "or race a challenge that needs only what the role has"
             )
         return {**result, "security": True, "user": answer.get("username")}
@@ -189,3 +208,58 @@ def _why(operation_types, why):
 OPERATIONS = {
     "check-privileges": Operation(CheckPrivileges, Need("asks the cluster which privileges the user has"), reads_corpus=False),
 }
+
+
+def table(track_params):
+    """A markdown table of every challenge's privileges on one load-driver host, the track rendered with these
+    parameters: its cluster privileges, those on the indices it works in (the corpus index, a width's, source-large's,
+    a layout's single-document index: cluster-metrics*) and on the restore-notes index."""
+    from esrally.track import loader
+
+    from runners import widths
+    from runners.operations import OPERATIONS
+    from runners.track_files import track_dir
+
+    def index_of(params):  # as the processor binds them: a width's task works in its width's corpus set
+        width = params.get(widths.WIDTH_KEY)
+        return corpus.width_set(width, widths.rows_per_epoch(track_params, width)) if width else params.get("index") or corpus.INDEX
+
+    rendered = json.loads(loader.render_template_from_file(str(track_dir() / "track.json"), track_params))
+    names = lambda privileges: ", ".join(f"`{p}`" for p in sorted(privileges)) or "-"  # noqa: E731
+    lines = [
+        f"| challenge | cluster | index `{corpus.INDEX}*` | index `{restore.NOTES_INDEX}` |",
+        "|---|---|---|---|",
+    ]
+    for challenge in sorted(rendered["challenges"], key=lambda c: c["name"]):
+        steps = (step["parallel"]["tasks"] if "parallel" in step else [step] for step in challenge["schedule"])
+        tasks = [(task["operation"]["operation-type"], task["operation"]) for step in steps for task in step]
+        found = challenge_needs(tasks, index_of, OPERATIONS)
+        indices = {p for name, privileges in found["index"].items() if name != restore.NOTES_INDEX for p in privileges}
+        lines.append(
+            f"| `{challenge['name']}` | {names(found['cluster'])} | {names(indices)} | {names(found['index'].get(restore.NOTES_INDEX, []))} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    """make privileges: every challenge's privileges (table), the track parameters as Rally's --track-params takes them."""
+    from esrally.utils import opts
+
+    from runners import parameters
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--track-params", default="", help="k:v,k:v, JSON, or a .json file, as esrally race --track-params")
+    args = parser.parse_args(argv)
+    track_params = opts.to_dict(args.track_params) if args.track_params else {}
+    unknown = sorted(set(track_params) - set(parameters.DEFAULTS))
+    if unknown:
+        parser.error(f"this track has no parameter {', '.join(unknown)} (make params lists them). Correct TRACK_PARAMS.")
+    try:
+        parameters.check(track_params)  # a bad value named, as a race names it, not a template error
+    except parameters.ParameterError as e:
+        parser.error(f"{e}. Correct it in TRACK_PARAMS.")
+    print(table(track_params))
+
+
+if __name__ == "__main__":
+    main()

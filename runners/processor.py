@@ -30,6 +30,7 @@ from runners import cells, corpus, coverage, ingest, interleave, load, parameter
 from runners.context import CONTEXT_KEY, DEFAULT_CLUSTER, RaceContext
 from runners.network import ClearToxics, clear_toxics
 from runners.operations import OPERATIONS
+from runners.widths import WIDTH_KEY
 
 LOG = logging.getLogger(__name__)
 
@@ -179,16 +180,7 @@ def _set_privileges(challenge, context):
         own = RaceContext.of(params) if CONTEXT_KEY in params else context
         return params.get("index") or (own.index if own else None)
 
-    tasks = [
-        (task.operation.type, task.operation.params, index_of(task.operation.params))
-        for task in _tasks(challenge)
-        if task.operation.params.get("cluster") in (None, DEFAULT_CLUSTER)
-        # one load-driver host: the calibration is on it, nothing is shared through the cluster
-        if not (task.operation.type == "share-calibration" and load.HOSTS_KEY not in task.operation.params)
-    ]
-    # a calibration share reads and writes through its index's alias, whose name the privileges must cover too
-    tasks += [(kind, params, load.share_alias(index)) for kind, params, index in tasks if kind == "share-calibration"]
-    needs = privileges.needs(tasks, OPERATIONS)
+    needs = privileges.challenge_needs([(task.operation.type, task.operation.params) for task in _tasks(challenge)], index_of, OPERATIONS)
     recorded = cells.of_tasks((task.name, task.operation.params) for task in _tasks(challenge))
     for task in _tasks(challenge):
         if task.operation.type == "check-privileges":
@@ -234,7 +226,6 @@ def _reads_main_corpus(task):
     return operation is not None and operation.reads_corpus and WIDTH_KEY not in task.operation.params
 
 
-WIDTH_KEY = "corpus-width"  # a task's operation parameter: it works on that width's corpus set (coverage-width)
 SET_BOUND = ("index", "corpora")  # what the track processor rebinds on such a task to its set's index and corpora
 
 

@@ -5,6 +5,8 @@ from runners import parameters, rules
 from runners.corpus import MAX_NODES
 from runners.queries import TRANSPORTS, VARIANTS
 
+WIDTH_KEY = "corpus-width"  # a task's operation parameter: it works on that width's corpus set (the track processor binds it)
+
 # a corpus set per width, equal rows per epoch by default (the same documents to aggregate at every width, so what
 # changes is the width's own cost); per-node grows the corpus with the width
 PARAMETER_RULES = {

@@ -131,3 +131,12 @@ def test_a_cluster_without_security_allows_everything():
 def test_a_check_that_gets_no_answer_is_no_pass(status, body):
     with pytest.raises(privileges.PrivilegeError, match=f"did not say which privileges the user has \\(HTTP {status}"):
         asyncio.run(privileges.CheckPrivileges()(StubClient([(status, body)]), dict(PARAMS)))
+
+
+@pytest.mark.parametrize(
+    "given, named", [("widths:abc", "track parameter widths must be a non-empty list"), ("bulk_sise:500", "no parameter bulk_sise")]
+)
+def test_make_privileges_names_a_bad_track_parameter_before_rendering(given, named, capsys):
+    with pytest.raises(SystemExit):
+        privileges.main(["--track-params", given])
+    assert named in capsys.readouterr().err

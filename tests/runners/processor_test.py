@@ -17,7 +17,7 @@ import cmgen
 from runners import cells, corpus, interleave
 from runners import load as load_runner
 from runners import network as network_runners
-from runners import parameters, track_files
+from runners import parameters, privileges, track_files
 from runners.context import CONTEXT_KEY, RaceContext
 from runners.network import clear_toxics
 from runners.operations import OPERATIONS, PARAM_SOURCES
@@ -25,7 +25,7 @@ from runners.processor import ClusterMetricsProcessor
 from runners.queries import FETCH_KINDS, TRANSPORTS, VARIANTS
 from runners.restore import NOTES_INDEX
 from runners.toxiproxy import FAULTS
-from tests.conftest import REPO, rendered_tasks
+from tests.conftest import REPO, rendered_challenges, rendered_tasks
 
 TRACK_DIR = REPO / "tracks" / "cluster-metrics"
 SMALL = cmgen.Params(epochs=5, rows_per_epoch=1500, nodes=30, tasks=20, seed=11)
@@ -595,20 +595,13 @@ def test_the_privilege_check_names_the_indices_the_race_really_uses(width_root):
     assert all({"create_index", "index", "read"} <= set(p) for p in widths), params["index"]
 
 
-TRACK_README = TRACK_DIR / "README.md"
-
-
-def readme_privileges():
-    """{challenge: (cluster privileges, the corpus index's, the notes index's)} of the track README's table."""
-    text = TRACK_README.read_text()
-    section = text[text.index("## Privileges") :]
+def table_rows(text):
+    """{challenge: (cluster privileges, the indices', the notes index's)} of make privileges' table."""
     rows = {}
-    for line in section.splitlines()[1:]:
-        if line.startswith("## "):
-            break
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if line.startswith("| `") and len(cells) == 4:
-            rows[cells[0].strip("`")] = tuple(sorted(re.findall(r"`([a-z_]+)`", c)) for c in cells[1:])
+    for line in text.splitlines():
+        columns = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| `") and len(columns) == 4:
+            rows[columns[0].strip("`")] = tuple(sorted(re.findall(r"`([a-z_]+)`", c)) for c in columns[1:])
     return rows
 
 
@@ -622,7 +615,9 @@ class AnyProxy:
         return {"name": name, "listen": "127.0.0.1:9290"}
 
 
-def test_the_track_readme_privilege_table_is_what_the_processor_hands_each_challenges_check(corpus_root, width_root, monkeypatch):
+def test_make_privileges_prints_what_the_processor_hands_each_challenges_check(corpus_root, width_root, monkeypatch):
+    """make privileges sums each challenge's needs from the track rendered with the parameters, before any race and
+    without a corpus; the processor sums them at load from the race's corpus sets: the same table."""
     from runners import network
 
     monkeypatch.setattr(network, "Toxiproxy", AnyProxy)
@@ -632,9 +627,16 @@ def test_the_track_readme_privilege_table_is_what_the_processor_hands_each_chall
         needs = check_privileges_params(load(root, params, test_mode, challenge=challenge), challenge)
         corpus_index = sorted({p for name, privileges in needs["index"].items() if name != NOTES_INDEX for p in privileges})
         found[challenge] = (needs["cluster"], corpus_index, needs["index"].get(NOTES_INDEX, []))
-    cell = lambda privileges: ", ".join(f"`{p}`" for p in privileges) or "-"  # noqa: E731
-    table = "\n".join(f"| `{name}` | {' | '.join(cell(p) for p in row)} |" for name, row in sorted(found.items()))
-    assert readme_privileges() == found, f"the track README's rows, as the processor sums them:\n{table}"
+    printed = privileges.table(WIDTH_PARAMS)
+    assert table_rows(printed) == found and len(found) == len(rendered_challenges({}))
+    # least privilege: a query challenge reads, only the challenges that change a cluster setting manage the cluster
+    assert found["query-decomposition"] == (["monitor"], ["read", "view_index_metadata"], ["read"])
+    assert {name for name, (cluster, _, _) in found.items() if "manage" in cluster} == {
+        "aggregation-memory",
+        "ccs-roundtrips",
+        "coverage-width",
+        "source-large",
+    }
 
 
 def test_every_default_passes_its_own_rule_and_make_params_names_what_each_accepts():
