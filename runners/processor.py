@@ -58,58 +58,39 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
         if not race_id:
             _describe(track, root, test_mode)  # esrally list/info: counts from the manifest, nothing checked
             return
-        checksums = parameters.value(user_params, "verify_corpus_checksums")
         selected = track.selected_challenge_or_default
-        verified = CorpusChecks(os.path.join(paths.race_root(self.cfg, race_id), records.RECORD_DIR), checksums)
+        main, width_sets = self._corpus_sets(track, selected, root, test_mode, user_params, race_id)
+        hosts = self.cfg.opts("driver", "load_driver_hosts", mandatory=False, default_value=None)
+        try:
+            _check_challenge(selected, main or next(iter(width_sets.values())), user_params)  # a challenge has corpus tasks
+            interleave.assign(list(_tasks(selected)), parameters.value(user_params, "schedule_seed"), hosts)
+        except ValueError as e:
+            raise exceptions.SystemSetupError(f"Challenge [{selected.name}]: {e}.") from None
+        _set_load_driver_hosts(selected, race_id, hosts)
+        _bind_operations(track, selected, main, width_sets, _clusters(self.cfg))
+        _set_privileges(selected, main or next(iter(width_sets.values()), None))
+
+    def _corpus_sets(self, track, selected, root, test_mode, user_params, race_id):
+        """(the main corpus's context or None, {width: context}) of the challenge that runs, each file it reads checked
+        once per race and host; the main corpus's fingerprint in its index's mapping. A challenge that reads no
+        generated corpus (source-large) gets a context of the race's record folder alone."""
+        record_dir = os.path.join(paths.race_root(self.cfg, race_id), records.RECORD_DIR)
+        verified = CorpusChecks(record_dir, parameters.value(user_params, "verify_corpus_checksums"))
         try:
             # the main corpus unless every corpus-bound task of the race names a width set (coverage-width)
             main = None
             if any(_reads_main_corpus(t) for t in _tasks(selected)):
                 main = self._context(track, corpus.require_manifest(root), root, test_mode, verified, race_id)
-            widths = _width_sets(track, selected, root, test_mode, verified, user_params, race_id, self.cfg)
-            if main is None and not widths:  # a challenge that reads no generated corpus (source-large): its records only
-                main = RaceContext.records_only(os.path.join(paths.race_root(self.cfg, race_id), records.RECORD_DIR))
+            width_sets = _width_sets(track, selected, root, test_mode, verified, user_params, race_id, self.cfg)
         except corpus.CorpusError as e:
             # Rally loads the track again on each load-driver host, with that host's rally.ini: say which host
             raise exceptions.SystemSetupError(f"{e} (host {socket.gethostname()})") from None
+        if main is None and not width_sets:
+            main = RaceContext.records_only(record_dir)
         for index in track.indices:
             if main and index.name == main.index:
                 index.body.setdefault("mappings", {})["_meta"] = {corpus.FINGERPRINT_KEY: main.fingerprint}
-        try:
-            _check_challenge(selected, main or next(iter(widths.values())), user_params)  # a challenge has corpus tasks
-            hosts = self.cfg.opts("driver", "load_driver_hosts", mandatory=False, default_value=None)
-            interleave.assign(list(_tasks(selected)), parameters.value(user_params, "schedule_seed"), hosts)
-        except ValueError as e:
-            raise exceptions.SystemSetupError(f"Challenge [{selected.name}]: {e}.") from None
-        clusters = _clusters(self.cfg)
-        _set_load_driver_hosts(selected, race_id, hosts)
-        as_params = {}  # each context's operation parameter, built once
-        for challenge in track.challenges:
-            for task in _tasks(challenge):
-                width = widths.get(task.operation.params.get(WIDTH_KEY)) if challenge is selected else None
-                if width:
-                    _bind_to_set(task, width)
-                context = width or main or next(iter(widths.values()), None)  # the record folder is the race's
-                operation = OPERATIONS.get(task.operation.type)
-                if operation is None or context is None:
-                    continue
-                # only the challenge that runs is checked: another's needs (a proxy, a remote) are not this race's
-                if challenge is selected:
-                    try:
-                        scope.validate(task.operation.params, operation.param_source)
-                        _check_cluster(task.operation.params, clusters)
-                        if operation.validate:
-                            operation.validate(task.operation.params, task.clients, context)
-                    except ValueError as e:
-                        raise exceptions.SystemSetupError(f"Task [{task.name}]: {e}.") from None
-                if context.index not in as_params:
-                    as_params[context.index] = context.as_param()
-                task.operation.params[CONTEXT_KEY] = as_params[context.index]
-                if task.time_period is None and task.warmup_time_period is None:
-                    # the warmup as it runs (after --test-mode's reduction): Rally does not tell a runner which samples
-                    # are warmup, and the coverage records each sample as measured or not (runners/coverage.py)
-                    task.operation.params[coverage.WARMUPS_KEY] = task.warmup_iterations or 0
-        _set_privileges(selected, main or next(iter(widths.values()), None))
+        return main, width_sets
 
     def on_prepare_track(self, track, data_root_dir):
         """Before the benchmark starts, on each load-driver host (Rally's track preparator there, with that host's
@@ -141,6 +122,38 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
             _set_counts(data_set, entry)
             epochs.append(epoch)
         return set_context(manifest, root, epochs, test_mode, verified, paths.race_root(self.cfg, race_id))
+
+
+def _bind_operations(track, selected, main, width_sets, clusters):
+    """Each task of our operations gets the race context of its corpus set (a width's task is bound to its width's set
+    first) and, where it counts iterations, its warm-up as it runs; the challenge that runs has each of its tasks
+    validated (its parameters, the cluster it asks, its operation's own rules), naming the task."""
+    as_params = {}  # each context's operation parameter, built once
+    for challenge in track.challenges:
+        for task in _tasks(challenge):
+            width = width_sets.get(task.operation.params.get(WIDTH_KEY)) if challenge is selected else None
+            if width:
+                _bind_to_set(task, width)
+            context = width or main or next(iter(width_sets.values()), None)  # the record folder is the race's
+            operation = OPERATIONS.get(task.operation.type)
+            if operation is None or context is None:
+                continue
+            # only the challenge that runs is checked: another's needs (a proxy, a remote) are not this race's
+            if challenge is selected:
+                try:
+                    scope.validate(task.operation.params, operation.param_source)
+                    _check_cluster(task.operation.params, clusters)
+                    if operation.validate:
+                        operation.validate(task.operation.params, task.clients, context)
+                except ValueError as e:
+                    raise exceptions.SystemSetupError(f"Task [{task.name}]: {e}.") from None
+            if context.index not in as_params:
+                as_params[context.index] = context.as_param()
+            task.operation.params[CONTEXT_KEY] = as_params[context.index]
+            if task.time_period is None and task.warmup_time_period is None:
+                # the warmup as it runs (after --test-mode's reduction): Rally does not tell a runner which samples
+                # are warmup, and the coverage records each sample as measured or not (runners/coverage.py)
+                task.operation.params[coverage.WARMUPS_KEY] = task.warmup_iterations or 0
 
 
 def _clusters(cfg):
