@@ -66,7 +66,9 @@ def cell_task(race, **cell):
 
 def faults_in_schedule_order():
     tasks = [t["operation"]["name"] for t in rendered_tasks(rendered_challenges()["network-faults"])]
-    under = {cell["fault"]: task for task, cell in races.rendered_cells("network-faults", "{}").items() if cell["transport"] == FAULTED[0]}
+    under = {
+        cell["fault"]: task for task, cell in races.rendered_cells("network-faults", "{}").items() if cell.get("transport") == FAULTED[0]
+    }
     order = sorted(FAULTS, key=lambda f: tasks.index(under[f]))
     assert sorted(order) == sorted(DEFAULTS["faults"]) == sorted(FAULTS)  # the race's default: every fault
     return order
