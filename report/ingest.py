@@ -149,7 +149,7 @@ def ingest_time_table(race):
     assembling the next body). The wall time is Rally's task duration, which ends where the last request starts, plus
     that request (a mean processing time). With several bulk clients the requests overlap and the parts do not add
     up: None."""
-    ops = race.op_metrics()
+    ops, prefix = race.op_metrics(), ingest_prefix(race) or ""
     epochs = race.ingest.get("epochs", []) if race.ingest else []
     header = [
         "epoch",
@@ -167,7 +167,7 @@ def ingest_time_table(race):
             if None in (wall, service, processing) or not e["bulk-requests"]:
                 return None
         else:
-            bulk = ops.get(epoch_task(ingest_prefix(race) or "", e["epoch"]), {})
+            bulk = ops.get(epoch_task(prefix, e["epoch"]), {})
             times = [bulk.get(kind, {}).get("mean") for kind in ("service_time", "processing_time")]
             if bulk.get("duration") is None or None in times or not e["bulk-requests"]:
                 return None

@@ -15,7 +15,7 @@ from runners.corpus import races_root
 from runners.ingest import recount_bulk_tooks
 from runners.load import read_steps
 from runners.queries import SOURCE_MODES
-from runners.track_files import track_dir
+from runners.track_files import rendered_tasks, track_dir
 
 # parameters that hold a list (a user may give a comma-separated string)
 LIST_PARAMETERS = {name for name, default in parameters.DEFAULTS.items() if isinstance(default, list)}
@@ -120,8 +120,7 @@ def rendered_cells(challenge, track_params):
         raise ReportError(f"the track does not render with the race's parameters {track_params}, so its cells are unknown: {e}")
     for candidate in rendered["challenges"]:
         if candidate["name"] == challenge:
-            steps = (step["parallel"]["tasks"] if "parallel" in step else [step] for step in candidate["schedule"])
-            return cells.of_tasks((task["operation"]["name"], task["operation"]) for step in steps for task in step)
+            return cells.of_tasks((task["operation"]["name"], task["operation"]) for task in rendered_tasks(candidate))
     return {}
 
 

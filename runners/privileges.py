@@ -216,23 +216,21 @@ def table(track_params):
     a layout's single-document index: cluster-metrics*) and on the restore-notes index."""
     from esrally.track import loader
 
-    from runners import widths
+    from runners import track_files, widths
     from runners.operations import OPERATIONS
-    from runners.track_files import track_dir
 
     def index_of(params):  # as the processor binds them: a width's task works in its width's corpus set
         width = params.get(widths.WIDTH_KEY)
         return corpus.width_set(width, widths.rows_per_epoch(track_params, width)) if width else params.get("index") or corpus.INDEX
 
-    rendered = json.loads(loader.render_template_from_file(str(track_dir() / "track.json"), track_params))
+    rendered = json.loads(loader.render_template_from_file(str(track_files.track_dir() / "track.json"), track_params))
     names = lambda privileges: ", ".join(f"`{p}`" for p in sorted(privileges)) or "-"  # noqa: E731
     lines = [
         f"| challenge | cluster | index `{corpus.INDEX}*` | index `{restore.NOTES_INDEX}` |",
         "|---|---|---|---|",
     ]
     for challenge in sorted(rendered["challenges"], key=lambda c: c["name"]):
-        steps = (step["parallel"]["tasks"] if "parallel" in step else [step] for step in challenge["schedule"])
-        tasks = [(task["operation"]["operation-type"], task["operation"]) for step in steps for task in step]
+        tasks = [(task["operation"]["operation-type"], task["operation"]) for task in track_files.rendered_tasks(challenge)]
         found = challenge_needs(tasks, index_of, OPERATIONS)
         indices = {p for name, privileges in found["index"].items() if name != restore.NOTES_INDEX for p in privileges}
         lines.append(

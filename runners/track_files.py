@@ -53,3 +53,10 @@ def _parse(text):
         except json.JSONDecodeError:
             defaults[name] = Expression(expression)
     return defaults
+
+
+def rendered_tasks(challenge):
+    """A rendered challenge's tasks (track.json rendered as Rally renders it), those inside a parallel element
+    included, in schedule order."""
+    for element in challenge["schedule"]:
+        yield from element["parallel"]["tasks"] if "parallel" in element else [element]

@@ -19,6 +19,7 @@ sys.path.insert(0, str(REPO / "corpora-gen"))
 
 from runners import corpus  # noqa: E402
 from runners import records  # noqa: E402
+from runners.track_files import rendered_tasks  # noqa: E402,F401  (the tests import it from here)
 
 TEST_PORT = int(os.environ.get("TEST_ES_PORT", "9250"))
 # the Elasticsearch version of every node the suite starts: the launcher's default (the study's) unless TEST_ES_VERSION
@@ -62,12 +63,6 @@ def challenges_raced_by_their_own_module():
             for challenge in VERSIONS_MARK.findall(path.read_text()):
                 found.setdefault(challenge, path.stem)
     return found
-
-
-def rendered_tasks(challenge):
-    """A rendered challenge's tasks, those inside a parallel element included, in schedule order."""
-    for element in challenge["schedule"]:
-        yield from element["parallel"]["tasks"] if "parallel" in element else [element]
 
 
 def es_url(path="", port=TEST_PORT):
