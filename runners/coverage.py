@@ -4,6 +4,7 @@ import copy
 import json
 import struct
 import time
+from collections import Counter
 
 import elasticsearch
 
@@ -17,10 +18,12 @@ from runners.validation import (
     FetchExpectation,
     NodeExpectation,
     PercentileErrors,
+    breaker_trips_meta,
     check_fetch_response,
     check_node_response,
     check_terms_response,
-    request_breaker_tripped,
+    described,
+    tripped_breakers,
 )
 
 JSON = {"content-type": "application/json", "accept": "application/json", **wire.IDENTITY}
@@ -417,9 +420,9 @@ def http_error(error, where, unit="coverages"):
             body = body.decode("utf-8", "replace")[:200]
     reason = body
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        reason = f"{body['error'].get('type')}: {body['error'].get('reason')}"
+        reason = described(body["error"])
     description = f"{where}: HTTP {error.status_code} ({reason}); not retried"
-    meta = {"http-status": error.status_code, **({"request-breaker-trips": 1} if request_breaker_tripped(body) else {})}
+    meta = {"http-status": error.status_code, **breaker_trips_meta(Counter(tripped_breakers(body)))}
     return results.failed(description, "http", unit, meta)
 
 

@@ -54,7 +54,8 @@ class BreakerFloor:
     geometric steps between LOWEST_LIMIT_BYTES and the node's limit until the bracket is narrower than `resolution`
     (relative): a limit passes when `attempts` coverages in a row pass, and is too low when a coverage fails and the
     coverage's own answer is the request breaker rejecting it. A failure without a trip (a wrong answer, a shard failure that is not the
-    breaker, a network error) ends the bisection as a failed sample naming it. The setting's persistent value is noted
+    breaker, a network error) ends the bisection as a failed sample naming it; so does the parent breaker rejecting a
+    coverage (the heap in use, garbage included, past its limit: no floor of this coverage), naming the heap. The setting's persistent value is noted
     on the cluster before the first change (runners/restore.py) and put back as it was (removed if it was not set),
     in a finally block, and read back; a restore that fails raises, naming the setting and the request to set it by
     hand, and leaves the note for the next race.
@@ -94,15 +95,23 @@ class BreakerFloor:
             candidate = LOWEST_LIMIT_BYTES
             while candidate is not None:
                 steps += 1
-                outcome, ran = await self._try(es, params, candidate, carried)
+                outcome, ran, problem = await self._try(es, params, candidate, carried)
                 coverages += ran
                 if outcome == "pass":
                     high = candidate
                 elif outcome == "trip":
                     low = candidate
+                elif outcome == "parent":
+                    return _failed(
+                        params,
+                        f"at a limit of {candidate} bytes, the parent breaker rejected a coverage: the node's heap in use "
+                        "(garbage included) passed indices.breaker.total.limit before the request limit did, which says "
+                        "nothing of this coverage's need. Give the node a larger heap (make's local node: HEAP=2g) or "
+                        f"leave this cell out: {problem}",
+                    )
                 else:
                     return _failed(
-                        params, f"at a limit of {candidate} bytes, a coverage failed without tripping the " f"request breaker: {outcome}"
+                        params, f"at a limit of {candidate} bytes, a coverage failed without tripping the request breaker: {problem}"
                     )
                 candidate = _next_limit(low, high, params["resolution"])
         finally:
@@ -134,15 +143,18 @@ class BreakerFloor:
         return None
 
     async def _try(self, es, params, limit, carried):
-        """("pass" | "trip" | a failure's description, coverages run) at this limit."""
+        """(outcome, coverages run, the failure's description) at this limit; outcome "pass", "trip" (the request
+        breaker rejected the coverage), "parent" (the parent breaker did, and not the request breaker) or "failed"."""
         await _put_limit(es, f"{limit}b")
         for ran in range(1, params["attempts"] + 1):
             result = await self._covered(es, params, carried)
             if not result["success"]:
                 # too low only when this coverage's own answer is the request breaker rejecting it: a trip elsewhere
                 # on a shared cluster says nothing of this coverage's need
-                return ("trip" if result.get("request-breaker-trips") else result["error-description"]), ran
-        return "pass", params["attempts"]
+                if result.get("request-breaker-trips"):
+                    return "trip", ran, None
+                return ("parent" if result.get("parent-breaker-trips") else "failed"), ran, result["error-description"]
+        return "pass", params["attempts"], None
 
     async def _covered(self, es, params, carried):
         """One coverage, its record operations (its validation row) added to `carried`: a metrics store then rebuilds

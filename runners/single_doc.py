@@ -24,6 +24,7 @@ from runners.index_body import FreshIndexBodyParamSource
 from runners.ingest import recreate_indices
 from runners.registry import Need, Operation
 from runners.restore import JSON, body_of
+from runners.validation import described
 
 RECORD_KEY = "single-doc"  # the layout record's (layouts.record_name) section of the single-document indexing
 OUTCOMES_DIR = "single-doc"  # in the record folder: <layout>/client-<i>.txt, one line per request
@@ -221,7 +222,7 @@ def check_answer(result, shards, copies):
 def _reason(error):
     body = error.body
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        return f"{body['error'].get('type')}: {body['error'].get('reason')}"
+        return described(body["error"])
     return results.error_reason(error)
 
 

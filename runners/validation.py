@@ -21,6 +21,7 @@
 
 import decimal
 import math
+import re
 from collections import Counter
 
 from runners import queries
@@ -106,29 +107,55 @@ class NodeExpectation:
                     self.percentiles[field][p] = (low, high, exact)
 
 
-def request_breaker_tripped(error):
-    """Whether an Elasticsearch error object, at any depth (caused_by, root_cause, failed shards), is the request circuit
-    breaker rejecting the request ("[request] Data too large"), rather than any other failure or another breaker."""
+BREAKER_TRIP = re.compile(r"\[(\w+)\] Data too large")  # a circuit_breaking_exception's reason names its breaker
+# the breakers a sample's meta counts: the request breaker (the limit aggregation-memory bisects) and the parent
+# breaker (the node's whole heap in use, garbage included, over indices.breaker.total.limit: 95% of the heap)
+COUNTED_BREAKERS = ("request", "parent")
+
+
+def tripped_breakers(error):
+    """The circuit breakers ("request", "parent", ...) that rejected a request, as an Elasticsearch error object names
+    them at any depth (caused_by, root_cause, failed shards)."""
+    found = set()
     if isinstance(error, dict):
-        if error.get("type") == "circuit_breaking_exception" and str(error.get("reason", "")).startswith("[request]"):
-            return True
-        return any(request_breaker_tripped(v) for v in error.values() if isinstance(v, (dict, list)))
-    if isinstance(error, list):
-        return any(request_breaker_tripped(v) for v in error)
-    return False
+        match = BREAKER_TRIP.match(str(error.get("reason", ""))) if error.get("type") == "circuit_breaking_exception" else None
+        found.update([match.group(1)] if match else [])
+        values = error.values()
+    else:
+        values = error if isinstance(error, list) else ()
+    for value in values:
+        if isinstance(value, (dict, list)):
+            found |= tripped_breakers(value)
+    return found
+
+
+def breaker_trips_meta(counts):
+    """A sample's meta of {breaker: trips}: request-breaker-trips, parent-breaker-trips where not 0."""
+    return {f"{name}-breaker-trips": counts[name] for name in COUNTED_BREAKERS if counts.get(name)}
+
+
+def described(error):
+    """ "type: reason" of an Elasticsearch error object. A search that failed as a whole (its reduce on the
+    coordinating node) has an empty reason: its cause is named instead."""
+    if not isinstance(error, dict):
+        return str(error)
+    cause = error.get("caused_by")
+    if not error.get("reason") and isinstance(cause, dict):
+        return f"{error.get('type')}, caused by {described(cause)}"
+    return f"{error.get('type')}: {error.get('reason')}"
 
 
 class CoverageErrors:
     """Collects mismatches and counts the checks made; the description names epoch, node and field of the first few.
-    request_breaker_trips: how many of this coverage's own answers were the request breaker rejecting it."""
+    breaker_trips: how many of this coverage's own answers each circuit breaker rejected."""
 
     def __init__(self):
         self.messages = []
         self.checks = 0
-        self.request_breaker_trips = 0
+        self.breaker_trips = Counter()
 
     def note_error(self, error):
-        self.request_breaker_trips += request_breaker_tripped(error)
+        self.breaker_trips.update(tripped_breakers(error))
 
     def check(self, ok, message):
         self.checks += 1
@@ -148,10 +175,7 @@ class CoverageErrors:
         return shown + (f"; and {more} more" if more > 0 else "")
 
     def as_meta(self):
-        meta = {"checks": self.checks, "failed-checks": len(self.messages)}
-        if self.request_breaker_trips:
-            meta["request-breaker-trips"] = self.request_breaker_trips
-        return meta
+        return {"checks": self.checks, "failed-checks": len(self.messages), **breaker_trips_meta(self.breaker_trips)}
 
 
 class PercentileErrors:
@@ -257,10 +281,8 @@ def check_node_response(response, node, epoch, expected, errors, pct_errors):
     if "error" in response:
         error = response["error"]
         errors.note_error(error)
-        reason = error.get("reason") if isinstance(error, dict) else error
-        kind = error.get("type") if isinstance(error, dict) else "error"
         status = f"status {response['status']}, " if "status" in response else ""
-        errors.add(f"{where}: {status}{kind}: {reason}")
+        errors.add(f"{where}: {status}{described(error) if isinstance(error, dict) else f'error: {error}'}")
         return None
     check_shards(response, where, errors)
     total = response.get("hits", {}).get("total", {})

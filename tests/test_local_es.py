@@ -30,6 +30,35 @@ def test_root_endpoint_reports_version(es_node):
     assert body["cluster_uuid"] and body["tagline"] == "You Know, for Search"
 
 
+def test_the_node_runs_with_what_the_distributions_server_cli_adds_to_its_jvm(es_node):
+    """The launcher starts the server without its CLI: the CLI's G1 choices for a 1 GB heap reach the JVM."""
+    status, body = http("GET", "/_nodes/_local/jvm")
+    (node,) = body["nodes"].values()
+    arguments = node["jvm"]["input_arguments"]
+    assert status == 200 and "G1 Young Generation" in node["jvm"]["gc_collectors"]
+    for choice in (
+        "-XX:MaxDirectMemorySize=512m",
+        "-XX:G1HeapRegionSize=4m",
+        "-XX:InitiatingHeapOccupancyPercent=30",
+        "-XX:G1ReservePercent=15",
+    ):
+        assert choice in arguments
+
+
+def test_jvm_ergonomics_follow_the_heap_as_the_server_cli_does(esnode):
+    assert esnode.jvm_ergonomics(512) == [
+        "-XX:MaxDirectMemorySize=256m",
+        "-XX:G1HeapRegionSize=4m",
+        "-XX:InitiatingHeapOccupancyPercent=30",
+        "-XX:G1ReservePercent=15",
+    ]
+    assert esnode.jvm_ergonomics(8192) == [
+        "-XX:MaxDirectMemorySize=4096m",
+        "-XX:InitiatingHeapOccupancyPercent=30",
+        "-XX:G1ReservePercent=25",
+    ]
+
+
 def test_start_is_idempotent(es_node):
     result = launcher("start")
     assert result.returncode == 0

@@ -95,6 +95,28 @@ def test_a_429_is_a_failed_sample_naming_the_status(context):
     assert len(client.sent) == 2  # the coverage stops at the failed request
 
 
+def test_a_search_that_failed_as_a_whole_is_described_by_its_cause(context):
+    """Elasticsearch 9.5 answered a serial search whose reduce the parent breaker rejected with an empty reason (its
+    cause in caused_by): the description names the cause and the meta counts the breaker, not the request's."""
+    parent = "[parent] Data too large, data for [<reduce>] would be [1022513836/975.1mb], real usage: [1022512640/975.1mb]"
+    rejected = {
+        "error": {
+            "type": "search_phase_execution_exception",
+            "reason": "",
+            "phase": "fetch",
+            "caused_by": {"type": "circuit_breaking_exception", "reason": parent},
+        },
+        "status": 429,
+    }
+    client = StubClient([(429, rejected)])
+    result = run(client, source(context, "serial").params())
+    assert result["success"] is False and result["parent-breaker-trips"] == 1 and "request-breaker-trips" not in result
+    assert result["error-description"] == (
+        "D_td/serial: epoch 1 node N001, request 1 of 3: HTTP 429 (search_phase_execution_exception, caused by "
+        f"circuit_breaking_exception: {parent}); not retried"
+    )
+
+
 def test_a_503_on_msearch_is_a_failed_sample(context):
     client = StubClient([(503, {"error": {"type": "unavailable", "reason": "no master"}, "status": 503})])
     result = run(client, source(context, "msearch").params())

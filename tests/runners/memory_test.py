@@ -12,20 +12,27 @@ from runners import records
 from runners.context import CONTEXT_KEY
 from runners.memory import BREAKER_SETTING, LOWEST_LIMIT_BYTES, BreakerFloor, BreakerFloorParamSource
 from runners.restore import NOTES_INDEX, RestoreError
-from runners.validation import request_breaker_tripped
+from runners.validation import described, tripped_breakers
 from tests.runners.coverage_test import answers
 from tests.runners.stub_client import Response, _meta
 
 NODE_LIMIT = 644_245_094  # 60% of a 1 GB heap, as a real node reports it
+PARENT_TRIP = {  # as Elasticsearch 9.5.3 named it in a CI run (a 1 GB heap)
+    "type": "circuit_breaking_exception",
+    "reason": "[parent] Data too large, data for [<http_request>] would be [1022513836/975.1mb], which is larger than the "
+    "limit of [1020054732/972.7mb], real usage: [1022512640/975.1mb], new bytes reserved: [1196/1.1kb]",
+}
 
 
 class BreakerCluster:
     """One node: a persistent breaker limit, the request breaker's trip count, young GC counters, and correct
     msearch coverage answers while the limit is at least `need` bytes (a breaker error and a trip below it).
-    fail_at: the coverage request (1-based) that gets an answer with a wrong hit count instead."""
+    fail_at: the coverage request (1-based) that gets an answer with a wrong hit count instead; parent_at: the one
+    whose first search the parent breaker rejects (as Elasticsearch 9.5 answers a reduce it rejected)."""
 
-    def __init__(self, context, need, persistent=None, fail_at=None, transient=None, foreign_trips=False):
+    def __init__(self, context, need, persistent=None, fail_at=None, transient=None, foreign_trips=False, parent_at=None):
         self.context, self.need, self.fail_at, self.foreign_trips = context, need, fail_at, foreign_trips
+        self.parent_at = parent_at
         self.persistent, self.transient = persistent, transient
         self.trips, self.coverages, self.gcs, self.raw, self.puts = 0, 0, 0, False, []
         self.notes = None  # the restore notes index: None until a note is first written
@@ -96,6 +103,12 @@ class BreakerCluster:
         if self.coverages == self.fail_at:
             answer = json.loads(json.dumps(answer))
             answer["responses"][0]["hits"]["total"]["value"] += 1
+        elif self.coverages == self.parent_at:
+            answer = json.loads(json.dumps(answer))
+            answer["responses"][0] = {
+                "status": 429,
+                "error": {"type": "search_phase_execution_exception", "reason": "", "phase": "fetch", "caused_by": PARENT_TRIP},
+            }
         elif self._limit() < self.need:
             self.trips += 1
             answer = json.loads(json.dumps(answer))
@@ -201,22 +214,48 @@ def test_the_bisection_ends_at_any_resolution(context, tmp_path):
 @pytest.mark.parametrize(
     "error,tripped",
     [
-        ({"type": "circuit_breaking_exception", "reason": "[request] Data too large, data for [<reused_arrays>]"}, True),
+        ({"type": "circuit_breaking_exception", "reason": "[request] Data too large, data for [<reused_arrays>]"}, {"request"}),
         (
             {
                 "type": "search_phase_execution_exception",
                 "root_cause": [{"type": "circuit_breaking_exception", "reason": "[request] Data too large"}],
             },
-            True,
+            {"request"},
         ),
-        ([{"shard": 0, "reason": {"type": "circuit_breaking_exception", "reason": "[request] Data too large"}}], True),
-        ({"type": "circuit_breaking_exception", "reason": "[parent] Data too large, real usage"}, False),
-        ({"type": "es_rejected_execution_exception", "reason": "rejected"}, False),
-        ("[request] Data too large", False),
+        ([{"shard": 0, "reason": {"type": "circuit_breaking_exception", "reason": "[request] Data too large"}}], {"request"}),
+        ({"type": "circuit_breaking_exception", "reason": "[parent] Data too large, real usage"}, {"parent"}),
+        ({"type": "search_phase_execution_exception", "reason": "", "caused_by": PARENT_TRIP}, {"parent"}),
+        ({"type": "es_rejected_execution_exception", "reason": "rejected"}, set()),
+        ({"type": "illegal_argument_exception", "reason": "[request] Data too large"}, set()),
+        ("[request] Data too large", set()),
     ],
 )
-def test_only_the_request_breaker_rejecting_this_request_is_a_trip(error, tripped):
-    assert request_breaker_tripped(error) is tripped
+def test_a_trip_is_read_from_the_breaker_that_rejected_this_request(error, tripped):
+    assert tripped_breakers(error) == tripped
+
+
+def test_an_error_without_a_reason_is_described_by_its_cause():
+    assert described({"type": "search_phase_execution_exception", "reason": "", "caused_by": PARENT_TRIP}) == (
+        f"search_phase_execution_exception, caused by circuit_breaking_exception: {PARENT_TRIP['reason']}"
+    )
+    assert described({"type": "search_phase_execution_exception", "reason": "all shards failed"}) == (
+        "search_phase_execution_exception: all shards failed"
+    )
+
+
+@pytest.mark.parametrize("parent_at", [2, 7])
+def test_a_parent_breaker_trip_is_no_floor_and_names_the_heap(context, tmp_path, parent_at):
+    """The parent breaker (the heap in use, garbage included) rejecting a coverage at the node's own limit or midway
+    fails the cell naming the heap: the bisection neither reads it as "too low" nor tries the limit again."""
+    cluster = BreakerCluster(context, 150_000, persistent="55%", parent_at=parent_at)
+    result = run(cluster, params(context, tmp_path))
+    assert result["success"] is False and cluster.coverages == parent_at
+    assert "[parent] Data too large" in result["error-description"]
+    if parent_at > 3:  # after the baseline's 3 coverages at the node's own limit
+        assert "the parent breaker rejected a coverage" in result["error-description"] and "HEAP=2g" in result["error-description"]
+    else:
+        assert "fails at the node's own limit" in result["error-description"] and cluster.puts == []
+    assert cluster.persistent == "55%" and cluster.notes in (None, {})
 
 
 def test_the_limit_is_noted_on_the_cluster_before_it_changes_and_the_note_goes_after(context, tmp_path):
