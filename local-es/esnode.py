@@ -570,7 +570,7 @@ def check_unprivileged_access(prefix, version):
 
 
 def jvm_ergonomics(heap_mb):
-    """What the distribution's server-cli adds to the JVM options for this heap (JvmErgonomics.choose, 8.17 to 9.5),
+    """What the distribution's server-cli adds to the JVM options for this heap (JvmErgonomics.choose; since 7.10, #63413),
     since this launcher starts the server without it: direct memory at half the heap and, on a G1 heap under 8 GB,
     4 MB regions, concurrent marking from 30% occupancy and a 15% reserve. Without them G1 lets a small heap fill
     further before it collects, and the real-memory parent breaker (95% of the heap) rejects requests a
