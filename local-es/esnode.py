@@ -575,12 +575,13 @@ def jvm_ergonomics(heap_mb):
     4 MB regions, concurrent marking from 30% occupancy and a 15% reserve. Without them G1 lets a small heap fill
     further before it collects, and the real-memory parent breaker (95% of the heap) rejects requests a
     distribution's node serves."""
-    choices = [f"-XX:MaxDirectMemorySize={heap_mb // 2}m"]
-    if heap_mb < 8 * 1024:
-        choices += ["-XX:G1HeapRegionSize=4m", "-XX:InitiatingHeapOccupancyPercent=30", "-XX:G1ReservePercent=15"]
-    else:
-        choices += ["-XX:InitiatingHeapOccupancyPercent=30", "-XX:G1ReservePercent=25"]
-    return choices
+    small = heap_mb < 8 * 1024
+    return [
+        f"-XX:MaxDirectMemorySize={heap_mb // 2}m",
+        *(["-XX:G1HeapRegionSize=4m"] if small else []),
+        "-XX:InitiatingHeapOccupancyPercent=30",
+        f"-XX:G1ReservePercent={15 if small else 25}",
+    ]
 
 
 def java_command(java, node, heap_mb, major, version=DEFAULT_VERSION):

@@ -53,12 +53,13 @@ class BreakerFloor:
     young GCs and GC time they cause are kept. Then the limit (set as a persistent cluster setting) is bisected in
     geometric steps between LOWEST_LIMIT_BYTES and the node's limit until the bracket is narrower than `resolution`
     (relative): a limit passes when `attempts` coverages in a row pass, and is too low when a coverage fails and the
-    coverage's own answer is the request breaker rejecting it. A failure without a trip (a wrong answer, a shard failure that is not the
-    breaker, a network error) ends the bisection as a failed sample naming it; so does the parent breaker rejecting a
-    coverage (the heap in use, garbage included, past its limit: no floor of this coverage), naming the heap. The setting's persistent value is noted
-    on the cluster before the first change (runners/restore.py) and put back as it was (removed if it was not set),
-    in a finally block, and read back; a restore that fails raises, naming the setting and the request to set it by
-    hand, and leaves the note for the next race.
+    coverage's own answer is the request breaker rejecting it. A failure without a trip (a wrong answer, a shard
+    failure that is not the breaker, a network error) ends the bisection as a failed sample naming it; so does the
+    parent breaker rejecting a coverage (the heap in use, garbage included, past its limit: no floor of this
+    coverage), naming the heap. The setting's persistent value is noted on the cluster before the first change
+    (runners/restore.py) and put back as it was (removed if it was not set), in a finally block, and read back; a
+    restore that fails raises, naming the setting and the request to set it by hand, and leaves the note for the next
+    race.
 
     Returns: floor-bytes (the lowest limit that passed), below-bytes (the highest limit that tripped, 0 if none),
     original-limit-bytes, young-gcs-per-coverage, gc-ms-per-coverage, coverages (run in all), and the cell; appends

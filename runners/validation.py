@@ -135,10 +135,10 @@ def breaker_trips_meta(counts):
 
 
 def described(error):
-    """ "type: reason" of an Elasticsearch error object. A search that failed as a whole (its reduce on the
-    coordinating node) has an empty reason: its cause is named instead."""
+    """ "type: reason" of an Elasticsearch error object ("error: ..." of one without structure). A search that failed
+    as a whole (its reduce on the coordinating node) has an empty reason: its cause is named instead."""
     if not isinstance(error, dict):
-        return str(error)
+        return f"error: {error}"
     cause = error.get("caused_by")
     if not error.get("reason") and isinstance(cause, dict):
         return f"{error.get('type')}, caused by {described(cause)}"
@@ -282,7 +282,7 @@ def check_node_response(response, node, epoch, expected, errors, pct_errors):
         error = response["error"]
         errors.note_error(error)
         status = f"status {response['status']}, " if "status" in response else ""
-        errors.add(f"{where}: {status}{described(error) if isinstance(error, dict) else f'error: {error}'}")
+        errors.add(f"{where}: {status}{described(error)}")
         return None
     check_shards(response, where, errors)
     total = response.get("hits", {}).get("total", {})
