@@ -15,7 +15,7 @@ import pkgutil
 import re
 from pathlib import Path
 
-from report import ReportError, charts, client_cost, coverage, ingest, network, races, repeats, scaling, study, tables, uncertainty
+from report import ReportError, charts, client_cost, coverage, ingest, network, outcome, races, repeats, scaling, study, tables, uncertainty
 from report.store import Store
 
 
@@ -34,6 +34,7 @@ def study_modules(folder=Path(__file__).parent):
 DECLARES = re.compile(r"^SECTIONS = \[", re.MULTILINE)
 STUDIES = study_modules()  # every study's report module, collected
 SECTIONS = [section for study_module in STUDIES for section in study_module.SECTIONS]
+ANSWERS = [study_module.ANSWER for study_module in STUDIES if hasattr(study_module, "ANSWER")]  # the report's first section
 
 
 def single_report(race, out_root, baseline=None):
@@ -48,6 +49,10 @@ def single_report(race, out_root, baseline=None):
         f"track params `{race.data.get('track-params', {})}`, {race.data.get('race-timestamp', '')}; read from {race.source}",
         "",
     ]
+    parts += outcome.outcome_lines(race)
+    if not outcome.finished(race):
+        return _unfinished_report(race, out, parts)
+    parts += _answers(race)
     summary, absent = [], []
     for title, build, lacks, note in SECTIONS:
         table = build(race)
@@ -64,11 +69,15 @@ def single_report(race, out_root, baseline=None):
         if build is network.rtt_table:
             summary.append(network.rtt_note(race).splitlines()[-1])
         if build is coverage.speedup_table:
-            summary.append(_speedup_summary(race))
+            summary.append(study.answer_line(race))
     if absent:
         parts += [f"_Not in this race: {', '.join(absent)}._", ""]
     if baseline is not None:
-        drift = study.drift_table(race, baseline)
+        drift = (
+            study.drift_table(race, baseline)
+            if outcome.finished(baseline)
+            else f"race {baseline.race_id[:8]} {outcome.NOT_FINISHED}: no drift against it"
+        )
         parts.append(f"## Drift against race {baseline.race_id[:8]} (make report BASELINE=...)\n")
         parts += [f"_{drift}._" if isinstance(drift, str) else tables.markdown(*drift) + "\n\n" + study.drift_note(race), ""]
     accuracy = Path(out_root) / "accuracy.md"
@@ -97,18 +106,32 @@ def single_report(race, out_root, baseline=None):
     return path, summary
 
 
-def _speedup_summary(race):
-    """One line: the baseline and the fastest cell that did not fail (failed cells are never ranked)."""
-    cells = tables.coverage_cells(race)
-    base = tables.valid_median(cells, tables.BASELINE)
-    best = tables.fastest_cell(cells)
-    failed = sorted(f"{v} {t}" for (v, t), op in cells.items() if tables.failed(op))
-    speedup = tables.ratio(base, tables.valid_median(cells, best))
-    line = (
-        f"D_td serial: {base:.0f} ms per coverage; fastest cell {best[0]} {best[1]}: "
-        f"{tables.valid_median(cells, best):.0f} ms ({'-' if speedup is None else f'{speedup:.1f}x'})"
-    )
-    return line + (f"; FAILED cells (not ranked): {', '.join(failed)}" if failed else "")
+def _answers(race):
+    """The studies' answers, each a short table, before the detailed sections (a study declares its ANSWER)."""
+    parts = []
+    for title, build, _, note in ANSWERS:
+        table = build(race)
+        if not table:
+            continue
+        parts += [f"### {title}\n", f"_{table}._" if isinstance(table, str) else tables.markdown(*table), ""]
+        if note and not isinstance(table, str):
+            parts += [note(race) if callable(note) else note, ""]
+    return ["## The answer\n", *parts] if parts else []
+
+
+def _unfinished_report(race, out, parts):
+    """A race that did not finish: what failed (outcome_lines, already in parts) and, marked partial, what passed
+    before it stopped; none of the study's sections, which would read as its answer."""
+    table = outcome.partial_table(race)
+    if table:
+        parts += ["## Partial figures: what ran before the race stopped\n", tables.markdown(*table), "", outcome.PARTIAL_NOTE]
+    path = out / "report.md"
+    path.write_text("\n".join(parts))
+    found = outcome.failures(race)
+    first = f"; the first cause: {found[0].task}: {found[0].cause}" if found else ""
+    return path, [
+        f"{outcome.NOT_FINISHED}: Rally wrote no results, so this race has no answer ({len(found)} task(s) with failed samples{first})"
+    ]
 
 
 COMPARE_NOTE = (
@@ -130,7 +153,7 @@ def compare_report(race_list, out_root):
     ingests = [ingest.ingest_rows(r) for r in race_list]
     keys = tables.in_study_order({k for c in cells for k in c})
     for v, t in keys:
-        values = [tables.valid_median(c, (v, t)) if not tables.failed(c.get((v, t))) else "FAILED" for c in cells]
+        values = [_cell_value(r, c, (v, t)) for r, c in zip(race_list, cells)]
         rows.append([f"{tables.study_label(race_list, (v, t))} median (ms)"] + values + _cell_comparisons(race_list, cells, (v, t), values))
     if all(ingests):
         rows.append(_ingest_throughput_row(race_list, ingests))
@@ -143,7 +166,11 @@ def compare_report(race_list, out_root):
         ("flush (s)", "flush_s"),
     ):
         values = [
-            "FAILED" if epochs and ingest.ingest_problem(r) else (sum(row[key] or 0 for row in epochs) if epochs else None)
+            (
+                outcome.NOT_FINISHED
+                if not outcome.finished(r)
+                else "FAILED" if epochs and ingest.ingest_problem(r) else (sum(row[key] or 0 for row in epochs) if epochs else None)
+            )
             for r, epochs in zip(race_list, ingests)
         ]
         if any(v is not None for v in values):
@@ -165,13 +192,27 @@ def compare_report(race_list, out_root):
     return out / "compare.md", text
 
 
+def _cell_value(race, cells, key):
+    """A cell's median in a compare: FAILED for a failed cell, and nothing from a race that did not finish."""
+    if not outcome.finished(race):
+        return outcome.NOT_FINISHED
+    return "FAILED" if tables.failed(cells.get(key)) else tables.valid_median(cells, key)
+
+
 def _ingest_throughput_row(race_list, ingests):
     """The baseline ingest's documents per second (all epochs' documents over their summed walls), and against the first
     race its epochs' walls paired epoch by epoch (uncertainty.compare_paired: the ratio of walls, so above 1 is slower)."""
-    walls = [None if ingest.ingest_problem(r) else [row["wall_s"] for row in epochs] for r, epochs in zip(race_list, ingests)]
+    walls = [
+        None if ingest.ingest_problem(r) or not outcome.finished(r) else [row["wall_s"] for row in epochs]
+        for r, epochs in zip(race_list, ingests)
+    ]
     values = [
-        "FAILED" if w is None else (sum(row["docs"] for row in epochs) / sum(w) if None not in w and sum(w) else None)
-        for w, epochs in zip(walls, ingests)
+        (
+            (outcome.NOT_FINISHED if not outcome.finished(r) else "FAILED")
+            if w is None
+            else (sum(row["docs"] for row in epochs) / sum(w) if None not in w and sum(w) else None)
+        )
+        for r, w, epochs in zip(race_list, walls, ingests)
     ]
     return (
         ["ingest docs/s (vs the first: epoch walls paired)"] + values + [uncertainty.compare_paired(walls[0], w).text() for w in walls[1:]]
@@ -184,7 +225,12 @@ def _cell_comparisons(race_list, cells, key, values):
     if any(r.samples is None for r in race_list):
         return _ratios(values)
     sides = [None if tables.failed(c.get(key)) else tables.cell_samples(r, key) for r, c in zip(race_list, cells)]
-    return [uncertainty.compare(sides[0], other).text() for other in sides[1:]]
+    unfinished = f"no verdict: a race {outcome.NOT_FINISHED}"
+    if not outcome.finished(race_list[0]):
+        return [unfinished] * (len(race_list) - 1)
+    return [
+        uncertainty.compare(sides[0], other).text() if outcome.finished(r) else unfinished for r, other in zip(race_list[1:], sides[1:])
+    ]
 
 
 def _ratios(values):
@@ -244,7 +290,7 @@ def main(argv=None):
     for line in summary:
         print(line)
     print(f"report: {path}")
-    return 0
+    return 0 if outcome.finished(race) else 1  # a race without an answer is no success of make report's
 
 
 if __name__ == "__main__":

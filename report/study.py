@@ -369,6 +369,36 @@ def _fastest(race, cells):
     return min(valid, key=valid.get) if valid else None
 
 
+def answer_line(race):
+    """The console's line: production's wall per coverage and the fastest configuration that computes its answer (D_td
+    or D_hdr, ANSWERS_PRODUCTION) with its speed-up interval; a failed cell never ranks, and a cheaper variant that
+    leaves out what production needs is never offered. A race without coverage records (an older track version):
+    Rally's medians, without an interval."""
+    failed = [f"{v} {t}" for v, t in tables.coverage_cells(race) if _failed(race, (v, t))]
+    tail = f"; FAILED cells (not ranked): {', '.join(failed)}" if failed else ""
+    if _failed(race, PRODUCTION):
+        return f"production {PRODUCTION[0]} {PRODUCTION[1]}: {FAILED}; no speed-up can be given" + tail
+    if race.validation:
+        walls = {key: measured(race, key, WALL) for key in _cells(race) if key[0] in ANSWERS_PRODUCTION and not _failed(race, key)}
+        medians = {key: _median(values) for key, values in walls.items() if values}
+    else:
+        ops = tables.coverage_cells(race)
+        medians = {key: tables.valid_median(ops, key) for key in ops if key[0] in ANSWERS_PRODUCTION}
+        medians = {key: value for key, value in medians.items() if value is not None}
+    if PRODUCTION not in medians:
+        return f"production {PRODUCTION[0]} {PRODUCTION[1]}: not measured; no speed-up can be given" + tail
+    line = f"production {PRODUCTION[0]} {PRODUCTION[1]}: {medians[PRODUCTION]:,.0f} ms per coverage"
+    fastest = min(medians, key=medians.get)
+    if fastest == PRODUCTION:
+        return line + "; no other configuration that computes its answer was faster" + tail
+    speedup = (
+        _speedup(walls[PRODUCTION], walls[fastest])
+        if race.validation
+        else f"{medians[PRODUCTION] / medians[fastest]:.1f}x (no interval: Rally's medians)"
+    )
+    return line + f"; fastest that computes its answer: {fastest[0]} {fastest[1]}, {medians[fastest]:,.0f} ms, {speedup}" + tail
+
+
 def _speedup(base, values):
     """production / cell: compare(cell, production) is the ratio production over cell; its 'slower' is the
     production's, so the cell is faster."""
@@ -386,6 +416,21 @@ RECOMMENDATION_NOTE = (
     "round trip 30 times per coverage (the RTT sweep's section), and at other widths the crossover section says where "
     "terms overtakes _msearch. Both changes are the client's: no Elasticsearch setting, mapping or re-ingest.\n"
 ) + NO_INTERVAL
+
+
+def answer_note(race):
+    """Under the answer's table: how to read it, and why the seed's figures differ."""
+    node = ((race.search_pool or {}).get("nodes") or [{}])[0]
+    here = (
+        f"this node {node['allocated-processors']} cores and a pool of {node.get('search-pool-size')}"
+        if node.get("allocated-processors")
+        else "this node fewer"
+    )
+    return (
+        "Configurations that compute production's answer (its sums and percentiles): wall per 30-node coverage, median "
+        "[95% interval] n, and production's median over theirs with its interval and verdict. The seed had 8 cores and a "
+        f"search pool of ~13 ({here}), which is why its _msearch speed-ups are larger.\n"
+    )
 
 
 def drift_table(race, baseline):
@@ -454,3 +499,4 @@ SECTIONS = [
     ),
     Section("Speedup against D_td serial (median)", coverage.speedup_table, "the baseline D_td serial", None),
 ]
+ANSWER = Section("Coverage: what to run instead of production", recommendation_table, "the production cell D_td serial", answer_note)

@@ -195,6 +195,18 @@ def crossover_table(race):
     return header, body
 
 
+def crossover_answer(race):
+    """The width sweep's answer: per variant and msearch setting, the width from which terms overtakes _msearch."""
+    table = crossover_table(race)
+    return None if table is None else (table[0][:3], [row[:3] for row in table[1]])
+
+
+CROSSOVER_ANSWER_NOTE = (
+    "The narrowest width from which terms is faster than _msearch beyond the noise at every wider width of the sweep; "
+    "each width's ratio and verdict are in the crossover table below.\n"
+)
+
+
 def search_pool_note(race):
     """What bounds _msearch's concurrency here, and what the host's cores mean for the crossover."""
     pool = race.search_pool
@@ -274,3 +286,4 @@ SECTIONS = [
     Section("Coverage width: where terms overtakes _msearch", crossover_table, "width crossover", crossover_note),
     Section("Coverage width: ingest per width", width_ingest_table, "width ingest", None),
 ]
+ANSWER = Section("Coverage width: where terms overtakes _msearch", crossover_answer, "a width sweep", CROSSOVER_ANSWER_NOTE)

@@ -261,7 +261,7 @@ class Coverage:
         stall_seconds = params["request-timeout"] * (len(params["nodes"]) + 1)
         stalled = await interleave.wait_for_turn(params["turn-file"], turn, stall_seconds)
         if stalled:
-            return results.failed(f"{params['cell']}: {stalled}", "cluster-metrics-schedule", "coverages")
+            return _record_failure(params, results.failed(f"{params['cell']}: {stalled}", "cluster-metrics-schedule", "coverages"))
         try:
             return await self._coverage(es, params)
         finally:
@@ -274,9 +274,9 @@ class Coverage:
             bodies, seconds = await send_requests(es, requests, params["request-timeout"], params.get("new-connection"))
         except RequestFailed as failed:
             if isinstance(failed.error, elasticsearch.ApiError):
-                return http_error(failed.error, _where(params, failed.index))
+                return _record_failure(params, http_error(failed.error, _where(params, failed.index)))
             es.on_request_end()  # the failure's moment; the client does not mark every kind (a timeout)
-            return network_error(failed.error, _where(params, failed.index), params["request-timeout"])
+            return _record_failure(params, network_error(failed.error, _where(params, failed.index), params["request-timeout"]))
         window = [round(window_start, 3), round(window_start + seconds, 3)]
         # the timed window is closed: decode and check
         errors, pct_errors = CoverageErrors(), PercentileErrors()
@@ -285,11 +285,12 @@ class Coverage:
             hits = self.check(decoded, params, errors, pct_errors)
             took, took_sum = server_took(decoded, params["transport"])
         except MALFORMED as e:  # an answer of the wrong shape: a failed sample, never a crashed race
-            return results.failed(
+            failure = results.failed(
                 f"{params['cell']}: epoch {params['epoch']}: malformed answer ({type(e).__name__}: {e})",
                 "cluster-metrics-validation",
                 "coverages",
             )
+            return _record_failure(params, failure)
         meta = {
             "hits": hits or 0,
             "took": took,
@@ -301,9 +302,10 @@ class Coverage:
             **pct_errors.as_meta(),
         }
         records.add(meta, load.step_meta(params.get("name")))
-        records.add(meta, _record_validation(params, meta, window, params.get(MEASURED_KEY)))
+        description = f"{params['cell']}: {errors.description()}" if errors else None
+        records.add(meta, _record_validation(params, meta, window, params.get(MEASURED_KEY), description))
         if errors:
-            return results.failed(f"{params['cell']}: {errors.description()}", "cluster-metrics-validation", "coverages", meta)
+            return results.failed(description, "cluster-metrics-validation", "coverages", meta)
         if params.get("record-rate"):
             records.add(meta, load.record_duration(params, seconds))
         return {"weight": 1, "unit": "coverages", "success": True, **meta}
@@ -376,18 +378,29 @@ def server_took(decoded, transport):
     return total, total
 
 
-def _record_validation(params, meta, window, measured):
+def _record_validation(params, meta, window, measured, error=None):
     """Appends the coverage's validation counts, its timed window (wall-clock seconds, first request to last answer),
-    its wall and server took (ms) and whether it was a measured sample (not a warm-up; None where the task does not
-    say) to the race's record (race.json keeps only task aggregates of a sample, and Rally's default in-memory store
-    drops the samples: these lines are each coverage's sample on every path); returns the record's sample meta."""
+    its wall and server took (ms), whether it was a measured sample (not a warm-up; None where the task does not
+    say) and, for a failed one, why (records.ERROR) to the race's record (race.json keeps only task aggregates of a
+    sample, and Rally's default in-memory store drops the samples: these lines are each coverage's sample on every
+    path, and when Rally writes no results at all, a race that did not finish, the only account of what ran); returns
+    the record's sample meta."""
     counts = {
         "task": params.get("name"),
         "window": window,
         "measured": measured,
         **{k: meta.get(k) for k in ("checks", "failed-checks", "percentile-rel-error-max", "took", "took-sum", "wall-ms")},
     }
+    if error is not None:
+        counts[records.ERROR] = error
     return records.append_line(RaceContext.of(params).record_dir, records.VALIDATION, json.dumps(counts, sort_keys=True))
+
+
+def _record_failure(params, failure):
+    """A coverage that got no answer to check (an HTTP error, a network failure, a malformed answer, a turn that never
+    came) recorded like any other, with its description as the cause: returns the failed sample with the record's
+    meta."""
+    return records.add(failure, _record_validation(params, {}, None, params.get(MEASURED_KEY), failure["error-description"]))
 
 
 def _where(params, i):

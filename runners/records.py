@@ -22,6 +22,7 @@ LOAD_STEPS = "load-steps.jsonl"  # coverage-load: each step's calibrated and tar
 MEMORY = "aggregation-memory.jsonl"  # aggregation-memory: each cell's request breaker floor and GC activity
 CELLS = "cells.json"  # what each task measures (runners/cells.py), written by the first task, check-privileges
 VALIDATION = "validation.jsonl"  # each coverage's validation counts, worst percentile error and wall-clock window, warm-ups too
+ERROR = "error"  # in a validation line: why that coverage failed (no answer, an error answer, a wrong one); absent when it passed
 LARGE_SOURCE_DOCUMENTS = "large-source-documents.json"  # source-large: what made its documents, each one's sha256 and size
 LARGE_SOURCE_FETCHES = "large-source-fetches.jsonl"  # source-large: each fetch's took, wall, bytes and checks, warm-ups too
 

@@ -56,3 +56,29 @@ def every_ingest_failed(race_dir):
 
 def no_records(race_dir):
     shutil.rmtree(race_dir / records.RECORD_DIR, ignore_errors=True)
+
+
+def stopped_midway(race_dir):
+    """The node died a third of the way through the coverages (tests/test_faults.py does it to a real node): Rally ran
+    every remaining sample, each failing fast, then its end-of-race telemetry failed on the dead node and it wrote
+    race.json without results; the track's records hold the coverages that passed before and every failed one after,
+    with its cause."""
+    path = race_dir / "race.json"
+    data = json.loads(path.read_text())
+    data.pop("results", None)
+    path.write_text(json.dumps(data))
+    validation = race_dir / records.RECORD_DIR / records.VALIDATION
+    if not validation.is_file():
+        return
+    lines = [json.loads(line) for line in validation.read_text().splitlines() if line.strip()]
+    kept = len(lines) // 3
+    failed = [
+        {
+            "task": line["task"],
+            "measured": line.get("measured"),
+            "window": None,
+            records.ERROR: f"{line['task']}: connection failed: refused",
+        }
+        for line in lines[kept:]
+    ]
+    validation.write_text("".join(json.dumps(line, sort_keys=True) + "\n" for line in lines[:kept] + failed))

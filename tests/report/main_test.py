@@ -14,6 +14,7 @@ from report import ReportError, coverage, ingest, layouts, races, tables, uncert
 from report.__main__ import main as report_main
 from runners import records
 from tests.conftest import REPO, TEST_PORT, ensure_test_index
+from tests.race_shapes import stopped_midway
 
 HOME = Path(__file__).parents[1] / "fixtures" / "races"
 FULL, PROFILE, PRODUCTION = "b8b9bc99", "23248411", "87d33580"
@@ -353,3 +354,27 @@ def test_the_report_sections_are_collected_from_every_study_module_in_their_decl
     monkeypatch.setattr(profile, "REPORT_ORDER", memory.REPORT_ORDER)
     with pytest.raises(RuntimeError, match="report.memory and report.profile both declare REPORT_ORDER 120"):
         report_main.study_modules()
+
+
+def test_a_race_that_did_not_finish_has_no_answer(tmp_path, capsys):
+    """Rally wrote no results (the node died mid-race): make report says so in the report's first lines and on the
+    console, names the failed tasks with their first cause, gives no speed-up or fastest cell, and exits non-zero;
+    a compare gives it no figure and no ratio."""
+    source = next((Path(__file__).parents[1] / "fixtures" / "full-race" / ".rally/benchmarks/races").iterdir())
+    for race_id in ("a1a1a1a1", "dead0000"):
+        dst = tmp_path / ".rally" / "benchmarks" / "races" / f"{race_id}-0000-0000-0000-000000000000"
+        shutil.copytree(source, dst)
+        data = json.loads((dst / "race.json").read_text())
+        (dst / "race.json").write_text(json.dumps({**data, "race-id": dst.name}))
+    stopped_midway(dst)
+    assert report_main(["--race", "dead0000", "--rally-home", str(tmp_path), "--out", str(tmp_path / "out")]) == 1
+    out = capsys.readouterr().out
+    assert "DID NOT FINISH" in out and "connection failed: refused" in out and "fastest" not in out, out
+    text = next((tmp_path / "out").glob("dead0000*/report.md")).read_text()
+    head = text.splitlines()[:12]
+    assert any("DID NOT FINISH" in line for line in head) and any("connection failed: refused" in line for line in head), head
+    assert "## Partial figures" in text and "faster" not in text and "Speedup" not in text
+    report_main(["--race", "a1a1a1a1", "--race", "dead0000", "--compare", "--rally-home", str(tmp_path), "--out", str(tmp_path / "cmp")])
+    line = next(l for l in capsys.readouterr().out.splitlines() if l.startswith("| coverage-D_td-msearch median"))
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[2] == "DID NOT FINISH" and cells[3] == "no verdict: a race DID NOT FINISH", cells

@@ -4,6 +4,7 @@ every figure can be checked against what was put in."""
 
 import json
 import random
+import re
 import shutil
 from pathlib import Path
 
@@ -246,3 +247,25 @@ def test_a_cells_median_and_interval_come_from_the_same_samples(tmp_path):
     samples = race.samples[task_name("D_td", "serial")]
     interval = uncertainty.median_interval(samples)
     assert row[header.index("serial median (ms)")] == interval.median and row[header.index("serial 95% interval (ms)")] == interval.text()
+
+
+def test_the_console_line_names_the_fastest_configuration_that_computes_productions_answer(tmp_path, capsys):
+    """A over msearch (the filter alone) is the fastest cell of the race and computes nothing production needs: the
+    line a user reads after make report names a D configuration with its speed-up interval, never A."""
+    race = make_race(tmp_path, "c0c0c0c0-0000-0000-0000-000000000000")
+    fastest_cell = min(race.samples, key=lambda task: uncertainty.median_interval(race.samples[task]).median)
+    assert fastest_cell == task_name("A", "msearch")  # the trap is set
+    assert report_main(["--race", "c0c0c0c0", "--rally-home", str(tmp_path), "--out", str(tmp_path / "out")]) == 0
+    line = next(l for l in capsys.readouterr().out.splitlines() if l.startswith("production D_td serial"))
+    assert "fastest that computes its answer: D_hdr msearch" in line and " A " not in line, line
+    assert re.search(r"\d+\.\dx \[\d+\.\d, \d+\.\d\] faster", line), line
+
+
+def test_the_report_opens_with_the_answer(tmp_path):
+    """The first screen (40 lines) of a race that measured the study's cells holds the coverage answer: production and
+    the configurations that compute its answer, with their speed-ups."""
+    make_race(tmp_path, "d0d0d0d0-0000-0000-0000-000000000000")
+    report_main(["--race", "d0d0d0d0", "--rally-home", str(tmp_path), "--out", str(tmp_path / "out")])
+    head = next((tmp_path / "out").glob("*/report.md")).read_text().splitlines()[:40]
+    assert "## The answer" in head and "### Coverage: what to run instead of production" in head, head
+    assert any(line.startswith("| D_hdr msearch |") and "faster" in line for line in head), head

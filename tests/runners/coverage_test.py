@@ -7,7 +7,7 @@ import json
 import elasticsearch
 import pytest
 
-from runners import corpus
+from runners import corpus, records
 from runners.context import CONTEXT_KEY
 from runners.coverage import Coverage, CoverageParamSource, validate_coverage
 from tests.runners.stub_client import StubClient
@@ -330,3 +330,28 @@ def test_a_direct_coverage_asks_the_cluster_it_names_and_new_connections_close_t
 def test_a_direct_coverage_with_conflicting_routes_is_refused_at_load(context, extra, message):
     with pytest.raises(ValueError, match=message):
         validate_coverage({"variant": "D_td", "transport": "terms", **extra}, 1, context)
+
+
+def test_every_coverage_is_recorded_failed_ones_with_their_cause(context, tmp_path):
+    """A race whose node dies ends without Rally's results: the records are then the only account of what ran, so a
+    coverage that got no answer, an error answer or a wrong one is recorded beside those that passed, with its
+    description as the cause (records.ERROR), and a passing one carries none."""
+    here = context.__class__(**dict(context.as_param(), record_dir=str(tmp_path)))
+    wrong = answers(context, "msearch")
+    wrong[0][1]["responses"][0]["hits"]["total"]["value"] += 1
+    outcomes = [
+        run(StubClient(answers(context, "msearch")), source(here, "msearch", name="c", warmups=1).params()),
+        run(StubClient([elasticsearch.ConnectionError("Connection refused")]), source(here, "msearch", name="c").params()),
+        run(
+            StubClient([(429, {"error": {"type": "es_rejected_execution_exception", "reason": "busy"}})]), source(here, "msearch").params()
+        ),
+        run(StubClient([(200, b"<html>")]), source(here, "msearch").params()),
+        run(StubClient(wrong), source(here, "msearch").params()),
+    ]
+    lines = [json.loads(line) for line in (tmp_path / records.VALIDATION).read_text().splitlines()]
+    assert len(lines) == len(outcomes)
+    assert records.ERROR not in lines[0] and lines[0]["measured"] is False and outcomes[0]["success"] is True
+    for line, outcome in zip(lines[1:], outcomes[1:]):
+        assert outcome["success"] is False and line[records.ERROR] == outcome["error-description"], (line, outcome)
+        assert records.META_KEY in outcome  # a metrics store's replay rebuilds the failed line too
+    assert lines[1]["task"] == "c" and lines[1]["wall-ms"] is None

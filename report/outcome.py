@@ -1,0 +1,123 @@
+"""What a report says first: whether the race finished, and which tasks failed, how often and why.
+
+Rally writes a race's `results` only when it reaches the end of the race; a race it stopped early (a node that died,
+Ctrl-C, an error of Rally's own) has none, and its race.json then says nothing of what ran. The track's records count
+every coverage it attempted, a failed one with its cause (records.ERROR, runners/coverage.py), so the report can say
+what failed either way. A race that did not finish has no answer: its report gives no speed-up, saving or fastest
+configuration, only what failed and, marked partial, what passed before it stopped.
+"""
+
+from dataclasses import dataclass
+
+from report import tables, uncertainty
+from runners import records
+
+NOT_FINISHED = "DID NOT FINISH"
+
+
+def finished(race):
+    """Rally reached the end of the race: race.json (or the metrics store's race document) holds its results."""
+    return bool((race.data.get("results") or {}).get("op_metrics"))
+
+
+@dataclass(frozen=True)
+class TaskOutcome:
+    task: str
+    attempted: int | None  # coverages the track recorded (warm-ups included); None: a task that records none
+    failed: int | None  # of them, those that failed; None: only Rally's error rate is known
+    error_rate: float | None  # Rally's, where the race has results
+    cause: str  # the first failure's description, or where to find it
+
+    def failed_text(self):
+        if self.failed is not None:
+            return f"{self.failed} of {self.attempted}"
+        return f"{self.error_rate:.0%} of its samples" if self.error_rate is not None else "-"
+
+
+def _line_failed(line):
+    return line.get(records.ERROR) is not None or (line.get("failed-checks") or 0) > 0
+
+
+def _line_cause(line):
+    return line.get(records.ERROR) or f"{line.get('failed-checks')} failed checks against the ground truth"
+
+
+def failures(race):
+    """Every task with a failed sample, in the order the race first recorded them: from the track's records where the
+    task keeps them (each coverage), else from Rally's error rate (a task whose samples the track does not record)."""
+    per_task = {}
+    for line in race.validation:
+        per_task.setdefault(line.get("task"), []).append(line)
+    ops = race.op_metrics()
+    found = []
+    for task, lines in per_task.items():
+        failed = [line for line in lines if _line_failed(line)]
+        error_rate = (ops.get(task) or {}).get("error_rate")
+        if failed or (error_rate or 0) > 0:
+            cause = _line_cause(failed[0]) if failed else "Rally's log names it (~/.rally/logs/rally.log)"
+            found.append(TaskOutcome(task, len(lines), len(failed), error_rate, cause))
+    for task, op in ops.items():
+        if task not in per_task and tables.failed(op):
+            found.append(TaskOutcome(task, None, None, op["error_rate"], "Rally's log names it (~/.rally/logs/rally.log)"))
+    return found
+
+
+def outcome_lines(race):
+    """The report's first lines: whether the race finished and, for each task with failed samples, how many failed
+    and the first cause. A clean race gets one line."""
+    found = failures(race)
+    recorded = len(race.validation)
+    if not finished(race):
+        lines = [
+            f"**This race {NOT_FINISHED}.** Rally stopped before the end of the race and wrote no results (a node that "
+            "died, Ctrl-C, an error of Rally's own: its log, ~/.rally/logs/rally.log, says which). A race that did not "
+            "finish has no answer: this report gives no speed-up, saving or fastest configuration from it. Race it "
+            "again once the cause is mended.",
+            "",
+        ]
+    elif found:
+        lines = [
+            f"**{len(found)} task(s) FAILED** (a failed sample is a wrong answer, an error answer or none): they are "
+            "marked FAILED below and are never a baseline, a speed-up or the fastest configuration.",
+            "",
+        ]
+    else:
+        return [
+            f"The race finished; every one of its {recorded:,} recorded coverages passed its checks." if recorded else "The race finished.",
+            "",
+        ]
+    if found:
+        header = ["task", "failed samples", "first cause"]
+        lines += [tables.markdown(header, [[f.task, f.failed_text(), _short(f.cause)] for f in found]), ""]
+    elif recorded == 0:
+        lines += ["_No coverage was recorded before it stopped._", ""]
+    return lines
+
+
+def _short(text, limit=300):
+    text = " ".join(str(text).split()).replace("|", "/")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def partial_table(race):
+    """A race that did not finish: per recorded task, the coverages that passed and failed, and the median wall of
+    those that passed and were measured, marked partial: what ran before it stopped, never an answer."""
+    per_task = {}
+    for line in race.validation:
+        per_task.setdefault(line.get("task"), []).append(line)
+    if not per_task:
+        return None
+    header = ["task", "coverages recorded", "passed", "failed", "partial: median wall of the passed measured ones (ms)"]
+    body = []
+    for task, lines in per_task.items():
+        passed = [line for line in lines if not _line_failed(line)]
+        walls = [line["wall-ms"] for line in passed if line.get("measured") is not False and line.get("wall-ms") is not None]
+        median = uncertainty.median_interval(walls).median if walls else None
+        body.append([task, len(lines), len(passed), len(lines) - len(passed), "-" if median is None else f"{median:,.1f} (n={len(walls)})"])
+    return header, body
+
+
+PARTIAL_NOTE = (
+    "Partial: the coverages the track recorded before the race stopped. The cells did not all run their measured "
+    "coverages, and a cell's failures may have come from the cause that stopped the race: compare nothing here.\n"
+)
