@@ -20,6 +20,7 @@ sys.path.insert(0, str(REPO / "corpora-gen"))
 from runners import corpus  # noqa: E402
 from runners import records  # noqa: E402
 from runners.track_files import rendered_tasks  # noqa: E402,F401  (the tests import it from here)
+from tests.signals import popen_with_default_signals  # noqa: E402
 
 TEST_PORT = int(os.environ.get("TEST_ES_PORT", "9250"))
 # the Elasticsearch version of every node the suite starts: the launcher's default (the study's) unless TEST_ES_VERSION
@@ -287,9 +288,10 @@ def race_args(challenge, *extra, track=None, port=TEST_PORT, test_mode=True, tar
 
 def start_race(home, challenge, *extra, **kwargs):
     """A real `esrally race` started in the background (a test that interrupts it), after the previous Rally of this
-    suite has exited."""
+    suite has exited; with the default signal dispositions (tests/signals.py), so that the SIGINT a test sends it is
+    a Ctrl-C even when the suite runs as a background job, which inherits SIGINT ignored."""
     cmd = race_args(challenge, *extra, **kwargs)
-    return _rally(home, cmd + into_suite_store(home, cmd), subprocess.Popen, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return _rally(home, cmd + into_suite_store(home, cmd), popen_with_default_signals, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
 def into_suite_store(home, cmd):

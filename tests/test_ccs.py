@@ -163,7 +163,9 @@ def test_a_registration_a_killed_race_left_is_put_back_by_the_next_one(rally_hom
 
 def test_ctrl_c_in_the_middle_of_ccs_roundtrips_leaves_the_cluster_settings_as_they_were(rally_home, remote_cluster):
     """The race is interrupted (SIGINT, as Ctrl-C sends it) while a coverage holds the remote's registration: the
-    operation's finally takes it back, and the cluster's settings equal those before the race."""
+    operation's finally takes it back, and the cluster's settings equal those before the race. start_race starts the
+    race with the default signal dispositions (tests/signals.py): run as a background job (`.ci/run &`), the suite
+    has SIGINT ignored, and a race that inherited that would ignore the SIGINT and end SUCCESS (issue 55)."""
     before = http("GET", "/_cluster/settings?flat_settings=true")[1]
     # at 200 ms each operation holds the registration for a second or more: a window the poll below cannot miss
     params = track_params(ccs_rtt_ms=[200], ccs_variants=["D_hdr"], ccs_shards=REMOTE_SHARDS, ccs_direct=[])

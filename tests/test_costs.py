@@ -28,6 +28,7 @@ from tests.conftest import (
     run_race,
     wait_for_our_rally,
 )
+from tests.signals import popen_with_default_signals
 
 ONE_CELL = "--track-params=" + json.dumps(
     {"memory_variants": ["D_td"], "memory_transports": ["msearch"], "memory_hdr_digits": [3], "memory_tdigest_compression": [100]}
@@ -87,7 +88,9 @@ def kill_load_driver(home):
 
 def test_a_load_driver_killed_mid_bisection_leaves_a_note_and_the_next_race_puts_the_limit_back(shared_races):
     """kill -9 of the whole load driver while the limit is bisected: no finally runs. The limit stays at the value
-    last tried; the note on the cluster holds the user's 59%, and the next race (any query challenge) puts it back."""
+    last tried; the note on the cluster holds the user's 59%, and the next race (any query challenge) puts it back.
+    The race starts with the default signal dispositions (tests/signals.py), as every process a test signals does
+    (SIGKILL itself cannot be ignored or blocked)."""
     rally_home = shared_races.home
     ensure_test_index(shared_races)
     set_limit("59%")
@@ -108,7 +111,7 @@ def test_a_load_driver_killed_mid_bisection_leaves_a_note_and_the_next_race_puts
     RALLY_HOMES.add(rally_home)
     try:
         with open(output, "w") as out:
-            race = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            race = popen_with_default_signals(command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         bisecting = None
         try:
             deadline = time.monotonic() + 600

@@ -30,6 +30,7 @@ from tests.conftest import (
     run_race,
     track_params,
 )
+from tests.signals import popen_with_default_signals
 
 # what the description of a failed sample says under each fault
 SEEN = {
@@ -217,7 +218,10 @@ def test_a_new_proxy_definition_clears_what_an_aborted_race_left(toxiproxy):
 
 
 def test_the_launcher_never_stops_a_process_it_did_not_start(tmp_path):
-    stranger = subprocess.Popen(["sleep", "60"])
+    """A process of another's recorded as the launcher's Toxiproxy is left running by its stop. The stranger starts
+    with the default signal dispositions (tests/signals.py): the SIGTERM that ends it here is not ignored even when the
+    suite runs with SIGTERM ignored."""
+    stranger = popen_with_default_signals(["sleep", "60"])
     state = REPO / "local-es" / ".state" / "toxiproxy-8476.json"
     state.parent.mkdir(parents=True, exist_ok=True)
     state.write_text(json.dumps({"pid": stranger.pid, "api": "http://127.0.0.1:8476"}))

@@ -269,7 +269,10 @@ def test_a_load_driver_killed_mid_race_ends_it_with_an_error_naming_the_hosts_an
     """ld-2's daemon and its workers killed (SIGKILL, every process on ld-2) the moment the calibration's share index
     appears, while ld-1's client waits for ld-2's to take it. Rally would notice the lost host only when thespian's
     convention times it out (about 22 minutes); the share ends the race after load_share_timeout with the error
-    naming the host that took it, the index is gone and every setting as before."""
+    naming the host that took it, the index is gone and every setting as before. The race, which this test
+    interrupts (SIGINT) if it outlives the wait, starts with the default signal dispositions (start_race,
+    tests/signals.py), whatever the suite was launched with; ld-2's processes are killed with SIGKILL, which no
+    disposition or mask holds off."""
     before = cluster_state()
     share_index = f"{load.SHARE_PREFIX}*"
     one_step = params(
