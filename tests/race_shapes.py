@@ -82,3 +82,16 @@ def stopped_midway(race_dir):
         for line in lines[kept:]
     ]
     validation.write_text("".join(json.dumps(line, sort_keys=True) + "\n" for line in lines[:kept] + failed))
+
+
+# what only an answer says: a speed-up, a saving, a winner (report/outcome.py: a race that did not finish has none)
+ANSWER_WORDS = ("faster", "fastest", "speed-up", "saving", "saves", "overtakes", "## The answer")
+
+
+def assert_no_answer(text, challenge):
+    """The report of a race that did not finish says so in its first lines and offers no speed-up, saving or winner
+    anywhere."""
+    head = "\n".join(text.splitlines()[:12])
+    assert "DID NOT FINISH" in head, f"{challenge}: the first lines do not say the race did not finish:\n{head}"
+    offered = [word for word in ANSWER_WORDS if word in text.replace("no speed-up, saving or fastest configuration", "")]
+    assert not offered, f"{challenge}: a race that did not finish offers {offered}"

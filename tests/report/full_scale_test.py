@@ -15,7 +15,7 @@ from report.__main__ import single_report
 from runners import records
 from runners.processor import CorpusChecks
 from tests.conftest import rendered_challenges
-from tests.race_shapes import every_ingest_failed, every_task_failed, no_records, stopped_midway, took_zero
+from tests.race_shapes import assert_no_answer, every_ingest_failed, every_task_failed, no_records, stopped_midway, took_zero
 
 ARCHIVE = Path(__file__).parents[1] / "fixtures" / "full-scale-races.tar.xz"
 SHAPES = [None, took_zero, every_task_failed, every_ingest_failed, no_records, stopped_midway]
@@ -66,16 +66,3 @@ def test_every_section_builds_on_a_full_scale_race_in_every_shape(unpacked, chal
         assert "FAILED" in text, f"{challenge}: every task failed and the report does not say so"
     if shape is stopped_midway:
         assert_no_answer(text, challenge)
-
-
-# what only an answer says: a speed-up, a saving, a winner (report/outcome.py: a race that did not finish has none)
-ANSWER_WORDS = ("faster", "fastest", "speed-up", "saving", "saves", "overtakes", "## The answer")
-
-
-def assert_no_answer(text, challenge):
-    """The report of a race that did not finish says so in its first lines, names the failed tasks, and offers no
-    speed-up, saving or winner anywhere."""
-    head = "\n".join(text.splitlines()[:12])
-    assert "DID NOT FINISH" in head, f"{challenge}: the first lines do not say the race did not finish:\n{head}"
-    offered = [word for word in ANSWER_WORDS if word in text.replace("no speed-up, saving or fastest configuration", "")]
-    assert not offered, f"{challenge}: a race that did not finish offers {offered}"
