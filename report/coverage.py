@@ -2,6 +2,7 @@
 A failed cell is marked FAILED and is never a baseline, a speedup or the fastest cell."""
 
 from report import uncertainty
+from report.memory import FLOOR_MEASURE
 from report.tables import BASELINE, Section, cell_samples, coverage_cells, failed, failed_label, pct, service_ms, valid_median
 from report.uncertainty import median_interval
 from runners.queries import TRANSPORTS, VARIANTS
@@ -88,9 +89,43 @@ def coverage_note(race):
     )
 
 
+def drifts(race):
+    """{task: its drift Comparison} of every task whose measured samples repeat one measurement (uncertainty.drift: last
+    third against first); not a breaker floor's, whose samples are the steps of its bisection."""
+    repeats = {task: samples for task, samples in (race.samples or {}).items() if samples}
+    if repeats:
+        repeats = {task: samples for task, samples in repeats.items() if (race.cells.get(task) or {}).get("measure") != FLOOR_MEASURE}
+    return {task: uncertainty.drift(samples) for task, samples in sorted(repeats.items())}
+
+
+def drifting(race):
+    """The tasks whose samples drift within the race beyond noise, with their comparison."""
+    return {task: d for task, d in drifts(race).items() if d.verdict in (uncertainty.FASTER, uncertainty.SLOWER)}
+
+
+def drift_table(race):
+    """Per measured task: its samples, the medians of their first and last thirds, and the ratio with its interval and
+    verdict; None for a race without measured records."""
+    found = drifts(race)
+    if not found:
+        return None
+    header = ["task", "measured", "first third median (ms)", "last third median (ms)", "last / first [95%] verdict"]
+    body = []
+    for task, comparison in found.items():
+        samples = race.samples[task]
+        k = len(samples) // 3
+        thirds = [median_interval(part).median if k else None for part in (samples[:k], samples[len(samples) - k :])]
+        body.append([task, len(samples), *thirds, comparison.text()])
+    return header, body
+
+
+DRIFT_NOTE = uncertainty.DRIFT_RULE + " A cell that drifts is named in the report's first lines.\n"
+
+
 # this study's report sections, in report order
 REPORT_ORDER = 30  # this study's place in a race's report (report/__main__.py STUDIES)
 SECTIONS = [
     Section("30-node coverage: service time per coverage", coverage_table, "coverage", coverage_note),
     Section("Validation: every coverage checked against the ground truth", validation_table, "validation counts", None),
+    Section("Drift within the race: each cell's last third against its first", drift_table, "measured coverage records", DRIFT_NOTE),
 ]

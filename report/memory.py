@@ -6,6 +6,7 @@ from report.tables import Section
 from runners import queries
 
 KIB = 1024
+FLOOR_MEASURE = "breaker-floor"  # a floor task's cell measure: its samples are the bisection's steps, not repeats of one cell
 
 
 def _setting(row):
@@ -24,7 +25,7 @@ def memory_cells(race):
     return [
         (cells[task], rows.get(task), ops.get(race.task_of(**{**cells[task], "measure": "time"})), op)
         for task, op in ops.items()
-        if cells.get(task, {}).get("measure") == "breaker-floor"
+        if cells.get(task, {}).get("measure") == FLOOR_MEASURE
     ]
 
 

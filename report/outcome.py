@@ -9,7 +9,7 @@ configuration, only what failed and, marked partial, what passed before it stopp
 
 from dataclasses import dataclass
 
-from report import tables, uncertainty
+from report import coverage, tables, uncertainty
 from runners import records
 
 NOT_FINISHED = "DID NOT FINISH"
@@ -82,16 +82,33 @@ def outcome_lines(race):
             "",
         ]
     else:
-        return [
+        lines = [
             f"The race finished; every one of its {recorded:,} recorded coverages passed its checks." if recorded else "The race finished.",
             "",
         ]
+    lines += _drift_lines(race)
     if found:
         header = ["task", "failed samples", "first cause"]
         lines += [tables.markdown(header, [[f.task, f.failed_text(), _short(f.cause)] for f in found]), ""]
-    elif recorded == 0:
+    elif recorded == 0 and not finished(race):
         lines += ["_No coverage was recorded before it stopped._", ""]
     return lines
+
+
+def _drift_lines(race):
+    """A finished race's cells whose samples drift within the race (report/coverage.py drifting): named first, since
+    their figures hold for part of the race only (a cold JVM at the start, a node slowing down)."""
+    if not finished(race):
+        return []
+    found = coverage.drifting(race)
+    if not found:
+        return []
+    named = ", ".join(f"{task} ({d.ratio:.2f}x {d.verdict})" for task, d in found.items())
+    return [
+        f"**{len(found)} cell(s) drift within the race** (the last third of their samples against the first, beyond noise; "
+        f"the drift section): {named}. Their figures hold for part of the race only.",
+        "",
+    ]
 
 
 def _short(text, limit=300):

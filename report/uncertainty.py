@@ -149,6 +149,41 @@ def compare(a, b, margin=MARGIN, floor_ms=NOISE_FLOOR_MS):
     return _verdict(ratio, low, high, margin, ib.median - ia.median, floor_ms)
 
 
+# samples a third for a drift verdict from the thirds' ranges (drift): with no drift every order of a cell's samples is
+# as likely, and two thirds of k fall apart (no overlap) by chance with probability 2 / C(2k, k): 33% at 2, 10% at 3,
+# 2.9% at 4
+DRIFT_MIN_THIRD = 4
+
+
+def drift(samples, margin=MARGIN, floor_ms=NOISE_FLOOR_MS):
+    """A cell's measured samples in the order they ran: its last third against its first, as compare() reads B against
+    A (the ratio last / first; "faster": the cell sped up during the race, as one measured on a cold JVM does).
+    From MIN_SAMPLES a third, compare()'s 95% interval and verdict. With DRIFT_MIN_THIRD to MIN_SAMPLES - 1 a third (a
+    blocked challenge's cells), the interval is the thirds' ranges (lowest last / highest first, highest last / lowest
+    first), and the verdict names a drift only when the ranges do not overlap, beyond the margin and the floor: with no
+    drift that happens with probability 2 / C(2k, k), under 3% from 4 a third. Fewer: no verdict."""
+    k = len(samples) // 3
+    first, last = list(samples[:k]), list(samples[len(samples) - k :])
+    if k >= MIN_SAMPLES:
+        return compare(first, last, margin, floor_ms)
+    if k < DRIFT_MIN_THIRD:
+        return Comparison(None, None, None, None, f"{k} sample(s) a third, a drift verdict needs {DRIFT_MIN_THIRD}")
+    if min(first) <= 0:
+        return Comparison(None, None, None, None, "a service time of 0 or less")
+    first_median, last_median = float(np.median(first)), float(np.median(last))
+    return _verdict(
+        last_median / first_median, min(last) / max(first), max(last) / min(first), margin, last_median - first_median, floor_ms
+    )
+
+
+DRIFT_RULE = (
+    "Drift: each cell's measured samples in the order they ran, the median of the last third over the first's (below 1: "
+    f"it sped up during the race, as a cell measured on a cold JVM does), with the ratio's 95% interval from {MIN_SAMPLES} "
+    f"samples a third; from {DRIFT_MIN_THIRD} to {MIN_SAMPLES - 1} a third, the interval is the thirds' ranges and a drift "
+    "is named only when they do not overlap (by chance under 3%); fewer, no verdict. " + VERDICT_RULE.split(" A failed cell")[0]
+)
+
+
 MIN_RACES = 2  # a side of a comparison of race sets
 
 

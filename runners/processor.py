@@ -26,7 +26,7 @@ from esrally import exceptions, paths
 from esrally.track import loader
 from esrally.track import track as track_model
 
-from runners import cells, corpus, coverage, ingest, interleave, load, parameters, privileges, queries, records, scope, widths
+from runners import cells, corpus, coverage, ingest, interleave, load, parameters, privileges, queries, records, scope, warm_up, widths
 from runners.context import CONTEXT_KEY, DEFAULT_CLUSTER, RaceContext
 from runners.network import ClearToxics, clear_toxics
 from runners.operations import OPERATIONS
@@ -68,6 +68,10 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
             raise exceptions.SystemSetupError(f"Challenge [{selected.name}]: {e}.") from None
         _set_load_driver_hosts(selected, race_id, hosts)
         _bind_operations(track, selected, main, width_sets, _clusters(self.cfg))
+        try:
+            warm_up.bind(list(_tasks(selected)))  # after the cells are bound: the pass runs them as they run
+        except ValueError as e:
+            raise exceptions.SystemSetupError(f"Challenge [{selected.name}]: {e}.") from None
         _set_privileges(selected, main or next(iter(width_sets.values()), None))
 
     def _corpus_sets(self, track, selected, root, test_mode, user_params, race_id):

@@ -269,3 +269,24 @@ def test_the_report_opens_with_the_answer(tmp_path):
     head = next((tmp_path / "out").glob("*/report.md")).read_text().splitlines()[:40]
     assert "## The answer" in head and "### Coverage: what to run instead of production" in head, head
     assert any(line.startswith("| D_hdr msearch |") and "faster" in line for line in head), head
+
+
+def test_a_cell_whose_first_samples_are_slow_is_named_in_the_first_lines(tmp_path):
+    """A cold start: D_td serial's first third of measured coverages 2x slower. The report's first lines name that
+    cell as drifting (faster by its last third) and the drift section gives its ratio and interval; the other cells,
+    whose samples only spread, are not named."""
+    seen = {"n": 0}
+
+    def cold_start(line):
+        if line["task"] == task_name("D_td", "serial"):
+            seen["n"] += 1
+            if seen["n"] <= SAMPLES // 3:
+                line["wall-ms"] *= 2
+
+    make_race(tmp_path, "c01dc01d-0000-0000-0000-000000000000", change=cold_start)
+    report_main(["--race", "c01dc01d", "--rally-home", str(tmp_path), "--out", str(tmp_path / "out")])
+    text = next((tmp_path / "out").glob("*/report.md")).read_text()
+    head = "\n".join(text.splitlines()[:12])
+    assert "1 cell(s) drift within the race" in head and re.search(rf"{task_name('D_td', 'serial')} \(0\.5\dx faster\)", head), head
+    row = next(line for line in text.splitlines() if line.startswith(f"| {task_name('D_td', 'serial')} | {SAMPLES} |"))
+    assert row.endswith("faster |"), row

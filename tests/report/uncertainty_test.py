@@ -146,3 +146,30 @@ def test_race_sets_with_a_failed_race_or_one_race_have_no_verdict():
     single = uncertainty.compare_race_sets([20.0], [30.0, 31.0])
     assert single.verdict is None and "needs 2 a side" in single.why
     assert uncertainty.run_to_run_spread([20.0, 21.0, 19.0]) == pytest.approx(0.1) and uncertainty.run_to_run_spread([20.0]) is None
+
+
+@pytest.mark.parametrize("n", [12, 15, 21, 30])
+def test_a_cell_without_drift_is_rarely_called_drifting(n):
+    """Samples in random order (no drift): the last third against the first names a drift at most 5% of the time, both
+    from the thirds' ranges (12 and 15 samples: 4 and 5 a third) and from compare()'s interval (7 a third on)."""
+    rng = np.random.default_rng(n)
+    verdicts = [uncertainty.drift(list(s)).verdict for s in draws(rng, n, size=1000)]
+    assert None not in verdicts
+    assert np.mean([v != SAME for v in verdicts]) <= 0.05, n
+
+
+@pytest.mark.parametrize("n", [12, 21])
+def test_a_cell_measured_cold_is_called_drifting(n):
+    """The first samples of a cell measured on a cold JVM take 2.5x to 1.5x its warm time, easing off: the last third
+    against the first is faster, beyond noise, nearly always; a rule that ignored the order would not see it."""
+    rng = np.random.default_rng(7)
+    cold = np.ones(n)
+    cold[: n // 3] = np.linspace(2.5, 1.5, n // 3)
+    verdicts = [uncertainty.drift(list(s * cold)).verdict for s in draws(rng, n, size=500)]
+    assert np.mean([v == FASTER for v in verdicts]) >= 0.95
+    shuffled = [uncertainty.drift(list(rng.permutation(s * cold))).verdict for s in draws(rng, n, size=500)]
+    assert np.mean([v == FASTER for v in shuffled]) < 0.5  # the order carries the drift
+
+
+def test_too_few_samples_a_third_give_no_drift_verdict():
+    assert uncertainty.drift([100.0] * 11).verdict is None and "3 sample(s) a third" in uncertainty.drift([100.0] * 11).why

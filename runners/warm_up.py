@@ -1,0 +1,102 @@
+"""The warm-up pass of a blocked schedule: one coverage of every cell the challenge measures, one cell after the other,
+before the first measured cell, as the seed warmed before measuring (one full pass over every variant x transport).
+
+The interleaved schedule warms every cell in turn (its first warm-up passes); a blocked one (a step per cell:
+aggregation-memory, coverage-width) would otherwise measure its first cells on a cold JVM with a couple of warm-up
+coverages of their own (race 18502de5: A over serial read 232 ms on a node started just before, 50 ms on a warm
+one). The pass is one Rally task, so it costs one schedule step: a task names the cells it warms by their task names
+("warms"), and the track processor hands it their operation parameters (bind), as the cells themselves run them.
+Its coverages are recorded as warm-ups (not measured) under "<pass>/<cell>", so no cell's measured samples change.
+"""
+
+from runners import coverage, interleave, records, results
+from runners.registry import Need, Operation
+
+WARMS_KEY = "warms"  # operation parameter: the names of the cell tasks the pass warms, in the order it runs them
+CELLS_KEY = "warm-up-cells"  # set by the track processor (bind): each warmed cell's operation parameters
+KIND_KEY = "warm-up-kind"  # in a warmed cell's parameters: its operation type (coverage or fetch-coverage)
+# what the pass leaves out of a cell's parameters: the pass runs each cell once, alone, not taking turns
+NOT_COPIED = (interleave.GROUP_KEY, interleave.ORDER_KEY, interleave.LEAD_KEY, "record-rate")
+
+
+def bind(tasks):
+    """Hands each warm-up pass among the challenge's tasks the operation parameters of the cells it warms (after the
+    track processor bound every task to its corpus set); raises ValueError naming a cell that is not a coverage task
+    of the challenge."""
+    by_name = {task.name: task for task in tasks}
+    for task in tasks:
+        if task.operation.type != "warm-up-pass":
+            continue
+        cells = []
+        for name in task.operation.params[WARMS_KEY]:
+            cell = by_name.get(name)
+            if cell is None or cell.operation.type not in ("coverage", "fetch-coverage"):
+                raise ValueError(f"warm-up pass {task.name} warms {name!r}, which is no coverage task of this challenge")
+            params = {k: v for k, v in cell.operation.params.items() if k not in NOT_COPIED}
+            cells.append({**params, "name": f"{task.name}/{name}", coverage.WARMUPS_KEY: 1, KIND_KEY: cell.operation.type})
+        task.operation.params[CELLS_KEY] = cells
+
+
+class WarmUpPassParamSource:
+    """Each warmed cell's parameter source (as the cell's own task builds its requests), asked for one coverage each:
+    the first, a warm-up (WARMUPS_KEY 1). Built on first use: Rally also instantiates parameter sources where it only
+    looks for the corpora a race uses."""
+
+    def __init__(self, track, params, **kwargs):
+        self._track, self._params, self._sources = track, params, None
+        self.infinite = True
+
+    def partition(self, partition_index, total_partitions):
+        return self
+
+    def params(self):
+        if self._sources is None:
+            self._sources = [(cell[KIND_KEY], _source_of(cell)(self._track, cell)) for cell in self._params.get(CELLS_KEY, [])]
+        return {"name": self._params.get("name"), "cells": [{**source.params(), KIND_KEY: kind} for kind, source in self._sources]}
+
+
+def _source_of(cell):
+    return coverage.FetchCoverageParamSource if cell[KIND_KEY] == "fetch-coverage" else coverage.CoverageParamSource
+
+
+class WarmUpPass:
+    """One coverage of each warmed cell, one after the other, each checked against the ground truth as the cell's own.
+
+    Measures: nothing a report reads (its service time spans every cell's coverage). Returns weight (the coverages
+    that passed), unit "coverages" and the record operations of every coverage. Errors: a cell's coverage that
+    failed (any of the coverage's failures, runners/coverage.py) fails the sample, naming the first and how many; the
+    pass goes on to the other cells, so every cell is warmed whatever one of them answered."""
+
+    multi_cluster = True
+
+    async def __call__(self, es, params):
+        failed, passed, meta = [], 0, {}
+        for cell in params["cells"]:
+            runner = coverage.FetchCoverage() if cell[KIND_KEY] == "fetch-coverage" else coverage.Coverage()
+            result = await runner(es, cell)
+            records.add(meta, {records.META_KEY: result[records.META_KEY]} if records.META_KEY in result else {})
+            if result.get("success", True):
+                passed += 1
+            else:
+                failed.append(result["error-description"])
+        if failed:
+            description = f"{len(failed)} of {len(params['cells'])} cells failed their warm-up coverage; the first: {failed[0]}"
+            return {**results.failed(description, "cluster-metrics-validation", "coverages", meta), "weight": passed}
+        return {"weight": passed, "unit": "coverages", "success": True, **meta}
+
+    def __repr__(self):
+        return "warm-up-pass"
+
+
+def validate_warm_up_pass(params, clients, context):
+    """Load-time check: the pass names the cells it warms, one client runs it (bind names an unknown cell)."""
+    warms = params.get(WARMS_KEY)
+    if not isinstance(warms, list) or not warms or not all(isinstance(name, str) for name in warms):
+        raise ValueError(f"a warm-up pass names the cell tasks it warms as a non-empty list (warms), got {warms!r}")
+    if clients != 1:
+        raise ValueError(f"a warm-up pass runs each cell once with one client, not {clients}")
+
+
+OPERATIONS = {
+    "warm-up-pass": Operation(WarmUpPass, Need("searches the index", index=("read",)), WarmUpPassParamSource, validate_warm_up_pass),
+}

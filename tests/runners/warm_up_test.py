@@ -1,0 +1,85 @@
+"""The warm-up pass of a blocked schedule with a stub client: the cells it names are handed to it as they run, each
+runs once, recorded as a warm-up under the pass's name, and a cell that fails fails the sample without stopping the
+pass."""
+
+import asyncio
+import json
+from types import SimpleNamespace
+
+import elasticsearch
+import pytest
+
+from runners import records, warm_up
+from runners.context import CONTEXT_KEY
+from runners.coverage import WARMUPS_KEY
+from tests.runners.coverage_test import PERCENTS, answers
+from tests.runners.stub_client import StubClient
+
+
+def task(task_name, operation_type, **params):
+    return SimpleNamespace(name=task_name, operation=SimpleNamespace(type=operation_type, params=params))
+
+
+def cell(context, name, transport, **extra):
+    return task(
+        name,
+        "coverage",
+        **{
+            CONTEXT_KEY: context.as_param(),
+            "name": name,
+            "variant": "D_td",
+            "transport": transport,
+            "percents": PERCENTS,
+            WARMUPS_KEY: 2,
+            "interleave": "study",
+            **extra,
+        },
+    )
+
+
+def bound_pass(context, *cells, warms=None):
+    warm = task("warm-up-pass", "warm-up-pass", warms=warms or [c.name for c in cells])
+    warm_up.bind([*cells, warm])
+    return warm
+
+
+def test_the_pass_is_handed_each_cell_as_it_runs_without_its_turns(context):
+    serial, msearch = cell(context, "memory-D_td-serial", "serial"), cell(context, "memory-D_td-msearch", "msearch")
+    warm = bound_pass(context, serial, msearch)
+    cells = warm.operation.params[warm_up.CELLS_KEY]
+    assert [c["name"] for c in cells] == ["warm-up-pass/memory-D_td-serial", "warm-up-pass/memory-D_td-msearch"]
+    assert [c["transport"] for c in cells] == ["serial", "msearch"] and all(c[WARMUPS_KEY] == 1 and "interleave" not in c for c in cells)
+    assert serial.operation.params["name"] == "memory-D_td-serial"  # the cell's own task is left as it was
+
+
+def test_a_pass_naming_no_coverage_task_of_the_challenge_is_refused(context):
+    with pytest.raises(ValueError, match="warms 'memory-X-serial', which is no coverage task"):
+        bound_pass(context, cell(context, "memory-D_td-serial", "serial"), warms=["memory-D_td-serial", "memory-X-serial"])
+    with pytest.raises(ValueError, match="non-empty list"):
+        warm_up.validate_warm_up_pass({"warms": []}, 1, context)
+
+
+def run_pass(context, client, *cells):
+    warm = bound_pass(context, *cells)
+    params = warm_up.WarmUpPassParamSource(None, {**warm.operation.params, "name": warm.name}).params()
+    return asyncio.run(warm_up.WarmUpPass()(client, params))
+
+
+def test_each_cell_runs_once_recorded_as_a_warm_up(context, tmp_path):
+    here = context.__class__(**dict(context.as_param(), record_dir=str(tmp_path)))
+    result = run_pass(
+        here, StubClient(answers(here, "serial") + answers(here, "msearch")), cell(here, "a", "serial"), cell(here, "b", "msearch")
+    )
+    assert result["success"] is True and result["weight"] == 2
+    lines = [json.loads(line) for line in (tmp_path / records.VALIDATION).read_text().splitlines()]
+    assert [(line["task"], line["measured"]) for line in lines] == [("warm-up-pass/a", False), ("warm-up-pass/b", False)]
+    assert len(json.loads(result[records.META_KEY])) == 2  # both lines travel to a metrics store
+
+
+def test_a_failed_cell_fails_the_sample_naming_it_and_the_others_still_run(context, tmp_path):
+    here = context.__class__(**dict(context.as_param(), record_dir=str(tmp_path)))
+    client = StubClient([elasticsearch.ConnectionError("Connection refused"), *answers(here, "msearch")])
+    result = run_pass(here, client, cell(here, "a", "msearch"), cell(here, "b", "msearch"))
+    assert result["success"] is False and result["weight"] == 1
+    assert result["error-description"].startswith("1 of 2 cells failed their warm-up coverage; the first: D_td/msearch")
+    assert len(client.sent) == 2
