@@ -2,7 +2,10 @@
 SHELL := /bin/bash
 comma := ,
 PYTHON ?= python3
-VENV := .venv
+# RALLY=<path to a Rally source checkout>: every target runs in a venv of its own (.venv-rally-<checksum of the path>)
+# holding that checkout (pip install -e, so its edits apply) and requirements.txt without the esrally line (docs/tests.md)
+RALLY ?=
+VENV := $(if $(RALLY),.venv-rally-$(shell printf '%s' '$(abspath $(RALLY))' | cksum | cut -d' ' -f1),.venv)
 VPY := $(VENV)/bin/python
 ESRALLY := $(VENV)/bin/esrally
 
@@ -68,11 +71,24 @@ WAIT_FOR_RALLY := for i in $$(seq 120); do pgrep -f '[e]srally race' >/dev/null 
 	source-cost source-large aggregation-memory width-corpora coverage-width
 
 venv: $(VENV)/.installed
+ifeq ($(RALLY),)
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --upgrade pip
 	$(VPY) -m pip install --quiet -r requirements.txt
 	touch $@
+else
+ifeq ($(wildcard $(RALLY)/esrally/__init__.py),)
+$(error RALLY=$(RALLY) is not a Rally source checkout (no esrally/__init__.py there))
+endif
+$(VENV)/.installed: requirements.txt $(RALLY)/pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install --quiet --upgrade pip
+	$(VPY) -m pip install --quiet -e $(abspath $(RALLY))
+	grep -v '^esrally==' requirements.txt > $(VENV)/requirements-without-esrally.txt
+	$(VPY) -m pip install --quiet -r $(VENV)/requirements-without-esrally.txt
+	touch $@
+endif
 
 es-start:
 	$(PYTHON) local-es/esnode.py start $(ES_VERSION_ARG) --nodes $(NODES) --heap $(HEAP) --http-port $(PORT) $(ES_TOPOLOGY)

@@ -17,7 +17,7 @@ from esrally import exceptions as rally_exceptions
 from esrally.client import factory
 from esrally.utils import opts
 
-from report import ReportError
+from report import ReportError, rally_compat
 from runners import corpus
 from runners.results import error_reason
 
@@ -132,7 +132,7 @@ def settings(target_hosts, client_options, fixes=CLUSTER):
     naming the fix."""
     try:
         hosts = opts.TargetHosts(target_hosts)
-        return hosts.default, opts.ClientOptions(client_options, target_hosts=hosts).default
+        return rally_compat.default_of(hosts), rally_compat.default_of(opts.ClientOptions(client_options, target_hosts=hosts))
     except (ValueError, KeyError, TypeError, OSError) as e:
         raise unusable(e, fixes) from None
 

@@ -13,10 +13,10 @@ import sys
 import cbor2
 import elasticsearch
 import pytest
-from elastic_transport import SerializationError, SerializerCollection
+from elastic_transport import ApiResponseMeta, HttpHeaders, NodeConfig, SerializationError, SerializerCollection
 from elasticsearch.serializer import DEFAULT_SERIALIZERS
 from esrally import exceptions
-from esrally.client.common import _mimetype_header_to_compat
+from esrally.client.factory import EsClientFactory
 
 from runners import large_source, parameters, records
 from runners.context import CONTEXT_KEY, RaceContext
@@ -208,10 +208,37 @@ def test_an_answer_that_does_not_decode_is_a_failed_sample(tmp_path, fmt):
     assert result["success"] is False and "malformed answer" in result["error-description"]
 
 
+def headers_rallys_client_sends(headers, distribution_version):
+    """The headers Rally's asynchronous client (the one a runner gets) hands its transport for a fetch sent with
+    `headers` to a cluster of `distribution_version`: after its rewrite of application/json (2.13.0 to the client's
+    major, 8; master to the cluster's, 8 or 9). The transport is a stand-in: no request leaves the process."""
+    sent = []
+
+    async def perform_request(method, target, **kwargs):
+        sent.append(dict(kwargs["headers"]))
+        node = NodeConfig("http", "127.0.0.1", 9200)
+        meta = ApiResponseMeta(200, "1.1", HttpHeaders({"x-elastic-product": "Elasticsearch"}), 0.0, node)
+        return meta, {}  # what both clients unpack of the transport's answer
+
+    async def fetch_once():
+        factory = EsClientFactory([{"host": "127.0.0.1", "port": 9200}], {}, distribution_version, distribution_flavor="default")
+        es = factory.create_async(client_id=0)
+        es.transport.perform_request = perform_request
+        try:
+            await es.perform_request("POST", f"/{LARGE_SOURCE_INDEX}/_search", headers=dict(headers), body=b"{}")
+        finally:
+            await es.close()
+
+    asyncio.run(fetch_once())
+    (request_headers,) = sent
+    return {name: request_headers[name] for name in headers}
+
+
 def test_a_cbor_answer_is_kept_raw_by_rallys_client_and_its_headers_agree_on_the_version():
     """Rally's client decodes by content type and knows no CBOR: without accept_cbor its transport raises on a CBOR
     answer; with it, the bytes come back raw. The headers already carry compatible-with=8 on both sides, which
-    Rally's rewrite of application/json leaves as they are (Elasticsearch refuses a body whose two headers disagree)."""
+    Rally's client sends as they are, to an 8.x and a 9.x cluster alike, on 2.13.0 and on master (Elasticsearch refuses
+    a body whose two headers disagree)."""
 
     class Transport:
         serializers = SerializerCollection(dict(DEFAULT_SERIALIZERS))
@@ -225,12 +252,13 @@ def test_a_cbor_answer_is_kept_raw_by_rallys_client_and_its_headers_agree_on_the
     accept_cbor(Client())
     for mimetype in large_source.CBOR_MIMETYPES:
         assert Client.transport.serializers.loads(data, mimetype).read() == data
+    plain = {"content-type": "application/json", "accept": "application/json"}  # the rewrite happens, on both Rallies
+    assert headers_rallys_client_sends(plain, "8.17.2") == dict.fromkeys(plain, "application/vnd.elasticsearch+json; compatible-with=8")
     for fmt in LARGE_SOURCE_FORMATS:
         headers = large_source.fetch_headers(fmt)
-        rewritten = dict(headers)
-        for name in ("accept", "content-type"):
-            _mimetype_header_to_compat(name, rewritten)
-        assert rewritten == headers and all("compatible-with=8" in headers[h] for h in ("accept", "content-type"))
+        assert all("compatible-with=8" in headers[h] for h in ("accept", "content-type"))
+        for version in ("8.17.2", "9.5.3"):
+            assert headers_rallys_client_sends(headers, version) == headers, (fmt, version)
 
 
 @pytest.mark.parametrize("fmt", LARGE_SOURCE_FORMATS)
