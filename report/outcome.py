@@ -10,6 +10,7 @@ configuration, only what failed and, marked partial, what passed before it stopp
 from dataclasses import dataclass
 
 from report import coverage, tables, uncertainty
+from report.memory import FLOOR_MEASURE
 from runners import records
 
 NOT_FINISHED = "DID NOT FINISH"
@@ -43,23 +44,34 @@ def _line_cause(line):
 
 
 def failures(race):
-    """Every task with a failed sample, in the order the race first recorded them: from the track's records where the
-    task keeps them (each coverage), else from Rally's error rate (a task whose samples the track does not record)."""
+    """Every task with a failed sample, in the order the race first recorded them. Of a race that finished, the tasks
+    Rally counted errors for (its error rate: what the runner returned for each measured sample), with the failed
+    coverages the track recorded and the first one's cause; of a race that did not finish, every task whose recorded
+    coverages include a failed one. A breaker floor's recorded coverages are the steps of its bisection, whose trips
+    are what it measures, not failures: only Rally's error rate speaks for it."""
     per_task = {}
     for line in race.validation:
         per_task.setdefault(line.get("task"), []).append(line)
-    ops = race.op_metrics()
+    ops, done = race.op_metrics(), finished(race)
     found = []
     for task, lines in per_task.items():
-        failed = [line for line in lines if _line_failed(line)]
+        bisection = (race.cells.get(task) or {}).get("measure") == FLOOR_MEASURE
+        failed = [] if bisection else [line for line in lines if _line_failed(line)]
         error_rate = (ops.get(task) or {}).get("error_rate")
-        if failed or (error_rate or 0) > 0:
-            cause = _line_cause(failed[0]) if failed else "Rally's log names it (~/.rally/logs/rally.log)"
-            found.append(TaskOutcome(task, len(lines), len(failed), error_rate, cause))
+        if (error_rate or 0) > 0 if done else failed:
+            cause = _line_cause(failed[0]) if failed else RALLY_LOG
+            found.append(
+                TaskOutcome(task, len(lines), len(failed), error_rate, cause)
+                if failed
+                else TaskOutcome(task, None, None, error_rate, cause)
+            )
     for task, op in ops.items():
         if task not in per_task and tables.failed(op):
-            found.append(TaskOutcome(task, None, None, op["error_rate"], "Rally's log names it (~/.rally/logs/rally.log)"))
+            found.append(TaskOutcome(task, None, None, op["error_rate"], RALLY_LOG))
     return found
+
+
+RALLY_LOG = "Rally's log names it (~/.rally/logs/rally.log)"
 
 
 def outcome_lines(race):
@@ -83,16 +95,19 @@ def outcome_lines(race):
         ]
     else:
         lines = [
-            f"The race finished; every one of its {recorded:,} recorded coverages passed its checks." if recorded else "The race finished.",
+            (
+                f"The race finished and no task failed ({recorded:,} coverages recorded)."
+                if recorded
+                else "The race finished and no task failed."
+            ),
             "",
         ]
-    lines += _drift_lines(race)
     if found:
         header = ["task", "failed samples", "first cause"]
         lines += [tables.markdown(header, [[f.task, f.failed_text(), _short(f.cause)] for f in found]), ""]
     elif recorded == 0 and not finished(race):
         lines += ["_No coverage was recorded before it stopped._", ""]
-    return lines
+    return lines + _drift_lines(race)
 
 
 def _drift_lines(race):
@@ -104,9 +119,11 @@ def _drift_lines(race):
     if not found:
         return []
     named = ", ".join(f"{task} ({d.ratio:.2f}x {d.verdict})" for task, d in found.items())
+    judged = sum(d.verdict is not None for d in coverage.drifts(race).values())
     return [
-        f"**{len(found)} cell(s) drift within the race** (the last third of their samples against the first, beyond noise; "
-        f"the drift section): {named}. Their figures hold for part of the race only.",
+        f"**{len(found)} of {judged} cells drift within the race** (the last third of their samples against the first, beyond "
+        f"noise; the drift section): {named}. Their figures hold for part of the race only. Each verdict names a drift by "
+        f"chance under 5% of the time: of {judged} cells, about {judged / 20:.1f} may be named by chance alone.",
         "",
     ]
 

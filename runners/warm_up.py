@@ -9,7 +9,7 @@ one). The pass is one Rally task, so it costs one schedule step: a task names th
 Its coverages are recorded as warm-ups (not measured) under "<pass>/<cell>", so no cell's measured samples change.
 """
 
-from runners import coverage, interleave, records, results
+from runners import coverage, interleave, records, results, scope
 from runners.registry import Need, Operation
 
 WARMS_KEY = "warms"  # operation parameter: the names of the cell tasks the pass warms, in the order it runs them
@@ -73,7 +73,8 @@ class WarmUpPass:
         failed, passed, meta = [], 0, {}
         for cell in params["cells"]:
             runner = coverage.FetchCoverage() if cell[KIND_KEY] == "fetch-coverage" else coverage.Coverage()
-            result = await runner(es, cell)
+            async with scope.applied(es["default"] if isinstance(es, dict) else es, cell):  # a remote's registration, as the cell's
+                result = await runner(es, cell)
             records.add(meta, {records.META_KEY: result[records.META_KEY]} if records.META_KEY in result else {})
             if result.get("success", True):
                 passed += 1

@@ -339,6 +339,12 @@ def test_aggregation_memory_finds_each_floor_and_puts_the_breaker_back(shared_ra
         and (r["below-bytes"] == 0 or r["floor-bytes"] <= r["below-bytes"] * (1 + DEFAULTS["memory_resolution"]))
         for r in rows
     )
+    # the warm-up pass ran one coverage of every timed cell, each a warm-up, before the first cell was measured
+    order = [json.loads(line) for line in (race.record_dir() / records.VALIDATION).read_text().splitlines()]
+    timed = [task for task in ours("aggregation-memory") if task.startswith("memory-")]
+    passed = [v["task"] for v in order if v["task"].startswith("warm-up-pass/")]
+    assert passed == [f"warm-up-pass/{task}" for task in timed] and all(v["measured"] is False for v in order[: len(passed)])
+    assert [v["task"] for v in order[: len(passed)]] == passed  # before any cell's own coverage
 
 
 def test_coverage_width_ingests_queries_and_deletes_each_width(shared_races):
@@ -355,7 +361,12 @@ def test_coverage_width_ingests_queries_and_deletes_each_width(shared_races):
     cells = [n for n in ours("coverage-width") if n.startswith("width-") and "-coverage-" in n]
     # serial only at 30 nodes (width_serial_max_nodes 300), D_hdr over terms too (width_hdr_terms_max_nodes 1000)
     assert len(cells) == 2 * 4 + 2 * 3 - 1 and "width-1500-coverage-D_hdr-terms" not in cells
-    validated = {json.loads(line)["task"] for line in (folder / records.VALIDATION).read_text().splitlines()}
-    assert validated == set(cells)
+    # each cell measured, and warmed once by its width's warm-up pass before its first measured coverage
+    validated = [json.loads(line) for line in (folder / records.VALIDATION).read_text().splitlines()]
+    warmed = {cell: f"width-{cell.split('-')[1]}-warm-up-pass/{cell}" for cell in cells}
+    assert {v["task"] for v in validated} == set(cells) | set(warmed.values())
+    order = [v["task"] for v in validated]
+    assert all(order.count(warmed[cell]) == 1 and order.index(warmed[cell]) < order.index(cell) for cell in cells), order
+    assert all(v["measured"] is False for v in validated if "/" in v["task"])
     header, body = report_widths.width_table(races.load(race.folder()))
     assert [row[:2] for row in body] == [["D_td", 30], ["D_td", 1500], ["D_hdr", 30], ["D_hdr", 1500]]

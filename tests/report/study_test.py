@@ -287,6 +287,6 @@ def test_a_cell_whose_first_samples_are_slow_is_named_in_the_first_lines(tmp_pat
     report_main(["--race", "c01dc01d", "--rally-home", str(tmp_path), "--out", str(tmp_path / "out")])
     text = next((tmp_path / "out").glob("*/report.md")).read_text()
     head = "\n".join(text.splitlines()[:12])
-    assert "1 cell(s) drift within the race" in head and re.search(rf"{task_name('D_td', 'serial')} \(0\.5\dx faster\)", head), head
+    assert "1 of 18 cells drift within the race" in head and re.search(rf"{task_name('D_td', 'serial')} \(0\.5\dx faster\)", head), head
     row = next(line for line in text.splitlines() if line.startswith(f"| {task_name('D_td', 'serial')} | {SAMPLES} |"))
     assert row.endswith("faster |"), row
