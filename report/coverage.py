@@ -90,9 +90,10 @@ def coverage_note(race):
 
 
 def drifts(race):
-    """{task: its drift Comparison} of every task whose measured samples repeat one measurement (uncertainty.drift: last
-    third against first); not a breaker floor's, whose samples are the steps of its bisection."""
-    repeats = {task: samples for task, samples in (race.samples or {}).items() if samples}
+    """{task: its drift Comparison} of every coverage task whose measured samples repeat one measurement (uncertainty.drift:
+    last third against first); not a breaker floor's, whose samples are the steps of its bisection."""
+    coverages = {line.get("task") for line in race.validation if line.get("measured")}  # from a store, samples has every task
+    repeats = {task: samples for task, samples in (race.samples or {}).items() if samples and task in coverages}
     if repeats:
         repeats = {task: samples for task, samples in repeats.items() if (race.cells.get(task) or {}).get("measure") != FLOOR_MEASURE}
     return {task: uncertainty.drift(samples) for task, samples in sorted(repeats.items())}
