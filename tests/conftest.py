@@ -1,6 +1,7 @@
 """Shared fixtures: one real Elasticsearch node for the whole session (port 9250, its own data), an isolated Rally
 home (RALLY_HOME under .rally-test/, never the user's), and a small generated corpus in it."""
 
+import functools
 import json
 import os
 import re
@@ -21,6 +22,48 @@ from runners import corpus  # noqa: E402
 from runners import records  # noqa: E402
 from runners.track_files import rendered_tasks  # noqa: E402,F401  (the tests import it from here)
 from tests.signals import popen_with_default_signals  # noqa: E402
+
+
+def _compile_each_template_once():
+    """Rally's loader makes a new Jinja environment for every render of the track (and reads it twice a load: once to
+    find its parameters, once to render it), so Jinja parses and compiles the same templates again each time: most of
+    the 0.3 s of a render here, and the unit tier renders the track hundreds of times. A template's code depends only
+    on its text and the environment's syntax settings (the key below), so the suite parses and compiles each text once
+    per process; the code runs in the environment that asked for it, with that environment's globals and filters."""
+    import jinja2
+
+    compile_template, parse_template = jinja2.Environment.compile, jinja2.Environment.parse
+    compiled, parsed = {}, {}
+
+    def settings(env):
+        syntax = ("block_start_string", "block_end_string", "variable_start_string", "variable_end_string",
+                  "comment_start_string", "comment_end_string", "line_statement_prefix", "line_comment_prefix",
+                  "trim_blocks", "lstrip_blocks", "newline_sequence", "keep_trailing_newline", "optimized", "is_async")  # fmt: skip
+        cacheable = not env.extensions and not callable(env.autoescape)
+        return tuple(getattr(env, name) for name in syntax) + (env.autoescape,) if cacheable else None
+
+    def compile_once(self, source, name=None, filename=None, raw=False, defer_init=False):
+        key = settings(self)
+        if key is None or not isinstance(source, str):
+            return compile_template(self, source, name, filename, raw, defer_init)
+        key += (source, name, filename, raw, defer_init)
+        if key not in compiled:
+            compiled[key] = compile_template(self, source, name, filename, raw, defer_init)
+        return compiled[key]
+
+    def parse_once(self, source, name=None, filename=None):  # Rally's parameter scan only reads the tree it gets
+        key = settings(self)
+        if key is None:
+            return parse_template(self, source, name, filename)
+        key += (source, name, filename)
+        if key not in parsed:
+            parsed[key] = parse_template(self, source, name, filename)
+        return parsed[key]
+
+    jinja2.Environment.compile, jinja2.Environment.parse = compile_once, parse_once
+
+
+_compile_each_template_once()
 
 TEST_PORT = int(os.environ.get("TEST_ES_PORT", "9250"))
 # the Elasticsearch version of every node the suite starts: the launcher's default (the study's) unless TEST_ES_VERSION
