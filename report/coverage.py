@@ -91,12 +91,17 @@ def coverage_note(race):
 
 def drifts(race):
     """{task: its drift Comparison} of every coverage task whose measured samples repeat one measurement (uncertainty.drift:
-    last third against first); not a breaker floor's, whose samples are the steps of its bisection."""
-    coverages = {line.get("task") for line in race.validation if line.get("measured")}  # from a store, samples has every task
-    repeats = {task: samples for task, samples in (race.samples or {}).items() if samples and task in coverages}
-    if repeats:
-        repeats = {task: samples for task, samples in repeats.items() if (race.cells.get(task) or {}).get("measure") != FLOOR_MEASURE}
-    return {task: uncertainty.drift(samples) for task, samples in sorted(repeats.items())}
+    last third against first), from each coverage's recorded wall time: the same on every path (a race from its files
+    or from a metrics store, whose replayed records are the same lines); not a breaker floor's, whose samples are the
+    steps of its bisection."""
+    found = {}
+    for task in sorted({line.get("task") for line in race.validation if line.get("measured")}):
+        if (race.cells.get(task) or {}).get("measure") == FLOOR_MEASURE:
+            continue
+        walls = race.measured(task, "wall-ms")
+        if walls:
+            found[task] = uncertainty.drift(walls)
+    return found
 
 
 def drifting(race):
@@ -113,7 +118,7 @@ def drift_table(race):
     header = ["task", "measured", "first third median (ms)", "last third median (ms)", "last / first [95%] verdict"]
     body = []
     for task, comparison in found.items():
-        samples = race.samples[task]
+        samples = race.measured(task, "wall-ms")
         k = len(samples) // 3
         thirds = [median_interval(part).median if k else None for part in (samples[:k], samples[len(samples) - k :])]
         body.append([task, len(samples), *thirds, comparison.text()])
