@@ -332,6 +332,7 @@ class FakeCluster(StubClient):
     def __init__(self, lose=()):
         super().__init__([])
         self.indexed, self.snapshots, self.lose, self.calls, self.meta = 500, [], set(lose), 0, {"cluster-metrics-ingest": "old"}
+        self.counts, self.lag, self.lag_counts = 0, 0, 0
 
     def client(self):
         return BulkClientOf(self)
@@ -368,7 +369,8 @@ class FakeCluster(StubClient):
             self.snapshots.append(self.indexed)
             return stats(self.indexed, self.indexed)
         if path.endswith("/_count"):
-            return {"count": self.indexed}
+            self.counts += 1  # a replica still applying the last bulk answers the first lag_counts counts short
+            return {"count": self.indexed - (self.lag if self.counts <= self.lag_counts else 0)}
         return {"acknowledged": True}
 
 
@@ -396,11 +398,13 @@ def client_bulks(epoch_docs, clients, client, bulk_size):
             yield epoch, i == 0, size
 
 
-def ingest(tmp_path, context, epoch_docs, clients, lose=(), timeout=5):
-    """Every client's bulks through one IngestEpochs runner at once; each sample as Rally would get it."""
+def ingest(tmp_path, context, epoch_docs, clients, lose=(), timeout=5, lag=(0, 0)):
+    """Every client's bulks through one IngestEpochs runner at once; each sample as Rally would get it. lag: (documents,
+    counts): the first counts of the index answer that many documents short (a replica still applying a bulk)."""
     from runners.ingest import IngestEpochs
 
     cluster, runner, samples = FakeCluster(lose), IngestEpochs(), []
+    cluster.lag, cluster.lag_counts = lag
     race_dir = tmp_path / "races" / "race-1"
     ctx = context.as_param() | {"record_dir": str(race_dir / "cluster-metrics"), "epoch_docs": {str(e): d for e, d in epoch_docs.items()}}
 
@@ -443,6 +447,16 @@ def test_one_ingest_task_records_each_epoch_at_its_exact_boundary(tmp_path, cont
     assert record["count"] == {"actual": 22, "expected": 22}
     for row in record["epochs"]:  # the epoch's wall: its bulks' windows, every client's
         assert 0 <= row["wall-s"] and row["processing-s"] >= 0
+
+
+def test_a_replica_that_catches_up_is_counted_once_it_has_and_a_short_count_that_stays_fails(tmp_path, context):
+    """The primaries have indexed every document but a replica answers the count 3 short at first: the count is read
+    again until it matches (a clean ingest); a count that stays short past request-timeout fails, naming both."""
+    _, samples, record = ingest(tmp_path / "a", context, {1: 10, 2: 7}, clients=2, lag=(3, 4))
+    assert all(s["success"] for s in samples) and record["count"] == {"actual": 17, "expected": 17}
+    _, samples, record = ingest(tmp_path / "b", context, {1: 10, 2: 7}, clients=2, timeout=0.2, lag=(3, 10**6))
+    assert record["count"] == {"actual": 14, "expected": 17}
+    assert any("holds 14 documents, the ingested corpus has 17" in s.get("error-description", "") for s in samples), samples
 
 
 def test_a_lost_bulk_fails_the_ingest_naming_what_the_wait_saw(tmp_path, context):
