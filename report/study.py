@@ -362,10 +362,15 @@ def recommendation_table(race):
 ANSWERS_PRODUCTION = ("D_td", "D_hdr")  # the variants that compute what production does (sums and percentiles)
 
 
+def _answering_medians(race, cells):
+    """{cell: its median wall} of the cells that answer the production question and did not fail."""
+    answering = [k for k in cells if k[0] in ANSWERS_PRODUCTION]
+    return {k: _median(measured(race, k, WALL)) for k in answering if not _failed(race, k) and measured(race, k, WALL)}
+
+
 def _fastest(race, cells):
     """The fastest cell that answers the production question (a cheaper variant leaves out what it needs)."""
-    answering = [k for k in cells if k[0] in ANSWERS_PRODUCTION]
-    valid = {k: _median(measured(race, k, WALL)) for k in answering if not _failed(race, k) and measured(race, k, WALL)}
+    valid = _answering_medians(race, cells)
     return min(valid, key=valid.get) if valid else None
 
 
@@ -379,8 +384,7 @@ def answer_line(race):
     if _failed(race, PRODUCTION):
         return f"production {PRODUCTION[0]} {PRODUCTION[1]}: {FAILED}; no speed-up can be given" + tail
     if race.validation:
-        walls = {key: measured(race, key, WALL) for key in _cells(race) if key[0] in ANSWERS_PRODUCTION and not _failed(race, key)}
-        medians = {key: _median(values) for key, values in walls.items() if values}
+        medians = _answering_medians(race, _cells(race))
     else:
         ops = tables.coverage_cells(race)
         medians = {key: tables.valid_median(ops, key) for key in ops if key[0] in ANSWERS_PRODUCTION}
@@ -392,7 +396,7 @@ def answer_line(race):
     if fastest == PRODUCTION:
         return line + "; no other configuration that computes its answer was faster" + tail
     speedup = (
-        _speedup(walls[PRODUCTION], walls[fastest])
+        _speedup(measured(race, PRODUCTION, WALL), measured(race, fastest, WALL))
         if race.validation
         else f"{medians[PRODUCTION] / medians[fastest]:.1f}x (no interval: Rally's medians)"
     )
