@@ -103,7 +103,7 @@ def width_table(race):
 
 
 def _not_run(race, width, variant, transport):
-    """Why a cell of the sweep is missing: the caps the schedule applies (schedule.j2, width), or "-"."""
+    """Why a cell of the sweep is missing: the caps the schedule applies (challenges/coverage-width.json), or "-"."""
     if transport == "serial" and width > race.param("width_serial_max_nodes"):
         return f"not run (above width_serial_max_nodes {race.param('width_serial_max_nodes')})"
     hdr_max = race.param("width_hdr_terms_max_nodes")

@@ -1,8 +1,8 @@
 """What each cell of a race measures, recorded by the race: {task name: cell}, where a cell is the task's variant and
 transport and the condition its challenge measures it under ({"rtt-ms": 50}, {"fault": "reset", "phase": "healed"}).
 
-A challenge gives a task its condition beside its name (schedule.coverage(..., cell={...}): the operation parameter
-CELL_KEY); the track processor collects the selected challenge's cells at load (of_tasks) and hands them to the
+A challenge gives a task its condition beside its name (the operation parameter CELL_KEY, "cell": {...} in its
+challenge file); the track processor collects the selected challenge's cells at load (of_tasks) and hands them to the
 challenge's first task, check-privileges, which writes them to the race's records (records.CELLS) and as sample
 meta. The report joins race.json's tasks to them, so that no task name is composed twice; a race without the record
 (from before it, or with check-privileges left out) gets the same from its track rendered with its parameters.

@@ -17,7 +17,7 @@ import time
 
 from runners.context import RaceContext
 
-GROUP_KEY = "interleave"  # operation parameter: the cell belongs to this interleaved group (schedule.j2)
+GROUP_KEY = "interleave"  # operation parameter: the cell belongs to this interleaved group (the challenge file)
 # operation parameter: this member of the group takes its first turn, once, before any cell: the set-up the cells are
 # measured under (rtt-sweep's set-rtt), in the cells' schedule step instead of a step of its own
 LEAD_KEY = "interleave-lead"

@@ -14,7 +14,7 @@ TRACK = REPO / "tracks" / "cluster-metrics"
 
 
 def test_the_track_folder_holds_everything_rally_reads():
-    for name in ("track.json", "track.py", "index.json", "schedule.j2", "vocabulary.j2", "README.md"):
+    for name in ("track.json", "track.py", "index.json", "vocabulary.j2", "README.md"):
         assert (TRACK / name).is_file(), name
     assert '{{ rally.collect(parts="challenges/*.json") }}' in (TRACK / "track.json").read_text()
     challenges = {c["name"] for c in rendered_track()["challenges"]}
@@ -23,7 +23,8 @@ def test_the_track_folder_holds_everything_rally_reads():
 
 def test_templates_read_like_rally_tracks():
     track = (TRACK / "track.json").read_text()
-    assert "{% macro" not in track, "schedule macros live in schedule.j2"
+    # one macro only, the count that renders a bad value's placeholder: a task is written in its challenge file
+    assert re.findall(r"\{% macro (\w+)", track) == ["count"], "tasks are written in the challenge files, not built by macros"
     long = [(n, len(line)) for n, line in enumerate(track.splitlines(), 1) if len(line) > 140]
     assert not long, f"track.json lines over 140 characters: {long}"
     for path in (TRACK / "challenges").glob("*.json"):
@@ -31,6 +32,51 @@ def test_templates_read_like_rally_tracks():
         assert not long, f"{path.name} lines over 160 characters: {long}"
     for challenge in rendered_track()["challenges"]:
         assert len(challenge["description"].split()) <= 25, challenge["name"]
+
+
+JINJA_COMMENT = re.compile(r"\{#.*?#\}", re.S)
+INCLUDE = re.compile(r'\{%-?\s*include\s+"([^"]+)"')
+WRITTEN_TYPE = re.compile(r'"operation-type":\s*"([a-z-]+)"')
+
+
+def written_operation_types(path):
+    """The operation types a template file writes out, outside Jinja comments, with those of the files it includes."""
+    text = JINJA_COMMENT.sub("", path.read_text())
+    types = set(WRITTEN_TYPE.findall(text))
+    for included in INCLUDE.findall(text):
+        types |= written_operation_types(TRACK / included)
+    return types
+
+
+@pytest.mark.parametrize("params", [{}, {"schedule": "blocked", "epochs": 2, "ccs_direct": ["far"], "widths": [30, 5000]}])
+def test_every_challenge_file_writes_out_the_operation_types_it_runs(params):
+    """A challenge file read alone (with the tasks/ files it includes) names every operation type Rally runs for it, as
+    rally-tracks' challenge files do: no task is built by code elsewhere. Each timed task states its clients, warm-up
+    and iterations (or time period) in the file too, rendered."""
+    for name, challenge in rendered_challenges(params).items():
+        rendered = {t["operation"]["operation-type"] for t in rendered_tasks(challenge)}
+        written = written_operation_types(TRACK / "challenges" / f"{name}.json")
+        assert rendered <= written, f"{name}.json runs {sorted(rendered - written)} without writing them out"
+        for task in rendered_tasks(challenge):
+            if "query" in task.get("tags", []):
+                assert "clients" in task and ("iterations" in task or "time-period" in task), (name, task["operation"]["name"])
+
+
+LIST_PARAMETERS = [
+    "variants", "transports", "layouts", "rtt_ms", "rtt_variants", "rtt_transports", "ccs_transports", "ccs_variants",
+    "ccs_direct", "ccs_rtt_ms", "ccs_minimize_roundtrips", "faults", "load_variants", "load_transports", "load_steps",
+    "source_modes", "source_variants", "source_transports", "fetch_kinds", "fetch_transports", "memory_variants",
+    "memory_transports", "memory_hdr_digits", "memory_tdigest_compression", "widths", "width_variants", "width_transports",
+    "width_max_concurrent_searches", "ingest_changes",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("value", [[], "x", 7])
+def test_a_list_parameter_of_any_value_renders_so_that_the_processor_can_name_it(value):
+    """Rendering must not fail before the track processor checks the parameters (runners/parameters.py names a bad one):
+    every list parameter empty, a stray string or a number still renders valid JSON in every challenge."""
+    for parameter in LIST_PARAMETERS:
+        assert rendered_challenges({parameter: value}), parameter
 
 
 def readme_tags():
