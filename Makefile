@@ -258,11 +258,11 @@ it-versions: venv
 
 # every track parameter with its default (declared at track.json's top) and what it accepts
 params: venv
-	@$(VPY) -m runners.parameters
+	@$(VPY) -m runners.contracts.parameters
 
 # each challenge's Elasticsearch privileges, as check-privileges asks for them (TRACK_PARAMS as for a race)
 privileges: venv
-	@$(VPY) -m runners.privileges $(if $(TRACK_PARAMS),--track-params="$(TRACK_PARAMS)")
+	@$(VPY) -m runners.studies.privileges $(if $(TRACK_PARAMS),--track-params="$(TRACK_PARAMS)")
 
 # unit tests only (no node, no race): seconds
 test-fast: venv lint

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: the corpus contract
-from runners import corpus  # noqa: E402
-from runners.corpus import FIELDS, GROUND_TRUTH_PERCENTS, corpus_name, file_name  # noqa: E402
+from runners.contracts import corpus  # noqa: E402
+from runners.contracts.corpus import FIELDS, GROUND_TRUTH_PERCENTS, corpus_name, file_name  # noqa: E402
 
 CHUNK_ROWS = 250_000
 NET_MAX_CENTS = 99_999_999  # net is clipped below 1,000,000.00 so it fits its fixed-width field

@@ -24,8 +24,8 @@ from esrally import config, paths  # noqa: E402
 from esrally.track import loader  # noqa: E402
 from esrally.track import params as rally_params  # noqa: E402
 
-from runners import corpus  # noqa: E402
-from runners.context import RaceContext  # noqa: E402
+from runners.contracts import corpus  # noqa: E402
+from runners.contracts.context import RaceContext  # noqa: E402
 from runners.operations import OPERATIONS  # noqa: E402
 from runners.processor import ClusterMetricsProcessor  # noqa: E402
 

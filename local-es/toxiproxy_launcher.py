@@ -19,7 +19,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from runners.toxiproxy import DEFAULT_API, PROXIES, VERSION, Toxiproxy, ToxiproxyError  # noqa: E402
+from runners.shared.toxiproxy import DEFAULT_API, PROXIES, VERSION, Toxiproxy, ToxiproxyError  # noqa: E402
 
 MODULE = "github.com/Shopify/toxiproxy/v2"
 TOOLS = HERE.parent / ".tools"
@@ -166,7 +166,7 @@ def proxy(args):
 
 
 def clear(args):
-    """Every toxic of this track (runners/toxiproxy.py OUR_TOXICS) off each proxy of this track that exists: what a
+    """Every toxic of this track (runners/shared/toxiproxy.py OUR_TOXICS) off each proxy of this track that exists: what a
     killed race can leave behind. A user's own toxics and proxies are left alone."""
     toxiproxy = api(args.api_port)
     for name in sorted(PROXIES.values()):

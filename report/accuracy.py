@@ -15,8 +15,8 @@ from report import ReportError
 from report.cluster import add_arguments as cluster_arguments
 from report.cluster import from_arguments
 from report.tables import fmt, markdown
-from runners import corpus, queries
-from runners.validation import percentile_values
+from runners.contracts import corpus, queries
+from runners.shared.validation import percentile_values
 
 ALGORITHMS = {"t-digest": "C_td", "HDR": "C_hdr"}
 

@@ -4,7 +4,7 @@ client, on the same node and the same bytes, taking turns.
 Sides, each timed from the first byte sent to the last byte read, over the same pre-built bodies:
 - plain: one kept-alive http.client connection (the standard library's), no retries, nothing decoded;
 - track: Rally's asynchronous client, as Rally creates it for a race, through the track's own send path:
-  runners.coverage.send_requests for searches, runners.ingest.EpochBulk (Rally's bulk runner) for bulks;
+  runners.studies.coverage.send_requests for searches, runners.studies.ingest.EpochBulk (Rally's bulk runner) for bulks;
 - static: the track side on Rally's `static_responses` client option (canned answers, no server): what Rally's
   client and the track's runner cost alone, the load driver's own floor per request.
 
@@ -37,8 +37,9 @@ import urllib.parse
 from esrally.client import factory
 
 from report import ReportError, cluster, tables, uncertainty
-from runners import corpus, coverage, queries
-from runners.ingest import EpochBulk
+from runners.contracts import corpus, queries
+from runners.studies import coverage
+from runners.studies.ingest import EpochBulk
 
 SIDES = ("plain", "track", "static")
 SCRATCH_INDEX = "cluster-metrics-client-cost"  # the bulk side's index, deleted at the end

@@ -18,8 +18,8 @@ from esrally.client import factory
 from esrally.utils import opts
 
 from report import ReportError, rally_compat
-from runners import corpus
-from runners.results import error_reason
+from runners.contracts import corpus
+from runners.shared.results import error_reason
 
 DEFAULT_TARGET_HOSTS = "127.0.0.1:9200"
 DEFAULT_CLIENT_OPTIONS = opts.ClientOptions.DEFAULT_CLIENT_OPTIONS

@@ -5,7 +5,7 @@ from report import uncertainty
 from report.memory import FLOOR_MEASURE
 from report.tables import BASELINE, Section, cell_samples, coverage_cells, failed, failed_label, pct, service_ms, valid_median
 from report.uncertainty import median_interval
-from runners.queries import TRANSPORTS, VARIANTS
+from runners.contracts.queries import TRANSPORTS, VARIANTS
 
 
 def coverage_table(race):

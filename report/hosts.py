@@ -1,7 +1,7 @@
 """The report's load-driver hosts section (a race on several hosts, read from the metrics store): what each host's
 clients ran, per task, and for coverage-load's steps each host's share of the target rate and the rate it reached."""
 
-from runners.hosts import UNNAMED
+from runners.shared.hosts import UNNAMED
 
 HOSTS_NOTE = (
     "Rally puts a race's clients on its load-driver hosts in order: the first ceil(clients / hosts) on the first host "

@@ -2,12 +2,12 @@
 epoch's wall time goes; each returns (header, rows), None without data, or a sentence saying why it cannot be built."""
 
 from report.tables import Section, failed, pct, ratio
-from runners import records
+from runners.contracts import records
 
 
 def ingest_task(race, **condition):
     """The task of this race's ingest under a condition (layout="2S1R", change="clients"; none: the challenge's one
-    ingest), found by its cell (runners/cells.py); None when the race ran no such ingest."""
+    ingest), found by its cell (runners/contracts/cells.py); None when the race ran no such ingest."""
     return race.task_of(measure="ingest", **condition)
 
 
@@ -35,7 +35,7 @@ def count_task(prefix):
 
 
 def epoch_wall(ops, row, bulk_task):
-    """An epoch's bulk wall time in s: as the ingest task recorded it (runners/ingest.py: its first bulk's start to its
+    """An epoch's bulk wall time in s: as the ingest task recorded it (runners/studies/ingest.py: its first bulk's start to its
     last bulk's end, every client's), or, where each epoch was bulk-loaded in a task of its own (the live challenge, and
     every ingest in races before the ingest became one task), that task's duration in race.json; None where neither
     is known."""
@@ -162,7 +162,7 @@ def ingest_time_table(race):
     ]
     body, totals = [], [0.0] * 5
     for e in sorted(epochs, key=lambda r: r["epoch"]):
-        if "wall-s" in e:  # the ingest task's record: each bulk's service time and window (runners/ingest.py)
+        if "wall-s" in e:  # the ingest task's record: each bulk's service time and window (runners/studies/ingest.py)
             wall, service, processing = e["wall-s"], e.get("service-s"), e.get("processing-s")
             if None in (wall, service, processing) or not e["bulk-requests"]:
                 return None

@@ -14,8 +14,8 @@ from scipy import stats
 from report import ingest, tables
 from report.tables import Section
 from report.uncertainty import CONFIDENCE
-from runners import records
-from runners.queries import INGEST_CHANGE_BASELINE, INGEST_CHANGES
+from runners.contracts import records
+from runners.contracts.queries import INGEST_CHANGE_BASELINE, INGEST_CHANGES
 
 # seed 000's table "change | expected savings | trade-off", in its own words, per change of the vocabulary; the seed
 # has no row for the changes together
@@ -157,7 +157,7 @@ def _described(race, name):
 
 
 def _settings_read(race, name):
-    """The index settings the ingest ran with, as its ingest's set-up read them (runners/ingest.py); "-" for a record
+    """The index settings the ingest ran with, as its ingest's set-up read them (runners/studies/ingest.py); "-" for a record
     without them."""
     found = race.ingest_changes.get(name, {}).get("index-settings")
     return ", ".join(f"{key.removeprefix('index.')} {value}" for key, value in found.items()) if found else "-"

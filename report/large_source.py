@@ -1,5 +1,5 @@
 """The report's source-large sections (seed 004 at its scale): each fetch cell, a _source mode in a response format,
-from the track's record of every fetch (runners/large_source.py), and the seed's figures beside ours.
+from the track's record of every fetch (runners/studies/large_source.py), and the seed's figures beside ours.
 
 Each builder returns (header, rows), or None when the race has no data for it (report/tables.py's contract). A cell
 with a failed sample (its error rate in race.json, or a failed fetch in the record) is FAILED: it has no figure, no
@@ -11,9 +11,9 @@ import statistics
 from report import tables
 from report.tables import Section
 from report.uncertainty import median_interval
-from runners import records
-from runners.large_source import MIB
-from runners.queries import LARGE_SOURCE_FORMATS, LARGE_SOURCE_MODES
+from runners.contracts import records
+from runners.contracts.queries import LARGE_SOURCE_FORMATS, LARGE_SOURCE_MODES
+from runners.studies.large_source import MIB
 
 # seed 004: JMH on a core i5, parsing one 10 MB JSON document of two fields (isbn, content) into a map, ms per parse
 SEED_DOC_MB = 10

@@ -4,7 +4,7 @@ the shards went and which node did the work."""
 from report import layout_seed
 from report.ingest import epoch_task, epoch_wall, ingest_prefix, ingest_problem
 from report.tables import Section, failed, normalized, pct
-from runners import layouts as layout_rules
+from runners.studies import layouts as layout_rules
 
 LAYOUT_CELLS = (("D_td", "msearch"), ("D_td", "terms"), ("D_hdr", "msearch"), ("D_hdr", "terms"))
 

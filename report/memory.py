@@ -3,7 +3,7 @@ on the query DSL's aggregations)."""
 
 from report import tables
 from report.tables import Section
-from runners import queries
+from runners.contracts import queries
 
 KIB = 1024
 FLOOR_MEASURE = "breaker-floor"  # a floor task's cell measure: its samples are the bisection's steps, not repeats of one cell

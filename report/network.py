@@ -15,7 +15,7 @@ import numpy as np
 from report import tables
 from report.study import TOOK, WALL, median_text
 from report.tables import Section
-from runners.queries import TRANSPORTS, VARIANTS, rtt_samples
+from runners.contracts.queries import TRANSPORTS, VARIANTS, rtt_samples
 
 SERIAL_ROUND_TRIPS = 30  # one _search per node of the 30-node coverage
 SEED_001 = (

@@ -2,7 +2,7 @@
 
 Rally writes a race's `results` only when it reaches the end of the race; a race it stopped early (a node that died,
 Ctrl-C, an error of Rally's own) has none, and its race.json then says nothing of what ran. The track's records count
-every coverage it attempted, a failed one with its cause (records.ERROR, runners/coverage.py), so the report can say
+every coverage it attempted, a failed one with its cause (records.ERROR, runners/studies/coverage.py), so the report can say
 what failed either way. A race that did not finish has no answer: its report gives no speed-up, saving or fastest
 configuration, only what failed and, marked partial, what passed before it stopped.
 """
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from report import coverage, tables, uncertainty
 from report.memory import FLOOR_MEASURE
-from runners import records
+from runners.contracts import records
 
 NOT_FINISHED = "DID NOT FINISH"
 

@@ -1,5 +1,5 @@
 """profile-breakdown's tables: the profile's shares, what profiling costs (took ON against OFF) and the seed's
-single-call phases, from the calls the runner recorded (runners/profile.py, records.PROFILE_CALLS).
+single-call phases, from the calls the runner recorded (runners/studies/profile.py, records.PROFILE_CALLS).
 
 Each builder returns (header, rows), None when the race has no profile, or a sentence when the task failed: a task
 with an error rate above 0 answered wrongly or not at all, and no overhead or phase is read from it."""
@@ -9,7 +9,7 @@ import statistics
 from report import tables
 from report.tables import Section
 from report.uncertainty import CONFIDENCE, median_interval, min_samples
-from runners import profile as runner
+from runners.studies import profile as runner
 
 # seed 000, D_td, one node's _search: its profile overhead table (mean took per call) and its single-call phases
 SEED_TOOK = {True: 74.8, False: 40.8}

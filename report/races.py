@@ -10,12 +10,12 @@ from pathlib import Path
 from esrally.track import loader
 
 from report import ReportError, ingest, ingest_changes, large_source, widths
-from runners import cells, parameters, records
-from runners.corpus import races_root
-from runners.ingest import recount_bulk_tooks
-from runners.load import read_steps
-from runners.queries import SOURCE_MODES
-from runners.track_files import rendered_tasks, track_dir
+from runners.contracts import cells, parameters, records
+from runners.contracts.corpus import races_root
+from runners.contracts.queries import SOURCE_MODES
+from runners.contracts.track_files import rendered_tasks, track_dir
+from runners.studies.ingest import recount_bulk_tooks
+from runners.studies.load import read_steps
 
 # parameters that hold a list (a user may give a comma-separated string)
 LIST_PARAMETERS = {name for name, default in parameters.DEFAULTS.items() if isinstance(default, list)}
@@ -28,26 +28,26 @@ class Race:
     data: dict
     ingest: dict = field(default_factory=dict)
     profile: dict = field(default_factory=dict)
-    profile_calls: list = field(default_factory=list)  # profile-breakdown: each call, profile ON and OFF (runners/profile.py)
+    profile_calls: list = field(default_factory=list)  # profile-breakdown: each call, profile ON and OFF (runners/studies/profile.py)
     layouts: dict = field(default_factory=dict)  # layout -> its layout-stats record
     layout_ingest: dict = field(default_factory=dict)  # layout-sweep: layout -> its ingest record
     load_steps: dict = field(default_factory=dict)  # coverage-load step task -> its calibrated and target rate
     sources: dict = field(default_factory=dict)  # source-cost: _source mode -> its storage record
     source_ingest: dict = field(default_factory=dict)  # source-cost: _source mode -> its ingest record
     memory: list = field(default_factory=list)  # aggregation-memory: each cell's request breaker floor record
-    validation: list = field(default_factory=list)  # each coverage's validation counts (runners/coverage.py)
+    validation: list = field(default_factory=list)  # each coverage's validation counts (runners/studies/coverage.py)
     width_ingest: dict = field(default_factory=dict)  # coverage-width: width -> its ingest record
     search_pool: dict | None = None  # coverage-width: the search pool and _msearch's default concurrency
     ingest_changes: dict = field(default_factory=dict)  # ingest-changes: the baseline or a change -> its ingest record
     large_source: dict = field(default_factory=dict)  # source-large: what made its documents, and every fetch
     # task -> each measured sample's service time (ms), None when a sample failed: Rally's from a metrics store, else
-    # each coverage's wall time from the track's own records (runners/coverage.py), which every race keeps
+    # each coverage's wall time from the track's own records (runners/studies/coverage.py), which every race keeps
     samples: dict | None = None
     samples_source: str = "each coverage's wall time in the track's records"
     # task -> {load-driver host: {"clients", "samples", "measured"}}: from a metrics store only (report/store.py)
     hosts: dict = field(default_factory=dict)
     source: str = "race.json"  # where Rally's figures came from
-    recorded_cells: dict | None = None  # task -> its cell, as the race recorded them (runners/cells.py), if it did
+    recorded_cells: dict | None = None  # task -> its cell, as the race recorded them (runners/contracts/cells.py), if it did
 
     @property
     def challenge(self):
@@ -66,7 +66,7 @@ class Race:
 
     def param(self, name):
         """The track parameter's value in this race: the user's (a comma-separated string as a list), else its
-        default (runners/parameters.py)."""
+        default (runners/contracts/parameters.py)."""
         given = self.data.get("track-params", {}).get(name)
         value = parameters.DEFAULTS[name] if given is None else given
         return value.split(",") if isinstance(value, str) and name in LIST_PARAMETERS else value
@@ -83,7 +83,7 @@ class Race:
         return cells.index(self.cells)
 
     def task_of(self, **cell):
-        """The task that measured this cell in this race (its variant, transport and condition, runners/cells.py), or
+        """The task that measured this cell in this race (its variant, transport and condition, runners/contracts/cells.py), or
         None: task_of(variant="D_td", transport="serial", **{"rtt-ms": 50})."""
         return self._cell_index.get(cells.key(cell))
 
@@ -91,7 +91,7 @@ class Race:
         return {op["task"]: op for op in self.data.get("results", {}).get("op_metrics", [])}
 
     def measured(self, task, field):
-        """The task's measured coverages' values of a validation record field (runners/coverage.py: wall-ms, took,
+        """The task's measured coverages' values of a validation record field (runners/studies/coverage.py: wall-ms, took,
         took-sum), in the order they ran; None when the task failed (a failed cell has no figure) or a measured
         coverage lacks the field (an answer without took)."""
         op = self.op_metrics().get(task)

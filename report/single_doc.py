@@ -1,12 +1,12 @@
-"""The layout sweep's single-document indexing (runners/single_doc.py): docs/s per layout, against 1S0R and against
+"""The layout sweep's single-document indexing (runners/studies/single_doc.py): docs/s per layout, against 1S0R and against
 the same shards unreplicated, beside seed 003's statements."""
 
 from report import layout_seed
 from report.layouts import LAYOUT_BASELINE, layout_ops
 from report.tables import Section, failed, failed_label, normalized
 from report.uncertainty import MIN_SAMPLES, median_interval, ratio_interval
-from runners import layouts as layout_rules
-from runners.single_doc import RECORD_KEY
+from runners.studies import layouts as layout_rules
+from runners.studies.single_doc import RECORD_KEY
 
 
 def single_doc_rows(race):

@@ -17,7 +17,8 @@ from esrally import config as rally_config
 
 from report import ReportError
 from report.cluster import Cluster, Fixes, unusable
-from runners import hosts, records
+from runners.contracts import records
+from runners.shared import hosts
 
 CONFIG_NAME = "cluster-metrics-store"
 SERVICE_TIME = "service_time"
@@ -199,7 +200,7 @@ class Store:
         return self._request("GET", f"/{found[0]['_index']}/_doc/{found[0]['_id']}", None)["_source"]
 
     def record_operations(self, race_id):
-        """The track's record operations (runners/records.py META_KEY) that the race's samples carry, warm-up ones too,
+        """The track's record operations (runners/contracts/records.py META_KEY) that the race's samples carry, warm-up ones too,
         in sample order."""
         query = {"bool": {"filter": [{"term": {"race-id": race_id}}, {"term": {"name": SERVICE_TIME}}]}}
         key = f"meta.{records.META_KEY}"
@@ -217,7 +218,7 @@ class Store:
 
     def host_samples(self, race_id):
         """{task: {host: {"clients": [client ids], "samples": n, "measured": n}}}: what each load-driver host's clients
-        ran, from the host every sample of this track's runners names (runners/hosts.py) and the client id Rally adds;
+        ran, from the host every sample of this track's runners names (runners/shared/hosts.py) and the client id Rally adds;
         warm-up samples are counted in "samples", not in "measured"."""
         query = {"bool": {"filter": [{"term": {"race-id": race_id}}, {"term": {"name": SERVICE_TIME}}]}}
         host_field = f"meta.{hosts.HOST_KEY}"

@@ -1,14 +1,14 @@
 """Seed 000's answer in its own terms: server `took` against client wall time, per cell and per coverage.
 
 Each table puts the seed's figure beside ours in its own column. Our figures come from each measured coverage's
-record (runners/coverage.py: wall-ms, took, took-sum; warm-ups left out), on every path: a race read from its folder
+record (runners/studies/coverage.py: wall-ms, took, took-sum; warm-ups left out), on every path: a race read from its folder
 or from Rally's metrics store. A figure is a median with its 95% order-statistic interval and sample count
 (report/uncertainty.py); a failed cell is FAILED and is never a baseline, a share or a speedup.
 """
 
 from report import coverage, profile, tables, uncertainty
 from report.tables import Section
-from runners.queries import TRANSPORTS, VARIANTS
+from runners.contracts.queries import TRANSPORTS, VARIANTS
 
 # Seed 000 (Elasticsearch 8.17.2, one node on an 8-core host, 5 x 1,000,000 rows, 15 samples a cell; its means)
 SEED_TOOK_SERIAL = {"A": 19, "B": 192, "C_td": 1070, "C_hdr": 597, "D_td": 1199, "D_hdr": 712}
@@ -30,7 +30,7 @@ NO_INTERVAL = (
     f"A figure marked (n=N) has no interval: from {uncertainty.min_samples(uncertainty.CONFIDENCE) - 1} samples or fewer "
     f"there is none, and a saving or speed-up needs {uncertainty.MIN_SAMPLES} a side (a --test-mode race has one).\n"
 )
-WALL, TOOK, TOOK_SUM = "wall-ms", "took", "took-sum"  # the coverage record's fields (runners/coverage.py)
+WALL, TOOK, TOOK_SUM = "wall-ms", "took", "took-sum"  # the coverage record's fields (runners/studies/coverage.py)
 FAILED, NO_TOOK = "FAILED", "no took"
 NO_SHARE = "no share"  # of a production query whose median took is 0 ms
 

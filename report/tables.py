@@ -7,7 +7,7 @@ and is never a baseline, a speedup or the fastest cell."""
 
 from typing import Callable, NamedTuple, Optional, Union
 
-from runners.queries import TRANSPORTS, VARIANTS
+from runners.contracts.queries import TRANSPORTS, VARIANTS
 
 # A study's table returns (header, rows), or None when the race has no data for it, or a sentence saying why it cannot
 # be built, so that the report can say so plainly.
@@ -40,7 +40,7 @@ def failed_label(op):
 
 def study_task(race, key):
     """The task that measured the study's cell key, (variant, transport) under no other condition, in this race (its
-    cells record, runners/cells.py), or None."""
+    cells record, runners/contracts/cells.py), or None."""
     variant, transport = key
     return race.task_of(variant=variant, transport=transport)
 
@@ -58,7 +58,7 @@ def coverage_cells(race):
 
 
 def in_study_order(keys):
-    """Cells (variant, transport) in the study's order: variants, then transports, as runners/queries.py lists them."""
+    """Cells (variant, transport) in the study's order: variants, then transports, as runners/contracts/queries.py lists them."""
     return sorted(keys, key=lambda k: (list(VARIANTS).index(k[0]), TRANSPORTS.index(k[1])))
 
 

@@ -11,9 +11,9 @@ import numpy as np
 
 from report import ingest, tables, uncertainty
 from report.tables import Section
-from runners import queries, records
-from runners.queries import TRANSPORTS, VARIANTS
-from runners.search_pool import SEARCH_POOL
+from runners.contracts import queries, records
+from runners.contracts.queries import TRANSPORTS, VARIANTS
+from runners.studies.search_pool import SEARCH_POOL
 
 
 def width_transport(transport, max_concurrent_searches=0):
@@ -23,7 +23,7 @@ def width_transport(transport, max_concurrent_searches=0):
 
 
 def width_key(cell):
-    """(width, variant, transport as width_transport names it) of a width sweep's coverage cell (runners/cells.py),
+    """(width, variant, transport as width_transport names it) of a width sweep's coverage cell (runners/contracts/cells.py),
     else None (another task's cell: a width's ingest, {"width": 300, "measure": "ingest"})."""
     if not cell or "width" not in cell or "variant" not in cell:
         return None

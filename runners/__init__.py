@@ -5,11 +5,11 @@ def register(registry):
     # imported here: the report and the generator import this package's small modules without Rally's machinery
     from esrally.track import loader
 
-    from runners.hosts import NamesItsHost
-    from runners.load import SCHEDULER, RelativeRateScheduler
     from runners.operations import OPERATIONS, PARAM_SOURCES
     from runners.processor import ClusterMetricsProcessor
-    from runners.scope import Scoped
+    from runners.shared.hosts import NamesItsHost
+    from runners.studies.load import SCHEDULER, RelativeRateScheduler
+    from runners.studies.scope import Scoped
 
     # a custom processor replaces Rally's default preparator (decompression, file checks) unless it is registered too;
     # ours first, so that each load-driver host's corpus check names the fix before Rally's preparator looks

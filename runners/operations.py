@@ -1,32 +1,18 @@
-"""This track's operation types, collected from the runner modules that declare them.
+"""This track's operation types, collected from the study modules that declare them.
 
-A runner module declares the operation types it implements in a table of its own at module level,
+A study module (runners/studies/) declares the operation types it implements in a table of its own at module level,
 `OPERATIONS = {"<type>": Operation(...)}` (runners/registry.py): runner, privilege need, parameter source and
-load-time validation, beside the runner. This module finds every such module of the package by that declaration
-and merges their tables; registration (runners/__init__.py), the track processor and the privilege check read the
+load-time validation, beside the runner. This module merges the tables of the study package's modules
+(runners.studies.MODULES); registration (runners/__init__.py), the track processor and the privilege check read the
 merge. A parameter source is registered under the operation's name, so a track task names it as
 "param-source": "<operation type>".
 """
 
-import importlib
-import pkgutil
-import re
-from pathlib import Path
-
-from runners.index_body import FreshIndexBodyParamSource
-
-DECLARES = re.compile(r"^OPERATIONS = \{", re.MULTILINE)
+from runners import studies
+from runners.shared.index_body import FreshIndexBodyParamSource
 
 # parameter sources of Rally's own operations, by the name a task gives as its param-source
 PARAM_SOURCES = {"fresh-index-body": FreshIndexBodyParamSource}
-
-
-def declaring_modules(folder=Path(__file__).parent):
-    """The names of the folder's modules that declare an OPERATIONS table (read as text first: importing every module,
-    the track processor among them, to look would import this one again)."""
-    for module in pkgutil.iter_modules([str(folder)]):
-        if module.name != "operations" and DECLARES.search((Path(folder) / f"{module.name}.py").read_text()):
-            yield module.name
 
 
 def merge(tables):
@@ -37,10 +23,11 @@ def merge(tables):
         for operation_type, operation in table.items():
             if operation_type in collected:
                 raise RuntimeError(
-                    f"operation type {operation_type!r} is declared by runners/{declared_by[operation_type]}.py and runners/{name}.py"
+                    f"operation type {operation_type!r} is declared by runners/studies/{declared_by[operation_type]}.py and "
+                    f"runners/studies/{name}.py"
                 )
             collected[operation_type], declared_by[operation_type] = operation, name
     return collected, declared_by
 
 
-OPERATIONS, DECLARED_BY = merge((name, importlib.import_module(f"runners.{name}").OPERATIONS) for name in sorted(declaring_modules()))
+OPERATIONS, DECLARED_BY = merge(studies.tables("OPERATIONS"))

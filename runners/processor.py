@@ -2,7 +2,7 @@
 
 On every track load for a race it
 - checks every track parameter the user gave (type and range), naming the parameter and what it expects;
-- names each ingest's record after its task (runners/ingest.py name_records);
+- names each ingest's record after its task (runners/studies/ingest.py name_records);
 - reads the generator's manifest, checks each file the race uses (size, and sha256 unless the track parameter
   verify_corpus_checksums is false) and the ground truth's sha256, once per race and host (CorpusChecks), and sets
   each document set's count and size;
@@ -26,11 +26,13 @@ from esrally import exceptions, paths
 from esrally.track import loader
 from esrally.track import track as track_model
 
-from runners import cells, corpus, coverage, ingest, interleave, load, parameters, privileges, queries, records, scope, warm_up, widths
-from runners.context import CONTEXT_KEY, DEFAULT_CLUSTER, RaceContext
-from runners.network import ClearToxics, clear_toxics
+from runners.contracts import cells, corpus, parameters, queries, records
+from runners.contracts.context import CONTEXT_KEY, DEFAULT_CLUSTER, RaceContext
 from runners.operations import OPERATIONS
-from runners.widths import WIDTH_KEY
+from runners.shared import interleave
+from runners.studies import coverage, ingest, load, privileges, scope, warm_up, widths
+from runners.studies.network import ClearToxics, clear_toxics
+from runners.studies.widths import WIDTH_KEY
 
 LOG = logging.getLogger(__name__)
 
@@ -156,7 +158,7 @@ def _bind_operations(track, selected, main, width_sets, clusters):
             task.operation.params[CONTEXT_KEY] = as_params[context.index]
             if task.time_period is None and task.warmup_time_period is None:
                 # the warmup as it runs (after --test-mode's reduction): Rally does not tell a runner which samples
-                # are warmup, and the coverage records each sample as measured or not (runners/coverage.py)
+                # are warmup, and the coverage records each sample as measured or not (runners/studies/coverage.py)
                 task.operation.params[coverage.WARMUPS_KEY] = task.warmup_iterations or 0
 
 
@@ -180,7 +182,7 @@ def _check_cluster(params, clusters):
 
 def _set_load_driver_hosts(challenge, race_id, hosts):
     """A share-calibration task learns how many load-driver hosts the race has; with several, it works through a small
-    index of the race's own (runners/load.py ShareCalibration), which its privileges name."""
+    index of the race's own (runners/studies/load.py ShareCalibration), which its privileges name."""
     count = len(set(hosts or ["localhost"]))
     for task in _tasks(challenge):
         if task.operation.type == "share-calibration" and count > 1:
@@ -189,9 +191,9 @@ def _set_load_driver_hosts(challenge, race_id, hosts):
 
 
 def _set_privileges(challenge, context):
-    """Hands the challenge's check-privileges task what the challenge asks of the target cluster (runners/privileges.py;
+    """Hands the challenge's check-privileges task what the challenge asks of the target cluster (runners/studies/privileges.py;
     the tasks of another cluster, a remote's by its alias, are not the target's) and the challenge's cells, which it
-    records (runners/cells.py)."""
+    records (runners/contracts/cells.py)."""
 
     def index_of(params):  # Rally's operations name it; ours carry their corpus set's context (a width's, for one)
         own = RaceContext.of(params) if CONTEXT_KEY in params else context
@@ -248,7 +250,7 @@ SET_BOUND = ("index", "corpora")  # what the track processor rebinds on such a t
 
 def _width_sets(track, challenge, root, test_mode, verified, user_params, race_id, cfg):
     """{width: RaceContext} of the widths the challenge's tasks name (WIDTH_KEY), each set's index and corpora added to
-    the track (their names come from the corpus contract, runners/corpus.py, not from track.json)."""
+    the track (their names come from the corpus contract, runners/contracts/corpus.py, not from track.json)."""
     contexts = {}
     epochs = range(1, parameters.value(user_params, "width_epochs") + 1)
     template = next(index for index in track.indices if index.name == corpus.INDEX)

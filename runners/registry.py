@@ -10,12 +10,12 @@ from typing import Callable, Optional
 @dataclass(frozen=True)
 class Need:
     """What an operation sends, as Elasticsearch's privilege names: cluster privileges, index privileges on the task's
-    index, and on the restore-notes index (runners/restore.py) for an operation that changes cluster settings."""
+    index, and on the restore-notes index (runners/shared/restore.py) for an operation that changes cluster settings."""
 
     why: str
     cluster: tuple = ()
     index: tuple = ()  # on the index the task works on
-    notes: tuple = ()  # on runners.restore.NOTES_INDEX
+    notes: tuple = ()  # on runners.shared.restore.NOTES_INDEX
 
 
 SETTINGS_CHANGE = ("create_index", "read", "write")  # the notes an operation writes before it changes a cluster setting

@@ -18,9 +18,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "corpora-gen"))
 
-from runners import corpus  # noqa: E402
-from runners import records  # noqa: E402
-from runners.track_files import rendered_tasks  # noqa: E402,F401  (the tests import it from here)
+from runners.contracts import corpus  # noqa: E402
+from runners.contracts import records  # noqa: E402
+from runners.contracts.track_files import rendered_tasks  # noqa: E402,F401  (the tests import it from here)
 from tests.signals import popen_with_default_signals  # noqa: E402
 
 
@@ -501,7 +501,7 @@ def doc_count(port=TEST_PORT, index=INDEX):
 
 def holds_the_test_corpus(rally_home, index=INDEX):
     """The index holds the test-mode corpus, all of it, in the shape the query challenges measure."""
-    from runners.index_checks import shape_differences
+    from runners.studies.index_checks import shape_differences
 
     status, body = http("GET", f"/{index}/_mapping")
     if status != 200:
@@ -575,7 +575,7 @@ def toxiproxy(es_node):
     assert started.returncode == 0, started.stdout + started.stderr
     made = toxiproxy_launcher("proxy", "--role", "http", "--listen", str(PROXY_PORT), "--upstream", str(TEST_PORT))
     assert made.returncode == 0, made.stdout + made.stderr
-    from runners.toxiproxy import Toxiproxy
+    from runners.shared.toxiproxy import Toxiproxy
 
     yield Toxiproxy(NETWORK_PARAMS["toxiproxy_url"])
     stopped = toxiproxy_launcher("stop")
@@ -618,7 +618,7 @@ def context(tmp_path_factory):
     """For runner unit tests: a small generated corpus (2 epochs x 90 rows, 3 nodes) and the race context a track
     load would build for it."""
     import cmgen
-    from runners.context import RaceContext
+    from runners.contracts.context import RaceContext
 
     root = tmp_path_factory.mktemp("data")
     manifest = cmgen.generate(cmgen.Params(epochs=2, rows_per_epoch=90, nodes=3, tasks=5, seed=3), root)

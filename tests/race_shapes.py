@@ -6,7 +6,7 @@ traceback (tests/report/edges_test.py, tests/report/full_scale_test.py)."""
 import json
 import shutil
 
-from runners import records
+from runners.contracts import records
 
 TOOK_KEYS = {"took", "took-sum", "took-ms", "bulk-took-ms"}  # every took the track records, in ms
 
@@ -21,7 +21,7 @@ def _zero_tooks(value):
 
 def took_zero(race_dir):
     """Every took the records hold is 0: the JSON records, the JSON-lines records and each bulk's took file
-    (runners/ingest.py took_line: the took first)."""
+    (runners/studies/ingest.py took_line: the took first)."""
     for path in sorted((race_dir / records.RECORD_DIR).rglob("*")):
         if path.suffix == ".json":
             path.write_text(json.dumps(_zero_tooks(json.loads(path.read_text()))))

@@ -6,11 +6,11 @@ client Rally gives runners, without a race."""
 
 import pytest
 
-from runners import corpus
-from runners.context import CONTEXT_KEY
-from runners.index_checks import CorpusError, VerifyCorpus
-from runners.layouts import CheckLayouts, LayoutError
+from runners.contracts import corpus
+from runners.contracts.context import CONTEXT_KEY
 from runners.processor import CorpusChecks, set_context
+from runners.studies.index_checks import CorpusError, VerifyCorpus
+from runners.studies.layouts import CheckLayouts, LayoutError
 from tests.conftest import (
     INDEX,
     assert_refused_before_any_timed_task,

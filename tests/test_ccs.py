@@ -10,10 +10,11 @@ import pytest
 
 from report import network as network_report
 from report import races
-from runners import network, restore
-from runners.network import remote_settings
+from runners.contracts.parameters import DEFAULTS
 from runners.operations import OPERATIONS
-from runners.parameters import DEFAULTS
+from runners.shared import restore
+from runners.studies import network
+from runners.studies.network import remote_settings
 from tests.conftest import (
     TEST_PORT,
     assert_clean,
@@ -81,7 +82,7 @@ def test_the_round_trip_model_is_a_floor_through_the_proxy(ccs_race):
     header, body = network_report.ccs_table(races.load(ccs_race.folder()))
     assert header[3:5] == [f"{r} ms" for r in RTTS] and len(body) == 5  # 2 transports x 2 settings, the samples row
     ops, rtt, race = ccs_race.op_metrics(), max(RTTS), races.load(ccs_race.folder())
-    assert race.recorded_cells  # the race recorded its cells (runners/cells.py)
+    assert race.recorded_cells  # the race recorded its cells (runners/contracts/cells.py)
     floors = {True: 1, False: 1 + math.ceil(REMOTE_SHARDS / 5)}
     for transport in DEFAULTS["ccs_transports"]:
         for minimize, round_trips in floors.items():

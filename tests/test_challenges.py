@@ -15,15 +15,15 @@ import pytest
 
 from report import ingest_changes, races
 from report import widths as report_widths
-from runners import corpus, records
-from runners.index_checks import shape_differences
-from runners.ingest import bulk_lines
-from runners.memory import BREAKER_SETTING
+from runners.contracts import corpus, records
+from runners.contracts.parameters import DEFAULTS
+from runners.contracts.queries import INGEST_CHANGE_BASELINE, INGEST_CHANGES
 from runners.operations import OPERATIONS
-from runners.parameters import DEFAULTS
-from runners.profile import read_calls
-from runners.queries import INGEST_CHANGE_BASELINE, INGEST_CHANGES
-from runners.search_pool import SEARCH_POOL
+from runners.studies.index_checks import shape_differences
+from runners.studies.ingest import bulk_lines
+from runners.studies.memory import BREAKER_SETTING
+from runners.studies.profile import read_calls
+from runners.studies.search_pool import SEARCH_POOL
 from tests.conftest import (
     PYTHON,
     REPO,
@@ -229,7 +229,7 @@ def test_ingest_tuned_ran_its_bulk_size_with_its_clients_and_put_the_settings_ba
     bulks = math.ceil(1000 / clients / params["tuned_bulk_size"])  # each client's slice of an epoch's test-mode file
     for row in rows:
         files = bulk_lines(str(race.record_dir()), records.INGEST, row["epoch"])
-        # each client's own took file: each client owns its slice of the epoch (runners/ingest.py), in bulks of the size
+        # each client's own took file: each client owns its slice of the epoch (runners/studies/ingest.py), in bulks of the size
         assert sorted(files) == [f"epoch-{row['epoch']}-client-{c}.txt" for c in range(clients)], files
         assert all(len(lines) == bulks for lines in files.values()) and row["bulk-requests"] == clients * bulks, files
     settings = race.left["index-settings"]  # the ingest settings put back as they were (unset)

@@ -13,8 +13,8 @@ import time
 import pytest
 
 from report import races
-from runners.memory import BREAKER_SETTING
-from runners.restore import NOTES_INDEX
+from runners.shared.restore import NOTES_INDEX
+from runners.studies.memory import BREAKER_SETTING
 from tests.answer_proxy import AnswerProxy
 from tests.conftest import (
     ESRALLY,

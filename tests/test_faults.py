@@ -7,8 +7,8 @@ import re
 import pytest
 
 from report import races
-from runners.context import CONTEXT_KEY
-from runners.index_checks import VerifyDocCount
+from runners.contracts.context import CONTEXT_KEY
+from runners.studies.index_checks import VerifyDocCount
 from tests.answer_proxy import AnswerProxy
 from tests.conftest import INDEX, TEST_PORT, assert_clean, ensure_test_index, http, run_race, with_rally_client
 

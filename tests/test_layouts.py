@@ -6,7 +6,7 @@ import json
 import pytest
 
 from runners.operations import OPERATIONS
-from runners.single_doc import OK, RECORD_KEY, single_doc_index
+from runners.studies.single_doc import OK, RECORD_KEY, single_doc_index
 from tests.conftest import assert_clean, doc_count, http, launcher, rendered_challenges, rendered_tasks, run_race
 
 pytestmark = pytest.mark.integration

@@ -5,8 +5,9 @@ import json
 
 import pytest
 
-from runners import load, records
-from runners.ingest import bulk_lines, read_took_line
+from runners.contracts import records
+from runners.studies import load
+from runners.studies.ingest import bulk_lines, read_took_line
 from tests.conftest import assert_clean, doc_count, generate, run_race
 
 CALIBRATION, STEP = "coverage-D_td-msearch-load-calibration", "coverage-D_td-msearch-load-10pct"  # as the race names them

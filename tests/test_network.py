@@ -13,8 +13,8 @@ import pytest
 
 from report import network as network_report
 from report import races
-from runners.parameters import DEFAULTS
-from runners.toxiproxy import FAULT, FAULTS, PROXIES
+from runners.contracts.parameters import DEFAULTS
+from runners.shared.toxiproxy import FAULT, FAULTS, PROXIES
 from tests.conftest import (
     PROXY_PORT,
     REPO,
@@ -59,7 +59,7 @@ def faults_race(shared_races, ingested):
 
 
 def cell_task(race, **cell):
-    """The task of a cell in this race, as the race recorded its cells (runners/cells.py): it must have recorded them."""
+    """The task of a cell in this race, as the race recorded its cells (runners/contracts/cells.py): it must have recorded them."""
     loaded = races.load(race.folder())
     assert loaded.recorded_cells, "the race recorded no cells"
     return loaded.task_of(**cell)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import cmgen
-from runners import queries
-from runners.validation import CoverageErrors, NodeExpectation, PercentileErrors, check_node_response, check_terms_response
+from runners.contracts import queries
+from runners.shared.validation import CoverageErrors, NodeExpectation, PercentileErrors, check_node_response, check_terms_response
 
 RECORDED = {
     json.loads(path.read_text())["version"]: json.loads(path.read_text())

@@ -12,8 +12,8 @@ import subprocess
 import pytest
 
 from report import races, store
-from runners.restore import NOTES_INDEX
-from runners.toxiproxy import PROXIES
+from runners.shared.restore import NOTES_INDEX
+from runners.shared.toxiproxy import PROXIES
 from tests.conftest import (
     PYTHON,
     REPO,

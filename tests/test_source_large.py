@@ -9,9 +9,9 @@ import pytest
 
 from report import large_source as report_large_source
 from report import races
-from runners import records
-from runners.large_source import MIB, document
-from runners.queries import LARGE_SOURCE_FORMATS, LARGE_SOURCE_INDEX, LARGE_SOURCE_MODES
+from runners.contracts import records
+from runners.contracts.queries import LARGE_SOURCE_FORMATS, LARGE_SOURCE_INDEX, LARGE_SOURCE_MODES
+from runners.studies.large_source import MIB, document
 from tests.conftest import assert_clean, http
 
 pytestmark = pytest.mark.integration

@@ -5,9 +5,9 @@ import re
 
 import pytest
 
-from runners import interleave
+from runners.contracts.queries import INGEST_CHANGE_BASELINE
 from runners.operations import OPERATIONS
-from runners.queries import INGEST_CHANGE_BASELINE
+from runners.shared import interleave
 from tests.conftest import REPO, STANDARD_SHAPE, challenges_raced_by_their_own_module, rendered_challenges, rendered_tasks, rendered_track
 
 TRACK = REPO / "tracks" / "cluster-metrics"
@@ -73,7 +73,7 @@ LIST_PARAMETERS = [
 
 @pytest.mark.parametrize("value", [[], "x", 7])
 def test_a_list_parameter_of_any_value_renders_so_that_the_processor_can_name_it(value):
-    """Rendering must not fail before the track processor checks the parameters (runners/parameters.py names a bad one):
+    """Rendering must not fail before the track processor checks the parameters (runners/contracts/parameters.py names a bad one):
     every list parameter empty, a stray string or a number still renders valid JSON in every challenge."""
     for parameter in LIST_PARAMETERS:
         assert rendered_challenges({parameter: value}), parameter

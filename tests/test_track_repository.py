@@ -10,8 +10,9 @@ import subprocess
 
 import pytest
 
-from runners import interleave, records
-from runners.parameters import DEFAULTS
+from runners.contracts import records
+from runners.contracts.parameters import DEFAULTS
+from runners.shared import interleave
 from tests.conftest import REPO, assert_clean, ensure_test_index, rendered_challenges, rendered_tasks, run_rally
 
 TRACK = REPO / "tracks" / "cluster-metrics"

@@ -25,11 +25,12 @@ from report import hosts as host_report
 from report import ingest, races, store, study, tables
 from report.__main__ import compare_report
 from report.__main__ import main as report_main
-from runners import load, records
-from runners.corpus import data_root, races_root
-from runners.hosts import HOST_KEY
-from runners.ingest import bulk_lines
-from runners.queries import TRANSPORTS
+from runners.contracts import records
+from runners.contracts.corpus import data_root, races_root
+from runners.contracts.queries import TRANSPORTS
+from runners.shared.hosts import HOST_KEY
+from runners.studies import load
+from runners.studies.ingest import bulk_lines
 from tests.conftest import REPO, assert_clean, doc_count, http, launcher, run_race, run_rally, start_race, wait_for_our_rally
 
 pytestmark = pytest.mark.integration

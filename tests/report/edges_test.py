@@ -12,7 +12,7 @@ import pytest
 from report import ingest, races
 from report.__main__ import single_report
 from report.study import NO_SHARE
-from runners import records
+from runners.contracts import records
 from tests.race_shapes import every_cell_failed, every_ingest_failed, fail, no_records, took_zero
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "full-race" / ".rally" / "benchmarks" / "races"

@@ -12,7 +12,7 @@ import pytest
 
 from report import races
 from report.__main__ import single_report
-from runners import records
+from runners.contracts import records
 from runners.processor import CorpusChecks
 from tests.conftest import rendered_challenges
 from tests.race_shapes import assert_no_answer, every_ingest_failed, every_task_failed, no_records, stopped_midway, took_zero

@@ -10,9 +10,9 @@ from scipy import stats
 
 from report import ingest, ingest_changes, races
 from report.__main__ import main as report_main
-from runners import records
-from runners.corpus import races_root
-from runners.queries import INGEST_CHANGE_BASELINE, INGEST_CHANGES
+from runners.contracts import records
+from runners.contracts.corpus import races_root
+from runners.contracts.queries import INGEST_CHANGE_BASELINE, INGEST_CHANGES
 
 HOME = Path(__file__).parents[1] / "fixtures" / "races"
 FULL = "b8b9bc99"  # a real --test-mode race of full (tests/report/main_test.py)
@@ -27,7 +27,7 @@ WALLS = {
 
 
 def epoch_row(epoch, wall, index_ms_per_s=400):
-    """An ingest-cost-epoch row (runners/ingest.py's keys) whose ES times follow the wall."""
+    """An ingest-cost-epoch row (runners/studies/ingest.py's keys) whose ES times follow the wall."""
     return {
         "epoch": epoch,
         "docs": 1000,

@@ -8,9 +8,9 @@ import pytest
 
 from report import large_source, races
 from report.__main__ import single_report
-from runners import records
-from runners.large_source import MIB, document, made_of
-from runners.queries import LARGE_SOURCE_FORMATS, LARGE_SOURCE_MODES
+from runners.contracts import records
+from runners.contracts.queries import LARGE_SOURCE_FORMATS, LARGE_SOURCE_MODES
+from runners.studies.large_source import MIB, document, made_of
 
 RACE_ID = "5" * 36
 DOC_MB, DOCS, FETCH = 10, 40, 20  # the seed's settings

@@ -10,10 +10,10 @@ import pytest
 
 from report import layout_seed, layouts, races, scaling, single_doc
 from report.__main__ import main as report_main
-from runners import records
-from runners.layouts import record_name
-from runners.search_pool import SEARCH_POOL
-from runners.single_doc import RECORD_KEY, single_doc_index
+from runners.contracts import records
+from runners.studies.layouts import record_name
+from runners.studies.search_pool import SEARCH_POOL
+from runners.studies.single_doc import RECORD_KEY, single_doc_index
 
 LAYOUT_HOME = Path(__file__).parents[1] / "fixtures" / "layout-race"
 # docs/s per layout and its per-second samples (a steady rate, +-2): 1S0R the base

@@ -12,7 +12,7 @@ import pytest
 
 from report import ReportError, coverage, ingest, layouts, races, tables, uncertainty
 from report.__main__ import main as report_main
-from runners import records
+from runners.contracts import records
 from tests.conftest import REPO, TEST_PORT, ensure_test_index
 from tests.race_shapes import stopped_midway
 

@@ -1,5 +1,5 @@
 """The report's profile sections (report/profile.py) on fixture races: the real --test-mode profile-breakdown race of
-tests/fixtures/races, copied into tmp_path with the calls its runner records (runners/profile.py) written beside it."""
+tests/fixtures/races, copied into tmp_path with the calls its runner records (runners/studies/profile.py) written beside it."""
 
 import json
 import random
@@ -12,7 +12,7 @@ import pytest
 from report import profile, races
 from report.__main__ import main as report_main
 from report.uncertainty import median_interval
-from runners import records
+from runners.contracts import records
 
 HOME = Path(__file__).parents[1] / "fixtures" / "races"
 PROFILE = "23248411"  # profile-breakdown in --test-mode, raced before the runner recorded its calls

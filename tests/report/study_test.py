@@ -12,8 +12,8 @@ import pytest
 
 from report import coverage, races, study, uncertainty
 from report.__main__ import main as report_main
-from runners import records
-from runners.queries import TRANSPORTS, VARIANTS
+from runners.contracts import records
+from runners.contracts.queries import TRANSPORTS, VARIANTS
 
 HOME = Path(__file__).parents[1] / "fixtures" / "races"
 FULL = "b8b9bc99-5da6-4a41-8d0a-0e3dace860a2"

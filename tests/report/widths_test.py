@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from report import charts, races, widths
-from runners import search_pool
+from runners.studies import search_pool
 from tests.conftest import rendered_challenges, rendered_tasks
 
 WIDTHS = [30, 300, 3000]

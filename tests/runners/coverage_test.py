@@ -7,9 +7,9 @@ import json
 import elasticsearch
 import pytest
 
-from runners import corpus, records
-from runners.context import CONTEXT_KEY
-from runners.coverage import Coverage, CoverageParamSource, validate_coverage
+from runners.contracts import corpus, records
+from runners.contracts.context import CONTEXT_KEY
+from runners.studies.coverage import Coverage, CoverageParamSource, validate_coverage
 from tests.runners.stub_client import StubClient
 
 PERCENTS = [0, 50, 90, 100]

@@ -8,10 +8,10 @@ import json
 import pytest
 
 from report import validation_proof
-from runners import corpus
-from runners.context import CONTEXT_KEY
-from runners.coverage import FetchCoverage, FetchCoverageParamSource, validate_fetch_coverage
-from runners.validation import CoverageErrors, FetchExpectation, check_fetch_response
+from runners.contracts import corpus
+from runners.contracts.context import CONTEXT_KEY
+from runners.shared.validation import CoverageErrors, FetchExpectation, check_fetch_response
+from runners.studies.coverage import FetchCoverage, FetchCoverageParamSource, validate_fetch_coverage
 from tests.runners.stub_client import StubClient
 
 SIZE = 5

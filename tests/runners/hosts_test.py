@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from runners import hosts
+from runners.shared import hosts
 
 
 class Returns:

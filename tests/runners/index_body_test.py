@@ -1,8 +1,8 @@
-"""Each create-index of the track merges its settings into its own copy of the index body (runners/index_body.py)."""
+"""Each create-index of the track merges its settings into its own copy of the index body (runners/shared/index_body.py)."""
 
 from esrally.track import params, track
 
-from runners.index_body import FreshIndexBodyParamSource
+from runners.shared.index_body import FreshIndexBodyParamSource
 
 
 def a_track():

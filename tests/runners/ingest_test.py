@@ -9,10 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from runners import corpus, records
-from runners.context import CONTEXT_KEY
-from runners.index_checks import VerifyCorpus, VerifyDocCount
-from runners.ingest import EpochBulk, IngestCostEpoch, IngestSetup, epoch_cost, read_took_line, recount_bulk_tooks
+from runners.contracts import corpus, records
+from runners.contracts.context import CONTEXT_KEY
+from runners.studies.index_checks import VerifyCorpus, VerifyDocCount
+from runners.studies.ingest import EpochBulk, IngestCostEpoch, IngestSetup, epoch_cost, read_took_line, recount_bulk_tooks
 from tests.runners.stub_client import StubClient
 
 
@@ -117,7 +117,7 @@ def counts(context, change=0):
 
 
 SETTINGS = (200, {"cluster-metrics": {"settings": {"index.number_of_shards": "1", "index.number_of_replicas": "0"}}})
-NO_NOTES = (404, {"error": {"type": "index_not_found_exception"}})  # no restore note was ever written (runners/restore.py)
+NO_NOTES = (404, {"error": {"type": "index_not_found_exception"}})  # no restore note was ever written (runners/shared/restore.py)
 
 
 def test_corpus_check_puts_back_what_a_killed_race_left_first(context):
@@ -401,7 +401,7 @@ def client_bulks(epoch_docs, clients, client, bulk_size):
 def ingest(tmp_path, context, epoch_docs, clients, lose=(), timeout=5, lag=(0, 0)):
     """Every client's bulks through one IngestEpochs runner at once; each sample as Rally would get it. lag: (documents,
     counts): the first counts of the index answer that many documents short (a replica still applying a bulk)."""
-    from runners.ingest import IngestEpochs
+    from runners.studies.ingest import IngestEpochs
 
     cluster, runner, samples = FakeCluster(lose), IngestEpochs(), []
     cluster.lag, cluster.lag_counts = lag

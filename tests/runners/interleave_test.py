@@ -9,9 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from runners import interleave
-from runners.context import CONTEXT_KEY
-from runners.coverage import Coverage
+from runners.contracts.context import CONTEXT_KEY
+from runners.shared import interleave
+from runners.studies.coverage import Coverage
 from tests.runners.coverage_test import answers, source
 from tests.runners.stub_client import StubClient
 

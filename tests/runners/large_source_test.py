@@ -18,10 +18,12 @@ from elasticsearch.serializer import DEFAULT_SERIALIZERS
 from esrally import exceptions
 from esrally.client.factory import EsClientFactory
 
-from runners import large_source, parameters, records
-from runners.context import CONTEXT_KEY, RaceContext
-from runners.coverage import WARMUPS_KEY
-from runners.large_source import (
+from runners.contracts import parameters, records
+from runners.contracts.context import CONTEXT_KEY, RaceContext
+from runners.contracts.queries import LARGE_SOURCE_FORMATS, LARGE_SOURCE_INDEX, LARGE_SOURCE_MODES
+from runners.studies import large_source
+from runners.studies.coverage import WARMUPS_KEY
+from runners.studies.large_source import (
     MIB,
     LargeSourceCreateIndex,
     LargeSourceError,
@@ -36,7 +38,6 @@ from runners.large_source import (
     validate_large_fetch,
     validate_large_source,
 )
-from runners.queries import LARGE_SOURCE_FORMATS, LARGE_SOURCE_INDEX, LARGE_SOURCE_MODES
 from tests.conftest import REPO, rendered_challenges, rendered_tasks
 from tests.runners.processor_test import load, ours
 from tests.runners.stub_client import StubClient
@@ -119,7 +120,7 @@ def test_the_same_parameters_give_byte_identical_documents_of_the_seeds_shape():
 
 def test_the_documents_are_the_same_in_another_process():
     """No per-process randomness (hash seeds): a load driver and the report agree on what was indexed."""
-    script = "from runners.large_source import document; print(document(2, 1).digest.sha256)"
+    script = "from runners.studies.large_source import document; print(document(2, 1).digest.sha256)"
     other = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=True)
     assert other.stdout.strip() == document(2, 1).digest.sha256
 

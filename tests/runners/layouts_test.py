@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from runners.context import CONTEXT_KEY
-from runners.layouts import CheckLayouts, LayoutError, LayoutStats, bottleneck, node_shares, parse_layout, validate_layouts
-from runners.queries import LAYOUTS
+from runners.contracts.context import CONTEXT_KEY
+from runners.contracts.queries import LAYOUTS
+from runners.studies.layouts import CheckLayouts, LayoutError, LayoutStats, bottleneck, node_shares, parse_layout, validate_layouts
 from tests.runners.stub_client import StubClient
 
 NODES = {

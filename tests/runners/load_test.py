@@ -6,9 +6,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from runners import load, records
-from runners.context import CONTEXT_KEY
-from runners.coverage import Coverage, validate_coverage
+from runners.contracts import records
+from runners.contracts.context import CONTEXT_KEY
+from runners.studies import load
+from runners.studies.coverage import Coverage, validate_coverage
 from tests.runners.coverage_test import answers, source
 from tests.runners.stub_client import StubClient
 

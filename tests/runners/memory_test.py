@@ -8,11 +8,11 @@ import json
 import elasticsearch
 import pytest
 
-from runners import records
-from runners.context import CONTEXT_KEY
-from runners.memory import BREAKER_SETTING, LOWEST_LIMIT_BYTES, BreakerFloor, BreakerFloorParamSource
-from runners.restore import NOTES_INDEX, RestoreError
-from runners.validation import described, tripped_breakers
+from runners.contracts import records
+from runners.contracts.context import CONTEXT_KEY
+from runners.shared.restore import NOTES_INDEX, RestoreError
+from runners.shared.validation import described, tripped_breakers
+from runners.studies.memory import BREAKER_SETTING, LOWEST_LIMIT_BYTES, BreakerFloor, BreakerFloorParamSource
 from tests.runners.coverage_test import answers
 from tests.runners.stub_client import Response, _meta
 

@@ -6,9 +6,9 @@ import asyncio
 import elasticsearch
 import pytest
 
-from runners import network
-from runners.restore import NOTES_INDEX
-from runners.toxiproxy import ToxiproxyError
+from runners.shared.restore import NOTES_INDEX
+from runners.shared.toxiproxy import ToxiproxyError
+from runners.studies import network
 from tests.runners.stub_client import Response, StubClient, _meta
 
 

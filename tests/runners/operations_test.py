@@ -2,10 +2,11 @@
 runner, and two modules declaring one type are refused."""
 
 import importlib
+from pathlib import Path
 
 import pytest
 
-from runners import operations
+from runners import operations, studies
 from runners.registry import Need, Operation
 
 
@@ -15,24 +16,25 @@ class Runner:
 
 
 def test_every_declared_table_is_collected_whole_and_only_those():
-    modules = sorted(operations.declaring_modules())
-    assert "coverage" in modules and "processor" not in modules and "operations" not in modules
+    modules = [name for name, _ in studies.tables("OPERATIONS")]
+    assert "coverage" in modules and "widths" not in modules  # widths declares parameter rules only
     for name in modules:
-        table = importlib.import_module(f"runners.{name}").OPERATIONS
+        table = importlib.import_module(f"runners.studies.{name}").OPERATIONS
         assert all(operations.OPERATIONS[t] is op and operations.DECLARED_BY[t] == name for t, op in table.items())
-    assert sum(len(importlib.import_module(f"runners.{name}").OPERATIONS) for name in modules) == len(operations.OPERATIONS)
+    assert sum(len(importlib.import_module(f"runners.studies.{name}").OPERATIONS) for name in modules) == len(operations.OPERATIONS)
     assert all(isinstance(op.need, Need) and op.need.why for op in operations.OPERATIONS.values())
 
 
-def test_a_new_module_with_a_table_is_found_by_its_declaration(tmp_path):
-    (tmp_path / "new_study.py").write_text('OPERATIONS = {\n    "new-study": None,\n}\n')
-    (tmp_path / "helper.py").write_text("OPERATIONS_LIKE = {}\n# OPERATIONS = { in a comment is no declaration\n")
-    assert list(operations.declaring_modules(tmp_path)) == ["new_study"]
+def test_the_study_package_is_the_list_of_study_modules():
+    """Every module file of runners/studies/ is a study module, in name order; the plug-in's other packages are not."""
+    folder = Path(studies.__file__).parent
+    assert list(studies.MODULES) == sorted(p.stem for p in folder.glob("*.py") if not p.stem.startswith("_"))
+    assert {"coverage", "ingest", "privileges"} <= set(studies.MODULES) and "corpus" not in studies.MODULES
 
 
 def test_one_type_declared_twice_is_refused_naming_both_modules():
     op = Operation(Runner, Need("does nothing"))
     merged, by = operations.merge([("a", {"x": op}), ("b", {"y": op})])
     assert merged == {"x": op, "y": op} and by == {"x": "a", "y": "b"}
-    with pytest.raises(RuntimeError, match="'x' is declared by runners/a.py and runners/b.py"):
+    with pytest.raises(RuntimeError, match="'x' is declared by runners/studies/a.py and runners/studies/b.py"):
         operations.merge([("a", {"x": op}), ("b", {"x": op})])

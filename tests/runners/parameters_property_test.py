@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 import cmgen
 from report.validation_proof import caught, keyed_answer, substitute
-from runners import parameters, rules
-from runners.validation import NodeExpectation
+from runners.contracts import parameters, rules
+from runners.shared.validation import NodeExpectation
 from tests.conftest import rendered_challenges, rendered_tasks
 
 # any percent Elasticsearch accepts, with the edges drawn often: 0, 100, and the tail-latency ones below 0.001 and

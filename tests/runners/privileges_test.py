@@ -1,4 +1,4 @@
-"""The privileges operations need (runners/privileges.py) and the check that asks the cluster for them, with a stub
+"""The privileges operations need (runners/studies/privileges.py) and the check that asks the cluster for them, with a stub
 client (seconds; each challenge's sum through the track processor in processor_test.py, the check through the secured
 stand-in in tests/test_secured.py)."""
 
@@ -6,10 +6,11 @@ import asyncio
 
 import pytest
 
-from runners import cells, privileges, records, scope
-from runners.context import CONTEXT_KEY, RaceContext
+from runners.contracts import cells, records
+from runners.contracts.context import CONTEXT_KEY, RaceContext
 from runners.operations import OPERATIONS
-from runners.restore import NOTES_INDEX
+from runners.shared.restore import NOTES_INDEX
+from runners.studies import privileges, scope
 from tests.runners.stub_client import StubClient
 
 CORPUS_INDEX = "cluster-metrics"
@@ -79,7 +80,7 @@ def test_the_check_asks_for_exactly_the_challenges_privileges_and_passes_when_al
 
 @pytest.mark.parametrize("status, body", [(200, answer()), (400, {"error": {"reason": "no handler found for uri"}})])
 def test_the_check_records_the_challenges_cells_first_in_its_files_and_its_sample(tmp_path, status, body):
-    """The race's cells (runners/cells.py) are written by its first task, with or without security, and ride on its
+    """The race's cells (runners/contracts/cells.py) are written by its first task, with or without security, and ride on its
     sample's meta, so that a report from a metrics store has them too."""
     recorded = {"coverage-D_td-serial-rtt-50ms": {"variant": "D_td", "transport": "serial", "rtt-ms": 50}}
     context = RaceContext.records_only(str(tmp_path)).as_param()

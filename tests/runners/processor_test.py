@@ -16,17 +16,18 @@ from esrally import config, exceptions, paths
 from esrally.track import loader
 
 import cmgen
-from runners import cells, corpus, interleave
-from runners import load as load_runner
-from runners import network as network_runners
-from runners import parameters, privileges, track_files
-from runners.context import CONTEXT_KEY, RaceContext
-from runners.network import clear_toxics
+from runners.contracts import cells, corpus, parameters, track_files
+from runners.contracts.context import CONTEXT_KEY, RaceContext
+from runners.contracts.queries import FETCH_KINDS, TRANSPORTS, VARIANTS
 from runners.operations import OPERATIONS, PARAM_SOURCES
 from runners.processor import ClusterMetricsProcessor
-from runners.queries import FETCH_KINDS, TRANSPORTS, VARIANTS
-from runners.restore import NOTES_INDEX
-from runners.toxiproxy import FAULTS
+from runners.shared import interleave
+from runners.shared.restore import NOTES_INDEX
+from runners.shared.toxiproxy import FAULTS
+from runners.studies import load as load_runner
+from runners.studies import network as network_runners
+from runners.studies import privileges
+from runners.studies.network import clear_toxics
 from tests.conftest import REPO, rendered_challenges, rendered_tasks
 
 TRACK_DIR = REPO / "tracks" / "cluster-metrics"
@@ -101,7 +102,7 @@ def test_each_operation_gets_the_race_context(corpus_root):
 
 
 def test_each_ingest_writes_the_record_its_task_name_names(corpus_root):
-    """The record an ingest's tasks write is named by the ingest task's prefix (runners/ingest.py name_records), and
+    """The record an ingest's tasks write is named by the ingest task's prefix (runners/studies/ingest.py name_records), and
     the epoch tasks of the live challenge write to the ingest set up before them; every ingest of a challenge has its
     own record."""
     track = load(corpus_root, {"layouts": "1S0R,2S1R"})
@@ -285,7 +286,7 @@ def test_the_study_challenges_record_every_cell_of_the_vocabulary_once():
 
 
 def test_the_first_task_records_every_cell_of_the_challenge_that_runs(corpus_root, monkeypatch):
-    """check-privileges gets the selected challenge's cells (runners/cells.py): each task that names its condition, with
+    """check-privileges gets the selected challenge's cells (runners/contracts/cells.py): each task that names its condition, with
     its variant and transport; within a challenge no two tasks measure the same cell."""
     monkeypatch.setattr(network_runners.Toxiproxy, "require_proxy", lambda self, proxy: None)  # no Toxiproxy here
     track = load(corpus_root, {"rtt_ms": [0, 50]}, challenge="rtt-sweep")
@@ -635,7 +636,7 @@ class AnyProxy:
 def test_make_privileges_prints_what_the_processor_hands_each_challenges_check(corpus_root, width_root, monkeypatch):
     """make privileges sums each challenge's needs from the track rendered with the parameters, before any race and
     without a corpus; the processor sums them at load from the race's corpus sets: the same table."""
-    from runners import network
+    from runners.studies import network
 
     monkeypatch.setattr(network, "Toxiproxy", AnyProxy)
     found = {}
@@ -659,7 +660,9 @@ def test_make_privileges_prints_what_the_processor_hands_each_challenges_check(c
 def test_every_default_passes_its_own_rule_and_make_params_names_what_each_accepts():
     for name, default in parameters.DEFAULTS.items():
         parameters.all_rules()[name](default)  # a default the processor would refuse: track.json and the rule disagree
-    listed = subprocess.run([sys.executable, "-m", "runners.parameters"], capture_output=True, text=True, cwd=REPO, check=True).stdout
+    listed = subprocess.run(
+        [sys.executable, "-m", "runners.contracts.parameters"], capture_output=True, text=True, cwd=REPO, check=True
+    ).stdout
     assert (
         "epochs = 5\n    an integer of at least 1\n" in listed
         and "schedule = \"interleaved\"\n    one of 'blocked', 'interleaved'" in listed
@@ -668,17 +671,20 @@ def test_every_default_passes_its_own_rule_and_make_params_names_what_each_accep
 
 
 def test_each_parameter_is_ruled_by_one_module_and_every_rule_names_a_declared_parameter():
-    """The rules are collected from the study modules (runners/parameters.py all_rules): each study's parameters by its
+    """The rules are collected from the study modules (runners/contracts/parameters.py all_rules): each study's parameters by its
     own module; a parameter ruled twice, ruled nowhere, or a rule of no declared parameter is refused, named."""
-    from runners import layouts, memory, network, widths
+    from runners.studies import layouts, memory, network, widths
 
     ruled = parameters.all_rules()
     assert ruled.keys() == parameters.DEFAULTS.keys()
     assert ruled["memory_resolution"] is memory.PARAMETER_RULES["memory_resolution"] and "rtt_ms" in network.PARAMETER_RULES
     assert "layouts" in layouts.PARAMETER_RULES and "widths" in widths.PARAMETER_RULES and "epochs" in parameters.PARAMETER_RULES
-    assert set(parameters.declaring_modules()) >= {"ingest", "layouts", "load", "memory", "network", "profile", "widths"}
+    from runners import studies
+
+    ruling = {name for name, _ in studies.tables("PARAMETER_RULES")}
+    assert ruling >= {"ingest", "layouts", "load", "memory", "network", "profile", "widths"}
     tables = [("parameters", parameters.PARAMETER_RULES), ("network", network.PARAMETER_RULES)]
-    with pytest.raises(RuntimeError, match="'rtt_ms' is ruled by runners/network.py and runners/memory.py"):
+    with pytest.raises(RuntimeError, match="'rtt_ms' is ruled by runners/studies/network.py and runners/studies/memory.py"):
         parameters.collect(tables + [("memory", {"rtt_ms": memory.resolution})], set(parameters.DEFAULTS))
     with pytest.raises(RuntimeError, match=r"without a rule: \['memory_attempts'"):
         parameters.collect(tables, set(parameters.PARAMETER_RULES) | set(network.PARAMETER_RULES) | {"memory_attempts"})

@@ -8,9 +8,9 @@ import time
 import elasticsearch
 import pytest
 
-from runners import records
-from runners.context import CONTEXT_KEY
-from runners.profile import ProfileBreakdown, ProfileParamSource, breakdown, phase, read_calls, validate_profile
+from runners.contracts import records
+from runners.contracts.context import CONTEXT_KEY
+from runners.studies.profile import ProfileBreakdown, ProfileParamSource, breakdown, phase, read_calls, validate_profile
 from tests.runners.coverage_test import node_answer
 from tests.runners.stub_client import StubClient
 

@@ -1,4 +1,4 @@
-"""Changes scoped to one call of an operation (runners/scope.py), with stand-ins for the cluster and Toxiproxy
+"""Changes scoped to one call of an operation (runners/studies/scope.py), with stand-ins for the cluster and Toxiproxy
 (seconds; the real ones in tests/test_network.py and tests/test_ccs.py): made before the call, taken back after it
 however it ends, and invisible to Rally's timing."""
 
@@ -7,8 +7,8 @@ import asyncio
 import pytest
 from esrally.client.context import RequestContextHolder
 
-from runners import network, scope
-from runners.toxiproxy import FAULT, ToxiproxyError
+from runners.shared.toxiproxy import FAULT, ToxiproxyError
+from runners.studies import network, scope
 from tests.runners.network_test import REMOTE, SettingsCluster
 
 FAULTED = {"fault": "reset", "proxy": "cluster-metrics-http", "toxiproxy-url": "http://127.0.0.1:8474"}

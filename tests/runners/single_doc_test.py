@@ -12,11 +12,12 @@ import elasticsearch
 import pytest
 from esrally.track import track as track_model
 
-from runners import parameters, single_doc
-from runners.context import CONTEXT_KEY
-from runners.index_body import FreshIndexBodyParamSource
-from runners.layouts import record_name
-from runners.single_doc import SingleDoc, SingleDocCount, SingleDocParamSource, SingleDocSetup, per_second, validate_single_doc
+from runners.contracts import parameters
+from runners.contracts.context import CONTEXT_KEY
+from runners.shared.index_body import FreshIndexBodyParamSource
+from runners.studies import single_doc
+from runners.studies.layouts import record_name
+from runners.studies.single_doc import SingleDoc, SingleDocCount, SingleDocParamSource, SingleDocSetup, per_second, validate_single_doc
 from tests.conftest import rendered_challenges, rendered_tasks
 from tests.runners.stub_client import StubClient
 

@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from runners import records, storage
-from runners.context import CONTEXT_KEY
+from runners.contracts import records
+from runners.contracts.context import CONTEXT_KEY
+from runners.studies import storage
 from tests.runners.stub_client import StubClient
 
 

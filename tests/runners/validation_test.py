@@ -19,9 +19,9 @@ from report.validation_proof import (
     substitute,
     within_precision,
 )
-from runners.corpus import FIELDS, OrderStatistics, stored_value
-from runners.queries import HIT_COUNT_THRESHOLD
-from runners.validation import HDR_RANK_SLACK, NodeExpectation, es_percent_key, percentile_bounds, percentile_values
+from runners.contracts.corpus import FIELDS, OrderStatistics, stored_value
+from runners.contracts.queries import HIT_COUNT_THRESHOLD
+from runners.shared.validation import HDR_RANK_SLACK, NodeExpectation, es_percent_key, percentile_bounds, percentile_values
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,10 @@ from types import SimpleNamespace
 import elasticsearch
 import pytest
 
-from runners import records, warm_up
-from runners.context import CONTEXT_KEY
-from runners.coverage import WARMUPS_KEY
+from runners.contracts import records
+from runners.contracts.context import CONTEXT_KEY
+from runners.studies import warm_up
+from runners.studies.coverage import WARMUPS_KEY
 from tests.runners.coverage_test import PERCENTS, answers
 from tests.runners.stub_client import StubClient
 

@@ -3,7 +3,7 @@ Toxiproxy launcher reads its proxies' names here before the virtualenv exists).
 
 track.json is the one home of every track parameter's default, at its top, where Rally users look for them:
 `{% set p_<name> = (<name> | default(<expression>)) %}`. A literal default is read here as JSON; an expression over
-the vocabulary (`vocabulary.transports`) is returned as its text, for runners/parameters.py to evaluate with Jinja.
+the vocabulary (`vocabulary.transports`) is returned as its text, for runners/contracts/parameters.py to evaluate with Jinja.
 """
 
 import functools
@@ -11,7 +11,7 @@ import json
 import re
 from pathlib import Path
 
-from runners.records import TRACK_NAME
+from runners.contracts.records import TRACK_NAME
 
 DECLARATION = re.compile(r"\{% set p_(\w+) = \((\w+) \| default\((.+?)\)\) %\}")
 LITERALS = {"none": "null"}  # Jinja's spelling -> JSON's (true and false are spelled alike)
@@ -20,7 +20,7 @@ LITERALS = {"none": "null"}  # Jinja's spelling -> JSON's (true and false are sp
 def track_dir():
     """The track folder: tracks/cluster-metrics in this repository, or beside runners/ in a team's track repository
     that holds the two side by side (track.py finds runners/ the same way)."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]  # runners/contracts/ -> the folder holding runners/
     candidates = (root / TRACK_NAME, root / "tracks" / TRACK_NAME)
     found = next((c for c in candidates if (c / "track.json").is_file()), None)
     if found is None:

@@ -19,12 +19,13 @@ from esrally.client.context import RequestContextHolder
 from esrally.driver import runner as rally_runner
 from esrally.track import params as rally_params
 
-from runners import corpus, parameters, records, results, rules, wire
-from runners.context import RaceContext
-from runners.index_body import FreshIndexBodyParamSource
-from runners.queries import INGEST_CHANGES
+from runners.contracts import corpus, parameters, records, rules
+from runners.contracts.context import RaceContext
+from runners.contracts.queries import INGEST_CHANGES
 from runners.registry import Need, Operation
-from runners.scope import untimed
+from runners.shared import results, wire
+from runners.shared.index_body import FreshIndexBodyParamSource
+from runners.studies.scope import untimed
 
 LOG = logging.getLogger(__name__)
 RECORD_KEY = "record"  # an ingest task's record file, set at load by name_records
@@ -124,7 +125,7 @@ class _BulkIndex(rally_runner.BulkIndex):
 class EpochBulk:
     """Rally's bulk runner, unchanged in what it sends and measures; additionally appends the response's `took`
     (server-side handler time) to the race record, so per-epoch took sums reach the user without a metrics store.
-    Its answer asks for no compression (runners/wire.py) and a clean answer is read from its head (_BulkIndex).
+    Its answer asks for no compression (runners/shared/wire.py) and a clean answer is read from its head (_BulkIndex).
 
     Sent without client retries (the client's default retries 429, 502-504 and connection errors): a bulk retried
     after a reset that Elasticsearch had already applied duplicates its documents, and a 429 retried away hides the
@@ -287,7 +288,7 @@ def ingest_mark(context, record):
 
 
 async def set_up_index(es, params, context, mark=None):
-    """The ingest's index deleted (if it exists) and created afresh (params "indices": runners/index_body.py's, the
+    """The ingest's index deleted (if it exists) and created afresh (params "indices": runners/shared/index_body.py's, the
     track's index body with the task's settings; mark, if given, in its mapping's _meta), its health awaited
     ("wait-for-status"), then the race's ingest record ("record") started: the /_stats snapshot each epoch's cost is a
     difference from, and the index settings the ingest runs with (INGEST_SETTINGS). Returns (problem or None, record
@@ -300,7 +301,7 @@ async def set_up_index(es, params, context, mark=None):
 
 
 async def recreate_indices(es, params, mark=None):
-    """Each index of params "indices" (runners/index_body.py's: name and body) deleted by name if it exists, created
+    """Each index of params "indices" (runners/shared/index_body.py's: name and body) deleted by name if it exists, created
     afresh (mark, if given, in its mapping's _meta) and its health awaited ("wait-for-status", at most 60 s). By name:
     no cluster privilege is needed to lift action.destructive_requires_name, as Rally's delete-index does. Returns why
     an index did not get healthy, or None."""
@@ -332,7 +333,7 @@ class IngestSetup:
 class IngestEpochsParamSource:
     """Every epoch of an ingest, in order, as Rally's own bulk parameter source reads each epoch's corpus (its slicing
     per client, test mode, bulk bodies with their action lines as the file holds them), and the index to set up first
-    (runners/index_body.py: the track's index body with the task's settings).
+    (runners/shared/index_body.py: the track's index body with the task's settings).
 
     Each client owns a fixed slice of each epoch (its own Rally source per epoch: Rally 2.13 would share one among the
     clients of a worker process), so that client 0 holds the first documents of every epoch; each bulk's parameters
@@ -400,7 +401,7 @@ class IngestEpochs:
       a document (the recorder's first bulk: the record is started);
     - before its first bulk of each later epoch, the recorder waits until the primaries have indexed every document
       of the epochs before (every client's bulks of them are in), refreshes, and records the epoch before (/_stats
-      deltas, bulk tooks, wall: runners.ingest.epoch_cost, epoch_timing); every other client waits until the recorder's
+      deltas, bulk tooks, wall: runners.studies.ingest.epoch_cost, epoch_timing); every other client waits until the recorder's
       first bulk of the epoch is indexed (the count past the epochs before), so no document of an epoch is in the
       snapshot of the epoch before;
     - after its last bulk, the recorder waits for every document, records the last epoch, unsets the settings the
@@ -571,7 +572,7 @@ def name_records(challenge_tasks):
             task.operation.params[RECORD_KEY] = current
 
 
-# the ingests' parameters (runners/parameters.py collects each module's table); bulk size and clients of every ingest
+# the ingests' parameters (runners/contracts/parameters.py collects each module's table); bulk size and clients of every ingest
 PARAMETER_RULES = {
     "bulk_size": rules.integer(1),
     "bulk_clients": rules.integer(1),

@@ -17,11 +17,12 @@ import logging
 import math
 import numbers
 
-from runners import parameters, records, restore, results, rules
-from runners.context import RaceContext
-from runners.coverage import Coverage, CoverageParamSource, validate_coverage
-from runners.queries import TRANSPORTS, VARIANTS
+from runners.contracts import parameters, records, rules
+from runners.contracts.context import RaceContext
+from runners.contracts.queries import TRANSPORTS, VARIANTS
 from runners.registry import SETTINGS_CHANGE, Need, Operation
+from runners.shared import restore, results
+from runners.studies.coverage import Coverage, CoverageParamSource, validate_coverage
 
 MIN_RESOLUTION = 0.001  # the request breaker floor's finest relative bracket
 
@@ -57,7 +58,7 @@ class BreakerFloor:
     failure that is not the breaker, a network error) ends the bisection as a failed sample naming it; so does the
     parent breaker rejecting a coverage (the heap in use, garbage included, past its limit: no floor of this
     coverage), naming the heap. The setting's persistent value is noted on the cluster before the first change
-    (runners/restore.py) and put back as it was (removed if it was not set), in a finally block, and read back; a
+    (runners/shared/restore.py) and put back as it was (removed if it was not set), in a finally block, and read back; a
     restore that fails raises, naming the setting and the request to set it by hand, and leaves the note for the next
     race.
 

@@ -2,12 +2,12 @@
 
 import elasticsearch
 
-from runners import restore, results
-from runners.context import DEFAULT_CLUSTER, RaceContext
-from runners.corpus import FINGERPRINT_KEY, CorpusError
-from runners.queries import SOURCE_MODE_SETTING
+from runners.contracts.context import DEFAULT_CLUSTER, RaceContext
+from runners.contracts.corpus import FINGERPRINT_KEY, CorpusError
+from runners.contracts.queries import SOURCE_MODE_SETTING
 from runners.registry import Need, Operation
-from runners.search_pool import SearchPool
+from runners.shared import restore, results
+from runners.studies.search_pool import SearchPool
 
 SEARCH_POOL_KEY = "search-pool"  # operation parameter: then record what bounds _msearch's concurrency (SearchPool)
 
@@ -42,7 +42,7 @@ class VerifyCorpus:
     Checks the corpus fingerprint the track wrote into the index mapping's _meta when it created the index
     (generator parameters, ground-truth sha256, full or test-mode files) and the exact document count of every
     (epoch, node) the race queries, after putting back any setting an earlier race noted and did not restore
-    (runners/restore.py). A mismatch raises, which ends the race before any timed request, with a message
+    (runners/shared/restore.py). A mismatch raises, which ends the race before any timed request, with a message
     that names the fix. Returns 1 op.
 
     Also the index's shape (shape_differences): shards, replicas, _source mode, and no setting or mark that another
@@ -65,7 +65,7 @@ class VerifyCorpus:
                 f'"{cluster}": ["127.0.0.1:9400"]}}\''
             )
         es = es[cluster]
-        # a setting an earlier race changed and was killed before restoring (runners/restore.py): back first
+        # a setting an earlier race changed and was killed before restoring (runners/shared/restore.py): back first
         restored = await restore.leftovers(es)
         try:
             mapping = (await es.indices.get_mapping(index=context.index)).body

@@ -24,8 +24,8 @@ import math
 import re
 from collections import Counter
 
-from runners import queries
-from runners.corpus import FETCH_TRUTH_ROWS, FIELDS, OrderStatistics, as_float32, stored_value
+from runners.contracts import queries
+from runners.contracts.corpus import FETCH_TRUTH_ROWS, FIELDS, OrderStatistics, as_float32, stored_value
 
 SUM_RELATIVE_TOLERANCE = 1e-9
 TDIGEST_RANK_TOLERANCE = 1.5  # divided by the compression: a fraction of the node's count

@@ -15,12 +15,12 @@ TRACK_NAME = "cluster-metrics"  # the track's folder; from a track repository Ra
 RECORD_DIR = "cluster-metrics"  # inside Rally's race folder, beside race.json
 INGEST = "ingest.json"  # per-epoch ingest cost
 PROFILE = "profile.json"  # profile-breakdown shares
-PROFILE_CALLS = "profile-calls.jsonl"  # profile-breakdown: each call, profile ON and OFF, warm-ups too (runners/profile.py)
+PROFILE_CALLS = "profile-calls.jsonl"  # profile-breakdown: each call, profile ON and OFF, warm-ups too (runners/studies/profile.py)
 TOOK_DIR = "bulk-took"  # each bulk response's took and wall-clock window, one file per epoch and client
 RATE_DIR = "coverage-rate"  # each calibration coverage's seconds, one file per calibration task (coverage-load)
 LOAD_STEPS = "load-steps.jsonl"  # coverage-load: each step's calibrated and target rate
 MEMORY = "aggregation-memory.jsonl"  # aggregation-memory: each cell's request breaker floor and GC activity
-CELLS = "cells.json"  # what each task measures (runners/cells.py), written by the first task, check-privileges
+CELLS = "cells.json"  # what each task measures (runners/contracts/cells.py), written by the first task, check-privileges
 VALIDATION = "validation.jsonl"  # each coverage's validation counts, worst percentile error and wall-clock window, warm-ups too
 ERROR = "error"  # in a validation line: why that coverage failed (no answer, an error answer, a wrong one); absent when it passed
 LARGE_SOURCE_DOCUMENTS = "large-source-documents.json"  # source-large: what made its documents, each one's sha256 and size
@@ -28,12 +28,12 @@ LARGE_SOURCE_FETCHES = "large-source-fetches.jsonl"  # source-large: each fetch'
 
 
 def source_record(mode):
-    """source-cost: the index's storage in one _source mode (runners/storage.py writes it from the task's mode)."""
+    """source-cost: the index's storage in one _source mode (runners/studies/storage.py writes it from the task's mode)."""
     return f"source-{mode}.json"
 
 
 def ingest_record(prefix=""):
-    """The per-epoch ingest cost of the ingest whose task names start with prefix (runners/ingest.py name_records):
+    """The per-epoch ingest cost of the ingest whose task names start with prefix (runners/studies/ingest.py name_records):
     the challenge's one ingest ("") -> ingest.json; "source-stored-" -> ingest-source-stored.json,
     "change-clients-" -> ingest-change-clients.json, "width-300-" -> ingest-width-300.json."""
     return f"ingest-{prefix.removesuffix('-')}.json" if prefix else INGEST

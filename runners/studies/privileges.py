@@ -6,7 +6,7 @@ module adds those of Rally's own operations the track uses and of Rally itself. 
 challenge's needs into its check-privileges task, the first task of every challenge (challenge_needs); `make
 privileges` prints the same sum for every challenge, before any race (main).
 
-    python -m runners.privileges [--track-params PARAMS]     (PARAMS as Rally's --track-params takes them)
+    python -m runners.studies.privileges [--track-params PARAMS]     (PARAMS as Rally's --track-params takes them)
 """
 
 import argparse
@@ -15,11 +15,13 @@ import logging
 
 import elasticsearch
 
-from runners import cells, corpus, load, records, restore
-from runners.context import CONTEXT_KEY, DEFAULT_CLUSTER, RaceContext
-from runners.index_checks import SEARCH_POOL_KEY
+from runners.contracts import cells, corpus, records
+from runners.contracts.context import CONTEXT_KEY, DEFAULT_CLUSTER, RaceContext
 from runners.registry import SETTINGS_CHANGE, Need, Operation
-from runners.results import error_reason
+from runners.shared import restore
+from runners.shared.results import error_reason
+from runners.studies import load
+from runners.studies.index_checks import SEARCH_POOL_KEY
 
 LOG = logging.getLogger(__name__)
 
@@ -57,9 +59,9 @@ def needs(tasks, declared):
     """What a race of these tasks asks of the target cluster, Rally's own requests included: {"cluster": [privileges],
     "index": {index name: [privileges]}, "needed-by": {privilege key: [operation types]}, "why": {operation type: what
     it sends}}. Each task is an (operation type, parameters, index name) triple; declared: the operation table
-    (runners.operations.OPERATIONS); an operation with a remote registration (runners/scope.py) also needs what
+    (runners.operations.OPERATIONS); an operation with a remote registration (runners/studies/scope.py) also needs what
     cross-cluster search changes on the target cluster."""
-    from runners.scope import REMOTE_KEY
+    from runners.studies.scope import REMOTE_KEY
 
     cluster, index, needed_by, why = set(), {}, {}, {}
 
@@ -138,7 +140,7 @@ class CheckPrivileges:
     "index", "challenge", and what needs each privilege, set by the track processor from each operation's need). A missing one ends the race, naming each
     privilege, what needs it and the challenge; nothing has changed at that point. A 401 is named as bad
     credentials. A cluster without security (the endpoint is not there) allows everything. First, it records the
-    challenge's cells (operation parameter "cells", set by the track processor: runners/cells.py). Untimed; returns 1
+    challenge's cells (operation parameter "cells", set by the track processor: runners/contracts/cells.py). Untimed; returns 1
     op with the user and whether security is on, and the cells as record meta."""
 
     async def __call__(self, es, params):
@@ -184,7 +186,7 @@ class CheckPrivileges:
 
 
 def _record_cells(params):
-    """The challenge's cells (runners/cells.py) written to the race's records, first, as the sample's record meta."""
+    """The challenge's cells (runners/contracts/cells.py) written to the race's records, first, as the sample's record meta."""
     if cells.CELLS_KEY not in params or CONTEXT_KEY not in params:
         return {}
     return records.write(RaceContext.of(params).record_dir, records.CELLS, params[cells.CELLS_KEY])
@@ -216,8 +218,9 @@ def table(track_params):
     a layout's single-document index: cluster-metrics*) and on the restore-notes index."""
     from esrally.track import loader
 
-    from runners import track_files, widths
+    from runners.contracts import track_files
     from runners.operations import OPERATIONS
+    from runners.studies import widths
 
     def index_of(params):  # as the processor binds them: a width's task works in its width's corpus set
         width = params.get(widths.WIDTH_KEY)
@@ -243,7 +246,7 @@ def main(argv=None):
     """make privileges: every challenge's privileges (table), the track parameters as Rally's --track-params takes them."""
     from esrally.utils import opts
 
-    from runners import parameters
+    from runners.contracts import parameters
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--track-params", default="", help="k:v,k:v, JSON, or a .json file, as esrally race --track-params")

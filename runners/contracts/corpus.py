@@ -163,7 +163,7 @@ def check_files(root, manifest, checksum=True):
 
 def check_ground_truth(root, manifest, fix=FIX):
     """The ground truth's path, after checking its sha256 against the manifest (read, not parsed: the runners that
-    need its answers parse it, once per process, runners/context.py)."""
+    need its answers parse it, once per process, runners/contracts/context.py)."""
     path = ground_truth_path(root, manifest.get("index", INDEX))
     if not path.is_file():
         raise CorpusError(f"The corpus's ground truth {path} does not exist; {fix}.")

@@ -1,8 +1,8 @@
 """What bounds an _msearch's concurrency on the cluster: its search pool and allocated processors, recorded for the
 reports of every study whose cells use _msearch (the search-pool task, or verify-corpus with search-pool: true)."""
 
-from runners import records
-from runners.context import RaceContext
+from runners.contracts import records
+from runners.contracts.context import RaceContext
 from runners.registry import Need, Operation
 
 SEARCH_POOL = "search-pool.json"  # coverage-width: the search pool and _msearch's default concurrency

@@ -1,5 +1,5 @@
 """What a track parameter's value must be: the rules each study module declares its parameters with
-(`PARAMETER_RULES = {"<parameter>": rules.integer(1), ...}`, collected by runners/parameters.py). A rule raises
+(`PARAMETER_RULES = {"<parameter>": rules.integer(1), ...}`, collected by runners/contracts/parameters.py). A rule raises
 ParameterError with what the parameter accepts, in the words a user reads beside the parameter's name. Stdlib only.
 """
 

@@ -1,9 +1,9 @@
 """coverage-width: the sweep's parameters and the rows of each width's corpus set (corpora-gen/generate --widths; the
-track processor binds each width's tasks to its set, the coverages are runners/coverage.py's)."""
+track processor binds each width's tasks to its set, the coverages are runners/studies/coverage.py's)."""
 
-from runners import parameters, rules
-from runners.corpus import MAX_NODES
-from runners.queries import TRANSPORTS, VARIANTS
+from runners.contracts import parameters, rules
+from runners.contracts.corpus import MAX_NODES
+from runners.contracts.queries import TRANSPORTS, VARIANTS
 
 WIDTH_KEY = "corpus-width"  # a task's operation parameter: it works on that width's corpus set (the track processor binds it)
 

@@ -17,14 +17,16 @@ import time
 
 import elasticsearch
 
-from runners import corpus, layouts, parameters, records, results, rules
-from runners.context import RaceContext
-from runners.coverage import network_seen
-from runners.index_body import FreshIndexBodyParamSource
-from runners.ingest import recreate_indices
+from runners.contracts import corpus, parameters, records, rules
+from runners.contracts.context import RaceContext
 from runners.registry import Need, Operation
-from runners.restore import JSON, body_of
-from runners.validation import described
+from runners.shared import results
+from runners.shared.index_body import FreshIndexBodyParamSource
+from runners.shared.restore import JSON, body_of
+from runners.shared.validation import described
+from runners.studies import layouts
+from runners.studies.coverage import network_seen
+from runners.studies.ingest import recreate_indices
 
 RECORD_KEY = "single-doc"  # the layout record's (layouts.record_name) section of the single-document indexing
 OUTCOMES_DIR = "single-doc"  # in the record folder: <layout>/client-<i>.txt, one line per request

@@ -3,8 +3,8 @@ does the work."""
 
 import re
 
-from runners import records, rules
-from runners.context import RaceContext
+from runners.contracts import records, rules
+from runners.contracts.context import RaceContext
 from runners.registry import Need, Operation
 
 LAYOUT = re.compile(r"^(\d+)S(\d+)R$")

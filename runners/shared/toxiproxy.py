@@ -9,7 +9,7 @@ import json
 import urllib.error
 import urllib.request
 
-from runners.track_files import declared_defaults
+from runners.contracts.track_files import declared_defaults
 
 VERSION = "v2.12.0"  # github.com/Shopify/toxiproxy/v2, installed with `go install` from the Go module proxy
 _DECLARED = declared_defaults()  # the track parameters that name Toxiproxy and its proxies default to what we create

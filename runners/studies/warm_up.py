@@ -9,8 +9,10 @@ one). The pass is one Rally task, so it costs one schedule step: a task names th
 Its coverages are recorded as warm-ups (not measured) under "<pass>/<cell>", so no cell's measured samples change.
 """
 
-from runners import coverage, interleave, records, results, scope
+from runners.contracts import records
 from runners.registry import Need, Operation
+from runners.shared import interleave, results
+from runners.studies import coverage, scope
 
 WARMS_KEY = "warms"  # operation parameter: the names of the cell tasks the pass warms, in the order it runs them
 CELLS_KEY = "warm-up-cells"  # set by the track processor (bind): each warmed cell's operation parameters
@@ -64,7 +66,7 @@ class WarmUpPass:
 
     Measures: nothing a report reads (its service time spans every cell's coverage). Returns weight (the coverages
     that passed), unit "coverages" and the record operations of every coverage. Errors: a cell's coverage that
-    failed (any of the coverage's failures, runners/coverage.py) fails the sample, naming the first and how many; the
+    failed (any of the coverage's failures, runners/studies/coverage.py) fails the sample, naming the first and how many; the
     pass goes on to the other cells, so every cell is warmed whatever one of them answered."""
 
     multi_cluster = True

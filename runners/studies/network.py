@@ -1,15 +1,16 @@
 """The network between the track and the cluster (or between two clusters), set through Toxiproxy: a round-trip time,
 and a remote cluster registered for cross-cluster search through a proxy (made and taken back around one operation's
-call by runners/scope.py, as a fault is)."""
+call by runners/studies/scope.py, as a fault is)."""
 
 import asyncio
 import time
 
-from runners import interleave, parameters, restore, rules
-from runners.context import DEFAULT_CLUSTER
-from runners.queries import CCS_DIRECT_ROUTES, TRANSPORTS, VARIANTS
+from runners.contracts import parameters, rules
+from runners.contracts.context import DEFAULT_CLUSTER
+from runners.contracts.queries import CCS_DIRECT_ROUTES, TRANSPORTS, VARIANTS
 from runners.registry import Need, Operation
-from runners.toxiproxy import DEFAULT_API, FAULTS, Toxiproxy, ToxiproxyError
+from runners.shared import interleave, restore
+from runners.shared.toxiproxy import DEFAULT_API, FAULTS, Toxiproxy, ToxiproxyError
 
 PATH_CHECKS = ("http", "ccs", "none")
 PROBE_RTT_MS = 50  # the path check's round-trip time: far above loopback's noise, small enough to cost nothing
@@ -97,7 +98,7 @@ def clear_toxics(params):
 
 class ClearToxics:
     """Removes every toxic of this track from each named Toxiproxy proxy: the first and last task of every network
-    challenge. A fault never outlives its operation (runners/scope.py); a round-trip time set by set-rtt lasts until
+    challenge. A fault never outlives its operation (runners/studies/scope.py); a round-trip time set by set-rtt lasts until
     the next one, so a race that ended early leaves at most a latency, which the next network race clears here (and
     the track processor once more before the benchmark starts, ahead of Rally's own telemetry requests). Untimed;
     returns 1 op."""
@@ -123,9 +124,9 @@ async def register_remote(es, registration):
     waits until every proxy socket is connected (at most 60 s), so that no connection is still being opened while a
     search is timed. Sniff mode would connect to the remote's published addresses and bypass the proxy.
     Before it changes anything: a registration a killed race of this track left is removed (its notes,
-    runners/restore.py), a remote of the user's under the same alias is refused (nothing of it is touched), and the
+    runners/shared/restore.py), a remote of the user's under the same alias is refused (nothing of it is touched), and the
     settings are noted on the cluster, so that remove_remote, or the next race, takes them away again. Called only
-    inside the operation that uses the remote (runners/scope.py). Returns the remote's connection count."""
+    inside the operation that uses the remote (runners/studies/scope.py). Returns the remote's connection count."""
     alias, address = registration["alias"], registration.get("proxy-address")
     if not address:  # the proxy's own listen address, from Toxiproxy
         proxy = await asyncio.to_thread(Toxiproxy(registration["toxiproxy-url"]).require_proxy, registration["proxy"])
@@ -174,7 +175,7 @@ REMOTE_POLL_SECONDS = 0.02
 
 async def remove_remote(es, alias):
     """Removes the remote cluster registration register_remote made, reads it back and deletes its notes
-    (runners/restore.py: a failure names the request that removes it by hand)."""
+    (runners/shared/restore.py: a failure names the request that removes it by hand)."""
     await restore.put_back(es, {setting: None for setting in remote_settings(alias)})
 
 

@@ -4,11 +4,12 @@ are (the _disk_usage API)."""
 import asyncio
 import logging
 
-from runners import parameters, queries, records, results, rules
-from runners.context import RaceContext
-from runners.index_checks import ALTERED_KEY
-from runners.queries import SOURCE_MODES, TRANSPORTS, VARIANTS
+from runners.contracts import parameters, queries, records, rules
+from runners.contracts.context import RaceContext
+from runners.contracts.queries import SOURCE_MODES, TRANSPORTS, VARIANTS
 from runners.registry import Need, Operation
+from runners.shared import results
+from runners.studies.index_checks import ALTERED_KEY
 
 LOG = logging.getLogger(__name__)
 STATS_INTERVAL = "index.store.stats_refresh_interval"
@@ -132,7 +133,7 @@ async def _mark_altered(es, index, what):
 
 
 # source-cost: _source modes (stored last, so that the index ends as the other challenges create it), the size-0
-# coverages and a fetch per mode (the fetch's own parameters: runners/coverage.py)
+# coverages and a fetch per mode (the fetch's own parameters: runners/studies/coverage.py)
 PARAMETER_RULES = {
     "source_modes": rules.names(SOURCE_MODES),
     "source_variants": rules.names(tuple(VARIANTS)),

@@ -11,7 +11,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from runners import corpus
+from runners.contracts import corpus
 
 CONTEXT_KEY = "cluster-metrics"  # the operation parameter that carries the context
 DEFAULT_CLUSTER = "default"  # Rally's name of the --target-hosts cluster without an alias (operation parameter "cluster")

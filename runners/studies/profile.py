@@ -15,11 +15,12 @@ import time
 
 import elasticsearch
 
-from runners import parameters, queries, records, results, rules
-from runners.context import CONTEXT_KEY, RaceContext
-from runners.coverage import JSON, MALFORMED, MEASURED_KEY, NO_CACHE, WARMUPS_KEY, http_error, network_error
+from runners.contracts import parameters, queries, records, rules
+from runners.contracts.context import CONTEXT_KEY, RaceContext
 from runners.registry import Need, Operation
-from runners.validation import CoverageErrors, NodeExpectation, PercentileErrors, check_node_response
+from runners.shared import results
+from runners.shared.validation import CoverageErrors, NodeExpectation, PercentileErrors, check_node_response
+from runners.studies.coverage import JSON, MALFORMED, MEASURED_KEY, NO_CACHE, WARMUPS_KEY, http_error, network_error
 
 LOG = logging.getLogger(__name__)
 

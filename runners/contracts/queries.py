@@ -7,7 +7,7 @@ import json
 
 import jinja2
 
-from runners.track_files import declared_defaults, track_dir
+from runners.contracts.track_files import declared_defaults, track_dir
 
 FIELDS = ("cpu", "mem", "net")
 
@@ -36,7 +36,7 @@ INGEST_CHANGES = {name: tuple(tuned) for name, tuned in VOCABULARY_MODULE.ingest
 INGEST_CHANGE_BASELINE = VOCABULARY_MODULE.ingest_change_baseline
 CCS_DIRECT_ROUTES = tuple(VOCABULARY_MODULE.ccs_direct_routes)
 FETCH_TRANSPORTS = ("serial", "msearch")  # top_hits in a terms bucket stops at index.max_inner_result_window (100)
-# source-large: its index, what its fetch asks of each hit's _source, the response formats (runners/large_source.py)
+# source-large: its index, what its fetch asks of each hit's _source, the response formats (runners/studies/large_source.py)
 LARGE_SOURCE_INDEX = VOCABULARY_MODULE.large_source_index
 LARGE_SOURCE_MODES = tuple(VOCABULARY_MODULE.large_source_modes)
 LARGE_SOURCE_FORMATS = tuple(VOCABULARY_MODULE.large_source_formats)

@@ -33,12 +33,13 @@ import cbor2
 import elasticsearch
 from elastic_transport import Serializer
 
-from runners import parameters, records, results, rules
-from runners.context import CONTEXT_KEY, RaceContext
-from runners.coverage import MALFORMED, MEASURED_KEY, WARMUPS_KEY, http_error, network_error
-from runners.queries import LARGE_SOURCE_FORMATS, LARGE_SOURCE_MODES
+from runners.contracts import parameters, records, rules
+from runners.contracts.context import CONTEXT_KEY, RaceContext
+from runners.contracts.queries import LARGE_SOURCE_FORMATS, LARGE_SOURCE_MODES
 from runners.registry import Need, Operation
-from runners.validation import CoverageErrors, check_shards
+from runners.shared import results
+from runners.shared.validation import CoverageErrors, check_shards
+from runners.studies.coverage import MALFORMED, MEASURED_KEY, WARMUPS_KEY, http_error, network_error
 
 MIB = 2**20  # source-large's MB, Elasticsearch's own: http.max_content_length "100mb" is 100 x 2^20 bytes
 HTTP_MAX_CONTENT_LENGTH = 100 * MIB  # Elasticsearch's default http.max_content_length: one request body at most
@@ -390,7 +391,7 @@ class LargeSourceFetch:
 
     Measures: the wall from the first byte sent to the last byte received (the request serialized before, the raw
     answer kept: es.return_raw_response(), and a CBOR answer kept raw too, accept_cbor); decoding and checking come
-    after the window closes, as in the coverage (runners/coverage.py).
+    after the window closes, as in the coverage (runners/studies/coverage.py).
 
     Every answer is checked: no shard failure, not timed_out; exactly fetch-size hits; their ids the expected ones in
     order (sorted by id); returned: each hit's _source holds only id and content, its id the hit's, its content the
@@ -405,7 +406,7 @@ class LargeSourceFetch:
 
     Errors, each a failed sample with a description naming the task and, where known, the hit: any check above; an
     answer that does not decode; an HTTP error status and a network failure, mapped as the coverage maps them
-    (runners/coverage.py http_error and network_error; never retried)."""
+    (runners/studies/coverage.py http_error and network_error; never retried)."""
 
     async def __call__(self, es, params):
         where = f"{params['name']} ({params['fetch-size']} of {params['docs']} documents of {params['doc-mb']} MB)"

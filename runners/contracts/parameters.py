@@ -1,29 +1,24 @@
 """The track parameters: each one's default as track.json declares it (its one home) and what it accepts, as the
 module of its study declares it.
 
-track.json declares every parameter with its default at its top (runners/track_files.py reads them). Each study module
-declares the rules of its own parameters beside its runners (`PARAMETER_RULES`, with runners/rules.py); this module
-holds the track-wide ones and collects the rest, found the way runners/operations.py finds the OPERATIONS tables. The
+track.json declares every parameter with its default at its top (runners/contracts/track_files.py reads them). Each study module
+declares the rules of its own parameters beside its runners (`PARAMETER_RULES`, with runners/contracts/rules.py); this module
+holds the track-wide ones and collects the rest from the study modules (runners.studies.tables), as
+runners/operations.py collects the OPERATIONS tables. The
 track processor checks the values a user gave against these rules when the track loads, before anything is sent to the
 cluster, and names the parameter and what it expects. The template renders any value without failing (typed Rally
 fields fall back to the default), so that this check, not a JSON error, is what a user sees.
 """
 
 import functools
-import importlib
 import json
-import pkgutil
-import re
-from pathlib import Path
 
 import jinja2
 
-from runners import rules
-from runners.queries import TRANSPORTS, VARIANTS, VOCABULARY_MODULE
-from runners.rules import ParameterError  # noqa: F401 (callers catch parameters.ParameterError)
-from runners.track_files import Expression, declared_defaults
-
-DECLARES = re.compile(r"^PARAMETER_RULES = \{", re.MULTILINE)
+from runners.contracts import rules
+from runners.contracts.queries import TRANSPORTS, VARIANTS, VOCABULARY_MODULE
+from runners.contracts.rules import ParameterError  # noqa: F401 (callers catch parameters.ParameterError)
+from runners.contracts.track_files import Expression, declared_defaults
 
 # the track-wide parameters: the index, the corpus, every coverage's query and schedule
 PARAMETER_RULES = {
@@ -41,7 +36,7 @@ PARAMETER_RULES = {
     "verify_corpus_checksums": rules.boolean,
     "coverage_assertions": rules.assertions,
     "track_total_hits": rules.boolean,
-    # the study's cells each in a block of its own, or taking turns in shuffled passes (runners/interleave.py)
+    # the study's cells each in a block of its own, or taking turns in shuffled passes (runners/shared/interleave.py)
     "schedule": rules.one_of("blocked", "interleaved"),
     "schedule_seed": rules.integer(0),
 }
@@ -59,14 +54,6 @@ def _defaults():
 DEFAULTS = _defaults()  # name -> default, in track.json's order
 
 
-def declaring_modules(folder=Path(__file__).parent):
-    """The names of the folder's modules that declare a PARAMETER_RULES table, this one aside (read as text first:
-    the study modules import this one)."""
-    for module in pkgutil.iter_modules([str(folder)]):
-        if module.name != "parameters" and DECLARES.search((Path(folder) / f"{module.name}.py").read_text()):
-            yield module.name
-
-
 def collect(tables, declared):
     """{parameter: rule} of (module name, PARAMETER_RULES) pairs; a parameter two modules rule, one no module rules
     or a rule of no declared parameter is refused, naming it."""
@@ -74,7 +61,9 @@ def collect(tables, declared):
     for module, table in tables:
         for name, rule in table.items():
             if name in collected:
-                raise RuntimeError(f"track parameter {name!r} is ruled by runners/{ruled_by[name]}.py and runners/{module}.py")
+                raise RuntimeError(
+                    f"track parameter {name!r} is ruled by runners/studies/{ruled_by[name]}.py and runners/studies/{module}.py"
+                )
             collected[name], ruled_by[name] = rule, module
     unruled, undeclared = declared - collected.keys(), collected.keys() - declared
     if unruled or undeclared:  # a parameter nobody checks, or a rule of no parameter: the track and the modules disagree
@@ -88,7 +77,9 @@ def collect(tables, declared):
 def all_rules():
     """{parameter: rule} of every track parameter: this module's and each study module's."""
     tables = [("parameters", PARAMETER_RULES)]
-    tables += [(name, importlib.import_module(f"runners.{name}").PARAMETER_RULES) for name in sorted(declaring_modules())]
+    from runners import studies  # here, not at the top: the study modules import this one
+
+    tables += list(studies.tables("PARAMETER_RULES"))
     return collect(tables, DEFAULTS.keys())
 
 

@@ -4,7 +4,7 @@ cluster's registration (cross-cluster search) and a fault on a Toxiproxy proxy.
 Each is made before the operation's timed requests and taken back in `finally`, so that Ctrl-C (Rally cancels the
 running operation), --on-error=abort (it stops after the failed operation returned) or an exception leaves the user's
 cluster settings and proxies as they were. Only a killed load driver (kill -9) can leave one behind: the registration's
-notes on the cluster (runners/restore.py) and the launchers' clearing of our toxics (make proxy-start) cover that.
+notes on the cluster (runners/shared/restore.py) and the launchers' clearing of our toxics (make proxy-start) cover that.
 """
 
 import asyncio
@@ -14,11 +14,11 @@ import contextvars
 from esrally.client.context import RequestContextHolder
 from esrally.driver.runner import Delegator
 
-from runners import network
-from runners.toxiproxy import FAULT, FAULTS, NO_FAULT, Toxiproxy
+from runners.shared.toxiproxy import FAULT, FAULTS, NO_FAULT, Toxiproxy
+from runners.studies import network
 
 REMOTE_KEY = "remote-registration"  # operation parameter: {alias, proxy-address, proxy, toxiproxy-url}
-FAULT_KEY = "fault"  # operation parameter: a name of runners.toxiproxy.FAULTS, on the proxy named by "proxy"
+FAULT_KEY = "fault"  # operation parameter: a name of runners.shared.toxiproxy.FAULTS, on the proxy named by "proxy"
 
 
 def carried(params):

@@ -8,12 +8,13 @@ from collections import Counter
 
 import elasticsearch
 
-from runners import interleave, load, parameters, queries, records, results, rules, scope, wire
-from runners.context import CONTEXT_KEY, DEFAULT_CLUSTER, RaceContext
-from runners.corpus import FETCH_TRUTH_ROWS
-from runners.queries import FETCH_KINDS, FETCH_TRANSPORTS
+from runners.contracts import parameters, queries, records, rules
+from runners.contracts.context import CONTEXT_KEY, DEFAULT_CLUSTER, RaceContext
+from runners.contracts.corpus import FETCH_TRUTH_ROWS
+from runners.contracts.queries import FETCH_KINDS, FETCH_TRANSPORTS
 from runners.registry import Need, Operation
-from runners.validation import (
+from runners.shared import interleave, results, wire
+from runners.shared.validation import (
     CoverageErrors,
     FetchExpectation,
     NodeExpectation,
@@ -25,6 +26,7 @@ from runners.validation import (
     described,
     tripped_breakers,
 )
+from runners.studies import load, scope
 
 JSON = {"content-type": "application/json", "accept": "application/json", **wire.IDENTITY}
 NDJSON = {"content-type": "application/x-ndjson", "accept": "application/json", **wire.IDENTITY}
@@ -50,11 +52,11 @@ class CoverageParamSource:
     "default": the coverage asks it directly, seed 001's direct cells); new-connection (true: every request goes on a
     new connection, as curl's do); max-concurrent-searches (msearch: _msearch's, else
     Elasticsearch's default); record-rate (true in a load calibration task: each
-    successful coverage's duration is recorded for the steps' schedule, runners/load.py) after the task's warm-up coverages (WARMUPS_KEY)
+    successful coverage's duration is recorded for the steps' schedule, runners/studies/load.py) after the task's warm-up coverages (WARMUPS_KEY)
     (set by the track processor to the task's warmup-iterations); interleave (the cell takes turns with the other
-    cells of that group, in the order the track processor sets: runners/interleave.py)."""
+    cells of that group, in the order the track processor sets: runners/shared/interleave.py)."""
 
-    carries_scope = True  # hands a fault or a remote registration on to each call (runners/scope.py)
+    carries_scope = True  # hands a fault or a remote registration on to each call (runners/studies/scope.py)
 
     def __init__(self, track, params, **kwargs):
         context = RaceContext.of(params)
@@ -338,7 +340,7 @@ class FetchCoverage(Coverage):
 
     Measures the same window as the coverage (first request sent to last byte received; decoding after it), so a
     fetch and an aggregation coverage are timed alike. Returns what the coverage returns, hits being the hits
-    returned (not the total). Every hit is checked (runners/validation.py check_fetch_response): node and epoch,
+    returned (not the total). Every hit is checked (runners/shared/validation.py check_fetch_response): node and epoch,
     the fields present, cpu against the order statistics of its rank, mem and net within the node's range; the exact
     total per node. Errors as for the coverage."""
 

@@ -21,12 +21,13 @@ from pathlib import Path
 
 import elasticsearch
 
-from runners import records, results, rules
-from runners.context import RaceContext
-from runners.hosts import this_host
-from runners.queries import TRANSPORTS, VARIANTS
+from runners.contracts import records, rules
+from runners.contracts.context import RaceContext
+from runners.contracts.queries import TRANSPORTS, VARIANTS
 from runners.registry import Need, Operation
-from runners.restore import JSON, SMALL_INDEX_SETTINGS, body_of
+from runners.shared import results
+from runners.shared.hosts import this_host
+from runners.shared.restore import JSON, SMALL_INDEX_SETTINGS, body_of
 
 SCHEDULER = "cluster-metrics-relative-rate"
 HOSTS_KEY = "load-driver-hosts"  # operation parameter of share-calibration, set by the track processor: how many hosts

@@ -15,7 +15,7 @@ import os
 import random
 import time
 
-from runners.context import RaceContext
+from runners.contracts.context import RaceContext
 
 GROUP_KEY = "interleave"  # operation parameter: the cell belongs to this interleaved group (the challenge file)
 # operation parameter: this member of the group takes its first turn, once, before any cell: the set-up the cells are
