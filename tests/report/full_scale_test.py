@@ -1,7 +1,10 @@
 """Every report section on a full-scale race (5 x 1,000,000 rows) of every challenge, as raced and in every shape a race
 can also come out (tests/race_shapes.py): the races are packed in tests/fixtures/full-scale-races.tar.xz
 (tests/fixtures/full-scale-races.md lists them and how they were raced). A report is figures or named reasons, never a
-traceback; a failed task is marked FAILED wherever its figures would be."""
+traceback; a failed task is marked FAILED wherever its figures would be.
+
+Every race of the archive is built; a challenge of the track with no race there yet (a new one) passes the unit tier and
+fails the slow tier only (test_every_challenge_has_a_full_scale_race), which names the commands that make and pack it."""
 
 import json
 import shutil
@@ -15,6 +18,7 @@ from report.__main__ import single_report
 from runners.contracts import records
 from runners.processor import CorpusChecks
 from tests.conftest import rendered_challenges
+from tests.fixtures.pack_full_scale import listed_challenges
 from tests.race_shapes import assert_no_answer, every_ingest_failed, every_task_failed, no_records, stopped_midway, took_zero
 
 ARCHIVE = Path(__file__).parents[1] / "fixtures" / "full-scale-races.tar.xz"
@@ -35,10 +39,16 @@ def unpacked(tmp_path_factory):
     return found
 
 
-def test_the_archive_holds_a_full_scale_race_of_every_challenge(unpacked):
-    """One race per challenge of the track, each with results; each that read the corpus read the full-scale one (its
-    corpus check's cache: every epoch file about 75 MB, where 5 x 100,000 rows make 7.5 MB)."""
-    assert sorted(unpacked) == sorted(rendered_challenges())
+# the challenges the archive holds a race of, as its listing names them (read at collection, without unpacking)
+ARCHIVED = listed_challenges()
+
+
+def test_the_archive_holds_full_scale_races_of_the_tracks_challenges(unpacked):
+    """One race per challenge, as the listing says, each of a challenge the track has, with results; each that read the
+    corpus read the full-scale one (its corpus check's cache: every epoch file about 75 MB, where 5 x 100,000 rows make
+    7.5 MB)."""
+    assert sorted(unpacked) == sorted(ARCHIVED), "the archive and its listing disagree: pack it again"
+    assert set(unpacked) <= set(rendered_challenges()), "the archive holds a race of a challenge the track no longer has"
     for challenge, folder in unpacked.items():
         assert races.load(folder).data["results"]["op_metrics"], f"{challenge}: a race with no results"
         checks = folder / records.RECORD_DIR / CorpusChecks.NOTE
@@ -49,7 +59,7 @@ def test_the_archive_holds_a_full_scale_race_of_every_challenge(unpacked):
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda shape: shape.__name__ if shape else "as-raced")
-@pytest.mark.parametrize("challenge", sorted(rendered_challenges()))
+@pytest.mark.parametrize("challenge", ARCHIVED)
 def test_every_section_builds_on_a_full_scale_race_in_every_shape(unpacked, challenge, shape, tmp_path):
     race_dir = tmp_path / unpacked[challenge].name
     shutil.copytree(unpacked[challenge], race_dir)
@@ -66,3 +76,13 @@ def test_every_section_builds_on_a_full_scale_race_in_every_shape(unpacked, chal
         assert "FAILED" in text, f"{challenge}: every task failed and the report does not say so"
     if shape is stopped_midway:
         assert_no_answer(text, challenge)
+
+
+@pytest.mark.integration  # the slow tier: a new challenge passes make test before its full-scale race exists
+def test_every_challenge_has_a_full_scale_race():
+    missing = sorted(set(rendered_challenges()) - set(ARCHIVED))
+    assert not missing, (
+        f"no full-scale race of {', '.join(missing)} in tests/fixtures/full-scale-races.tar.xz: race each at full scale "
+        f"(make race CHALLENGE=<challenge>: it generates the corpus first) and pack it beside the others "
+        f"(python tests/fixtures/pack_full_scale.py --add <race id>)"
+    )
