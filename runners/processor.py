@@ -26,11 +26,11 @@ from esrally import exceptions, paths
 from esrally.track import loader
 from esrally.track import track as track_model
 
-from runners.contracts import cells, corpus, parameters, queries, records
+from runners.contracts import corpus, parameters, records
 from runners.contracts.context import CONTEXT_KEY, DEFAULT_CLUSTER, RaceContext
 from runners.operations import OPERATIONS
 from runners.shared import interleave
-from runners.studies import coverage, ingest, load, privileges, scope, warm_up, widths
+from runners.studies import coverage, ingest, load, memory, privileges, scope, warm_up, widths
 from runners.studies.network import ClearToxics, clear_toxics
 from runners.studies.widths import WIDTH_KEY
 
@@ -47,6 +47,8 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
         self.cfg = None  # set by Rally's processor registry
 
     def on_after_load_track(self, track):
+        """The load-time steps, in this order, each in the module of what it serves; the first problem raises a
+        SystemSetupError naming the input and the fix, before anything is sent to the cluster."""
         race_id = self.cfg.opts("system", "race.id", mandatory=False)
         user_params = self.cfg.opts("track", "params", mandatory=False, default_value={}) or {}
         try:
@@ -61,20 +63,24 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
             _describe(track, root, test_mode)  # esrally list/info: counts from the manifest, nothing checked
             return
         selected = track.selected_challenge_or_default
+        tasks = list(_tasks(selected))
         main, width_sets = self._corpus_sets(track, selected, root, test_mode, user_params, race_id)
+        context = main or next(iter(width_sets.values()))  # a challenge has corpus tasks, or the race's records alone
         hosts = self.cfg.opts("driver", "load_driver_hosts", mandatory=False, default_value=None)
         try:
-            _check_challenge(selected, main or next(iter(width_sets.values())), user_params)  # a challenge has corpus tasks
-            interleave.assign(list(_tasks(selected)), parameters.value(user_params, "schedule_seed"), hosts)
+            check_epochs(selected, context)
+            interleave.check_pace(tasks, user_params)
+            memory.check_parallel_hdr(tasks, user_params)
+            interleave.assign(tasks, parameters.value(user_params, "schedule_seed"), hosts)
         except ValueError as e:
             raise exceptions.SystemSetupError(f"Challenge [{selected.name}]: {e}.") from None
-        _set_load_driver_hosts(selected, race_id, hosts)
+        load.set_load_driver_hosts(tasks, race_id, hosts)
         _bind_operations(track, selected, main, width_sets, _clusters(self.cfg))
         try:
-            warm_up.bind(list(_tasks(selected)))  # after the cells are bound: the pass runs them as they run
+            warm_up.bind(tasks)  # after the cells are bound: the pass runs them as they run
         except ValueError as e:
             raise exceptions.SystemSetupError(f"Challenge [{selected.name}]: {e}.") from None
-        _set_privileges(selected, main or next(iter(width_sets.values()), None))
+        privileges.hand_to_check(selected.name, tasks, context)
 
     def _corpus_sets(self, track, selected, root, test_mode, user_params, race_id):
         """(the main corpus's context or None, {width: context}) of the challenge that runs, each file it reads checked
@@ -178,32 +184,6 @@ def _check_cluster(params, clusters):
             f'give it as --target-hosts=\'{{"default": [...], "{cluster}": ["host:port"]}}\' or leave out the cells that '
             "ask it (track parameter ccs_direct: [])"
         )
-
-
-def _set_load_driver_hosts(challenge, race_id, hosts):
-    """A share-calibration task learns how many load-driver hosts the race has; with several, it works through a small
-    index of the race's own (runners/studies/load.py ShareCalibration), which its privileges name."""
-    count = len(set(hosts or ["localhost"]))
-    for task in _tasks(challenge):
-        if task.operation.type == "share-calibration" and count > 1:
-            params = task.operation.params
-            params.update({load.HOSTS_KEY: count, "index": load.share_index(race_id, params["rate-of"])})
-
-
-def _set_privileges(challenge, context):
-    """Hands the challenge's check-privileges task what the challenge asks of the target cluster (runners/studies/privileges.py;
-    the tasks of another cluster, a remote's by its alias, are not the target's) and the challenge's cells, which it
-    records (runners/contracts/cells.py)."""
-
-    def index_of(params):  # Rally's operations name it; ours carry their corpus set's context (a width's, for one)
-        own = RaceContext.of(params) if CONTEXT_KEY in params else context
-        return params.get("index") or (own.index if own else None)
-
-    needs = privileges.challenge_needs([(task.operation.type, task.operation.params) for task in _tasks(challenge)], index_of, OPERATIONS)
-    recorded = cells.of_tasks((task.name, task.operation.params) for task in _tasks(challenge))
-    for task in _tasks(challenge):
-        if task.operation.type == "check-privileges":
-            task.operation.params.update(needs, challenge=challenge.name, **{cells.CELLS_KEY: recorded})
 
 
 def _entry(manifest, epoch, test_mode):
@@ -391,33 +371,8 @@ def _describe(track, root, test_mode):
         )
 
 
-def _check_challenge(challenge, context, user_params):
-    """Rules over the whole challenge that runs: the epochs it needs (its meta min_epochs), and no HDR cell above
-    memory_parallel_hdr_digits_max digits over msearch or terms, whichever parameter brings the digits in (up to 90
-    histograms at once, outside every breaker: 5 digits kill a 1 GB node)."""
+def check_epochs(challenge, context):
+    """The challenge that runs has the epochs it needs (its meta min_epochs)."""
     needed = challenge.meta_data.get("min_epochs", 1) if challenge.meta_data else 1
     if context.has_corpus and len(context.epochs) < needed:
         raise ValueError(f"needs at least {needed} epochs, this race has {len(context.epochs)} (track parameter epochs)")
-    paced = {name: parameters.value(user_params, name) for name in ("coverage_clients", "target_throughput")}
-    interleaved = any(interleave.GROUP_KEY in t.operation.params for t in _tasks(challenge))
-    if interleaved and paced != {"coverage_clients": 1, "target_throughput": None}:
-        raise ValueError(
-            f"schedule interleaved runs one coverage at a time, at its own pace: it takes no coverage_clients or "
-            f"target_throughput ({paced}); drop them, or race with schedule:blocked"
-        )
-    limit = parameters.value(user_params, "memory_parallel_hdr_digits_max")
-    for task in _tasks(challenge):
-        params = task.operation.params
-        if (
-            params.get("variant") not in queries.VARIANTS
-            or queries.percentile_algorithm(params["variant"]) != "hdr"
-            or params.get("transport") == "serial"
-        ):
-            continue
-        digits = params.get("hdr-digits", queries.DEFAULT_HDR_DIGITS)
-        if digits > limit:
-            raise ValueError(
-                f"task {task.name} runs HDR with {digits} digits over {params['transport']}, above memory_parallel_hdr_digits_max "
-                f"({limit}): its histograms, which no breaker sees, can exhaust the heap. Lower hdr_digits, run that cell over "
-                "serial, or raise memory_parallel_hdr_digits_max on a node with a larger heap"
-            )

@@ -15,6 +15,7 @@ import os
 import random
 import time
 
+from runners.contracts import parameters
 from runners.contracts.context import RaceContext
 
 GROUP_KEY = "interleave"  # operation parameter: the cell belongs to this interleaved group (the challenge file)
@@ -44,6 +45,17 @@ def order(names, passes, seed):
 def positions(turn_order, name):
     """The places of one cell's coverages in the order, first to last."""
     return [i for i, n in enumerate(turn_order) if n == name]
+
+
+def check_pace(tasks, user_params):
+    """At load: interleaved cells run one coverage at a time, at their own pace, so the challenge takes no
+    coverage_clients or target_throughput."""
+    paced = {name: parameters.value(user_params, name) for name in ("coverage_clients", "target_throughput")}
+    if any(GROUP_KEY in t.operation.params for t in tasks) and paced != {"coverage_clients": 1, "target_throughput": None}:
+        raise ValueError(
+            f"schedule interleaved runs one coverage at a time, at its own pace: it takes no coverage_clients or "
+            f"target_throughput ({paced}); drop them, or race with schedule:blocked"
+        )
 
 
 def assign(tasks, seed, load_driver_hosts):

@@ -310,6 +310,15 @@ PARAMETER_RULES = {
 }
 
 
+def set_load_driver_hosts(tasks, race_id, hosts):
+    """At load: a share-calibration task learns how many load-driver hosts the race has; with several, it works through
+    a small index of the race's own (ShareCalibration), which its privileges name."""
+    count = len(set(hosts or ["localhost"]))
+    for task in tasks:
+        if task.operation.type == "share-calibration" and count > 1:
+            task.operation.params.update({HOSTS_KEY: count, "index": share_index(race_id, task.operation.params["rate-of"])})
+
+
 OPERATIONS = {
     # coverage-load on several load-driver hosts: the calibration reaches every host that runs step clients
     "share-calibration": Operation(

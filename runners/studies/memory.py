@@ -17,7 +17,7 @@ import logging
 import math
 import numbers
 
-from runners.contracts import parameters, records, rules
+from runners.contracts import parameters, queries, records, rules
 from runners.contracts.context import RaceContext
 from runners.contracts.queries import TRANSPORTS, VARIANTS
 from runners.registry import SETTINGS_CHANGE, Need, Operation
@@ -262,6 +262,27 @@ PARAMETER_RULES = {
     # the bisection lowers a cluster-wide limit: refused while other clients search, unless the user accepts it
     "memory_shared_cluster": rules.boolean,
 }
+
+
+def check_parallel_hdr(tasks, user_params):
+    """At load: no HDR cell above memory_parallel_hdr_digits_max digits over msearch or terms, whichever parameter
+    brings the digits in (up to 90 histograms at once, outside every breaker: 5 digits kill a 1 GB node)."""
+    limit = parameters.value(user_params, "memory_parallel_hdr_digits_max")
+    for task in tasks:
+        params = task.operation.params
+        if (
+            params.get("variant") not in VARIANTS
+            or queries.percentile_algorithm(params["variant"]) != "hdr"
+            or params.get("transport") == "serial"
+        ):
+            continue
+        digits = params.get("hdr-digits", queries.DEFAULT_HDR_DIGITS)
+        if digits > limit:
+            raise ValueError(
+                f"task {task.name} runs HDR with {digits} digits over {params['transport']}, above memory_parallel_hdr_digits_max "
+                f"({limit}): its histograms, which no breaker sees, can exhaust the heap. Lower hdr_digits, run that cell over "
+                "serial, or raise memory_parallel_hdr_digits_max on a node with a larger heap"
+            )
 
 
 OPERATIONS = {

@@ -207,6 +207,23 @@ def _why(operation_types, why):
     return "; ".join(reasons) or "needed by the challenge"
 
 
+def hand_to_check(challenge_name, tasks, context):
+    """At load: hands the challenge's check-privileges task what the challenge asks of the target cluster
+    (challenge_needs; the tasks of another cluster, a remote's by its alias, are not the target's) and the challenge's
+    cells, which it records (runners/contracts/cells.py). context: the race's main corpus set, or the first width's."""
+    from runners.operations import OPERATIONS  # here: the operation table imports this module
+
+    def index_of(params):  # Rally's operations name it; ours carry their corpus set's context (a width's, for one)
+        own = RaceContext.of(params) if CONTEXT_KEY in params else context
+        return params.get("index") or (own.index if own else None)
+
+    needs = challenge_needs([(task.operation.type, task.operation.params) for task in tasks], index_of, OPERATIONS)
+    recorded = cells.of_tasks((task.name, task.operation.params) for task in tasks)
+    for task in tasks:
+        if task.operation.type == "check-privileges":
+            task.operation.params.update(needs, challenge=challenge_name, **{cells.CELLS_KEY: recorded})
+
+
 OPERATIONS = {
     "check-privileges": Operation(CheckPrivileges, Need("asks the cluster which privileges the user has"), reads_corpus=False),
 }
