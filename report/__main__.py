@@ -12,26 +12,24 @@ Elasticsearch one, with every sample's service time (intervals, verdicts); other
 import argparse
 import importlib
 import pkgutil
-import re
 from pathlib import Path
 
+import report as report_package
 from report import ReportError, charts, client_cost, coverage, ingest, network, outcome, races, repeats, scaling, study, tables, uncertainty
 from report.store import Store
 
 
-def study_modules(folder=Path(__file__).parent):
-    """The report modules that declare SECTIONS (read as text first: this one joins them), in the order each declares (REPORT_ORDER); two
-    modules that claim the same place are refused, named."""
-    modules = [m.name for m in pkgutil.iter_modules([str(folder)]) if m.name != "__main__"]
-    names = [name for name in modules if DECLARES.search((folder / f"{name}.py").read_text())]
-    modules = sorted((importlib.import_module(f"report.{name}") for name in names), key=lambda module: module.REPORT_ORDER)
+def study_modules():
+    """The report package's modules that declare SECTIONS, in the order each declares (REPORT_ORDER); two modules that
+    claim the same place are refused, named. A study's report module joins the report by existing: no list to edit."""
+    found = (importlib.import_module(f"report.{m.name}") for m in pkgutil.iter_modules(report_package.__path__) if m.name != "__main__")
+    modules = sorted((module for module in found if hasattr(module, "SECTIONS")), key=lambda module: module.REPORT_ORDER)
     for first, second in zip(modules, modules[1:]):
         if first.REPORT_ORDER == second.REPORT_ORDER:
             raise RuntimeError(f"{first.__name__} and {second.__name__} both declare REPORT_ORDER {first.REPORT_ORDER}")
     return tuple(modules)
 
 
-DECLARES = re.compile(r"^SECTIONS = \[", re.MULTILINE)
 STUDIES = study_modules()  # every study's report module, collected
 SECTIONS = [section for study_module in STUDIES for section in study_module.SECTIONS]
 ANSWERS = [study_module.ANSWER for study_module in STUDIES if hasattr(study_module, "ANSWER")]  # the report's first section
