@@ -102,12 +102,22 @@ class Race:
 
     @functools.cached_property
     def _measured_lines(self):
-        """{task: its measured coverages' validation lines}, indexed once: the report asks per cell and field."""
+        """{task: its measured coverages' validation lines} in the order the coverages started (their timed window's
+        first request), indexed once: the report asks per cell and field. The record holds them in the order they
+        ended, and a metrics store in the order Rally stamped them: with several clients the two differ, and the drift
+        check (first third against last) must read one order whatever the race was read from."""
         by_task = {}
         for line in self.validation:
             if line.get("measured"):
                 by_task.setdefault(line.get("task"), []).append(line)
+        for lines in by_task.values():
+            lines.sort(key=_started)  # stable: lines without a window keep their recorded order
         return by_task
+
+
+def _started(line):
+    window = line.get("window")
+    return window[0] if isinstance(window, (list, tuple)) and window and isinstance(window[0], (int, float)) else float("inf")
 
 
 @functools.lru_cache(maxsize=32)

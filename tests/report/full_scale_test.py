@@ -86,3 +86,29 @@ def test_every_challenge_has_a_full_scale_race():
         f"(make race CHALLENGE=<challenge>: it generates the corpus first) and pack it beside the others "
         f"(python tests/fixtures/pack_full_scale.py --add <race id>)"
     )
+
+
+def test_the_drift_check_reads_a_tasks_coverages_in_the_order_they_started(unpacked, tmp_path):
+    """With several clients the record holds a task's coverages in the order they ended and a metrics store in the
+    order Rally stamped them; the drift check (first third against last) reads them in the order they started, so a
+    race gives one verdict whatever it was read from (make test's store-against-files comparison once differed on
+    layout-sweep's 4-client cells, 9.5.3). The record's lines in other orders give the same drifts."""
+    from report import coverage
+
+    def drifts(order=None):
+        folder = tmp_path / (order.__name__ if order else "as-recorded") / unpacked["layout-sweep"].name
+        shutil.copytree(unpacked["layout-sweep"], folder)
+        record = folder / records.RECORD_DIR / records.VALIDATION
+        if order:
+            record.write_text("".join(line + "\n" for line in order(record.read_text().splitlines())))
+        return {task: d.text() for task, d in coverage.drifts(races.load(folder)).items()}
+
+    def reverse(lines):
+        return list(reversed(lines))
+
+    def by_end(lines):
+        return sorted(lines, key=lambda line: (json.loads(line).get("window") or [0, 0])[1])
+
+    as_recorded = drifts()
+    assert len(as_recorded) >= 36  # every layout's coverages, 4 clients each
+    assert drifts(reverse) == as_recorded and drifts(by_end) == as_recorded
