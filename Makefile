@@ -242,8 +242,10 @@ aggregation-memory: venv es-start corpus
 # network namespaces, the private checkout). CI runs both, so every behaviour is proven on every change.
 # TEST_METRICS_STORE=yes (make test, the 9.x tier): each race goes to a metrics store node too, and its report is
 # built from its files and again from the store alone, and the two compared (tests/conftest.py assert_reported)
+# the unit tests on every core, then the few races make test runs (smoke: one node, one Rally at a time)
 test: venv lint
-	TEST_METRICS_STORE=yes $(VPY) -m pytest -m 'not integration or smoke' --durations=10 tests
+	$(VPY) -m pytest -n $(TEST_JOBS) -m 'not integration' --durations=10 tests
+	TEST_METRICS_STORE=yes $(VPY) -m pytest -m 'integration and smoke' --durations=10 tests
 it: venv
 	$(VPY) -m pytest -m 'integration and not smoke' --durations=25 tests
 	$(MAKE) --no-print-directory it-versions
@@ -251,6 +253,8 @@ it: venv
 # set on the last 8.x, files only (versions of local-es/esnode.py's VERSIONS; make test and the rest of make it run the
 # study's 8.17.2)
 NEWEST_ES := 9.5.3
+# the unit tier's workers (pytest-xdist): one per core
+TEST_JOBS ?= auto
 LAST_8X_ES := 8.19.21
 it-versions: venv
 	TEST_ES_VERSION=$(NEWEST_ES) TEST_METRICS_STORE=yes $(VPY) -m pytest -m versions --durations=10 tests
@@ -266,7 +270,7 @@ privileges: venv
 
 # unit tests only (no node, no race): seconds
 test-fast: venv lint
-	$(VPY) -m pytest -m 'not integration' tests
+	$(VPY) -m pytest -n $(TEST_JOBS) -m 'not integration' tests
 
 # the formatting (pyproject.toml: black and isort, line length 140) is checked by the tests and applied by make format
 PY_SOURCES := runners report tests corpora-gen local-es tracks corpora-gen/generate

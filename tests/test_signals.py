@@ -106,7 +106,8 @@ def signalled(start, number, patience):
 def test_a_signal_the_suite_ignores_or_blocks_ends_a_child_started_with_the_defaults(number, held_off_by):
     with held_off_by([number]):
         assert signalled(popen_with_default_signals, number, patience=10) == -number  # SIGINT: KeyboardInterrupt, then -2
-        assert signalled(subprocess.Popen, number, patience=1) is None  # the plain child ignores it, or holds it pending
+        # the plain child ignores it, or holds it pending (a delivered one acts within milliseconds)
+        assert signalled(subprocess.Popen, number, patience=0.3) is None
 
 
 def test_a_started_race_gets_the_defaults(launched_in_the_background, monkeypatch, tmp_path):
