@@ -245,9 +245,15 @@ aggregation-memory: venv es-start corpus
 # the unit tests on every core, then the few races make test runs (smoke: one node, one Rally at a time)
 test: venv lint
 	$(VPY) -m pytest -n $(TEST_JOBS) -m 'not integration' --durations=10 tests
-	TEST_METRICS_STORE=yes $(VPY) -m pytest -m 'integration and smoke' --durations=10 tests
-it: venv
-	$(VPY) -m pytest -m 'integration and not smoke' --durations=25 tests
+	$(PYTHON) local-es/esnode.py build
+	TEST_METRICS_STORE=yes $(LOOPBACK_ONLY) $(VPY) -m pytest -m 'integration and smoke' --durations=10 tests
+# the races of make test and make it run in a private network namespace with loopback alone where the machine allows
+# it (root; else as they are): there the suite keeps one Rally actor system for its races (tests/loopback_only.py).
+# What needs the network is done first: Toxiproxy's go install, each version's node home from Maven Central.
+LOOPBACK_ONLY = $(VPY) tests/loopback_only.py
+it: venv toxiproxy
+	$(PYTHON) local-es/esnode.py build
+	$(LOOPBACK_ONLY) $(VPY) -m pytest -m 'integration and not smoke' --durations=25 tests
 	$(MAKE) --no-print-directory it-versions
 # the version tier: every challenge's race (its test marked versions) on the newest 9.x, into the store too; the smoke
 # set on the last 8.x, files only (versions of local-es/esnode.py's VERSIONS; make test and the rest of make it run the
@@ -256,9 +262,12 @@ NEWEST_ES := 9.5.3
 # the unit tier's workers (pytest-xdist): one per core
 TEST_JOBS ?= auto
 LAST_8X_ES := 8.19.21
-it-versions: venv
-	TEST_ES_VERSION=$(NEWEST_ES) TEST_METRICS_STORE=yes $(VPY) -m pytest -m versions --durations=10 tests
-	TEST_ES_VERSION=$(LAST_8X_ES) $(VPY) -m pytest -m smoke --durations=10 tests
+it-versions: venv toxiproxy
+	$(PYTHON) local-es/esnode.py build
+	$(PYTHON) local-es/esnode.py build --version $(NEWEST_ES)
+	$(PYTHON) local-es/esnode.py build --version $(LAST_8X_ES)
+	TEST_ES_VERSION=$(NEWEST_ES) TEST_METRICS_STORE=yes $(LOOPBACK_ONLY) $(VPY) -m pytest -m versions --durations=10 tests
+	TEST_ES_VERSION=$(LAST_8X_ES) $(LOOPBACK_ONLY) $(VPY) -m pytest -m smoke --durations=10 tests
 
 # every track parameter with its default (declared at track.json's top) and what it accepts
 params: venv

@@ -2,7 +2,8 @@
 """Local Elasticsearch launcher: builds a node home from Maven Central jars and runs 1..N nodes on loopback.
 
 Commands: start [--version V] [--nodes N] [--coordinating C] [--pin-cores] [--also-bind ADDR] [--heap 1g]
-[--http-port 9200], stop, status, wipe, versions.
+[--http-port 9200], stop, status, wipe, versions, build [--version V] (the node home alone, as start builds it on
+first use: what needs Maven Central done before a run that has no network, make it's private namespace).
 Stdlib only, so it runs before the project's virtualenv exists.
 
 Versions (VERSIONS below; `esnode.py versions` prints the table): 8.17.2, the study's and the default; 8.19.21 and
@@ -912,6 +913,14 @@ def wipe(args):
     return 0
 
 
+def build(args):
+    """The version's node home, built as start builds it on first use (Maven Central, javac), nothing started."""
+    version = check_version(args.version)
+    _java, javac, _major = find_java(version)
+    log(f"node home for Elasticsearch {version}: " + ("built" if build_dist(version, javac) else "already built"))
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -940,13 +949,15 @@ def main(argv=None):
         sub.add_parser("wipe", help="delete the data (node must be stopped)"),
     ]
     sub.add_parser("versions", help="the versions the launcher builds and the JDK each runs on")
+    p_build = sub.add_parser("build", help="build the version's node home (Maven Central), start nothing")
+    p_build.add_argument("--version", default=DEFAULT_VERSION, help=f"one of {', '.join(VERSIONS)} (default {DEFAULT_VERSION})")
     for p in [p_start, *others]:
         p.add_argument("--http-port", type=int, default=int(os.environ.get("PORT", "9200")))
     args = parser.parse_args(argv)
     if args.command == "start" and args.transport_port is None:
         args.transport_port = args.http_port + 100
     try:
-        return {"start": start, "stop": stop, "status": status, "wipe": wipe, "versions": versions}[args.command](args)
+        return {"start": start, "stop": stop, "status": status, "wipe": wipe, "versions": versions, "build": build}[args.command](args)
     except LauncherError as e:
         print(f"[local-es] ERROR: {e}", file=sys.stderr, flush=True)
         return 2

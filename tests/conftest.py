@@ -76,6 +76,8 @@ TEST_METRICS_STORE = os.environ.get("TEST_METRICS_STORE") == "yes"
 SUITE_STORE_PORT = 9268
 PYTHON = sys.executable
 ESRALLY = str(Path(sys.executable).with_name("esrally"))
+ESRALLYD = str(Path(sys.executable).with_name("esrallyd"))
+RALLY_TEST_HOME = REPO / ".rally-test"  # the session's Rally home (rally_home), the suite's actor system's too
 LAUNCHER = str(REPO / "local-es" / "esnode.py")
 # tests/private_network/ runs only inside a private network namespace (tests/test_load_drivers.py starts it there)
 collect_ignore = [] if os.environ.get("CLUSTER_METRICS_PRIVATE_NETWORK") else ["private_network"]
@@ -167,7 +169,8 @@ def es_node():
 
 @pytest.fixture(scope="session")
 def rally_home():
-    home = REPO / ".rally-test"
+    home = RALLY_TEST_HOME
+    ACTOR_SYSTEM.stop()  # started with this home: not while it is emptied
     if home.exists():
         shutil.rmtree(home)
     home.mkdir()
@@ -293,8 +296,11 @@ def run_rally(home, *args, timeout=1200):
 
 
 def _rally(home, args, start, **how):
-    """esrally with these arguments and its own Rally home, once the previous Rally of the suite has exited."""
+    """esrally with these arguments and its own Rally home, once the previous Rally of the suite has exited; a race
+    in the suite's actor system where there is one (SuiteActorSystem), in one of its own when its test says so."""
     wait_for_our_rally()
+    if args and args[0] == "race":
+        ACTOR_SYSTEM.ready_for(home, own=OWN_ACTOR_SYSTEM[0])
     RALLY_HOMES.add(home)
     return start([ESRALLY, *args], text=True, env=dict(os.environ, RALLY_HOME=str(home), **thespian_log(home)), **how)
 
@@ -304,6 +310,86 @@ def thespian_log(home):
     that "exited prematurely") is written only there, and by default to a 50 KB file in the system's temp folder."""
     path = home / ".rally" / "logs" / "thespian.log"
     return {"THESPLOG_FILE": str(path), "THESPLOG_THRESHOLD": "INFO", "THESPLOG_FILE_MAXSIZE": str(20 << 20)}
+
+
+class SuiteActorSystem:
+    """One Rally actor system (esrallyd on 127.0.0.1) for the races of the session's Rally home, when the suite runs in
+    a private network namespace (tests/loopback_only.py, make it): Rally joins an actor system it finds on port 1900
+    and leaves it running, so those races no longer spend seconds starting and stopping their own. The daemon runs with
+    that Rally home, since its actors read their host's rally.ini from their own (the data directory, the races'
+    folder: Rally's driver.load_local_config, made for load-driver hosts) and log there: a race's corpus, records and
+    log lines are where they would be without it. Started before the first such race, stopped after the last, only if
+    this session started it (another's, a user's daemon, is joined as any race would, and never stopped).
+    A race from another Rally home, or of a test marked own_actor_system (it kills a Rally, presses Ctrl-C or kills
+    the node under a race), runs with the daemon stopped: it starts an actor system of its own, as a user's race does,
+    and whatever it breaks ends with it."""
+
+    PORT = 1900  # Rally's: thespian's default admin port, which Rally gives no option for
+
+    def __init__(self, home):
+        self.home, self.started = home, False
+
+    @staticmethod
+    def enabled():
+        from tests.loopback_only import FLAG
+
+        return os.environ.get(FLAG) == "1"
+
+    def running(self):
+        import socket
+
+        with socket.socket() as s:
+            return s.connect_ex(("127.0.0.1", self.PORT)) == 0
+
+    def _esrallyd(self, command):
+        env = dict(os.environ, RALLY_HOME=str(self.home), **thespian_log(self.home))
+        args = [ESRALLYD, command] + (["--node-ip=127.0.0.1", "--coordinator-ip=127.0.0.1"] if command == "start" else [])
+        # its output to a file, not a pipe: the daemon it leaves behind keeps the descriptors, and a pipe would stay open
+        out = self.home / ".rally" / "logs" / "esrallyd.out"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with out.open("a") as f:
+            done = subprocess.run(args, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, timeout=120)
+        assert done.returncode == 0, f"esrallyd {command} exited {done.returncode}: {out.read_text()[-2000:]}"
+
+    def ready_for(self, home, own=False):
+        """Before a race from this Rally home: the suite's actor system running when the race may join it, none of
+        ours when it needs its own."""
+        if not self.enabled():
+            return
+        own = own or Path(home).resolve() != self.home.resolve()
+        if own and self.started:
+            self.stop()
+        elif not own and not self.started and not self.running():
+            self.home.mkdir(parents=True, exist_ok=True)
+            self._esrallyd("start")
+            self.started = True
+
+    def stop(self):
+        if self.started:
+            self._esrallyd("stop")
+            deadline = time.monotonic() + 60
+            while self.running() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert not self.running(), "the suite's actor system still listens on 127.0.0.1:1900 a minute after esrallyd stop"
+            self.started = False
+
+
+ACTOR_SYSTEM = SuiteActorSystem(RALLY_TEST_HOME)
+OWN_ACTOR_SYSTEM = [False]  # the running test is marked own_actor_system (set per test below)
+
+
+@pytest.fixture(autouse=True)
+def _actor_system_of_this_test(request):
+    OWN_ACTOR_SYSTEM[0] = request.node.get_closest_marker("own_actor_system") is not None
+    yield
+    OWN_ACTOR_SYSTEM[0] = False
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _suite_actor_system():
+    yield
+    wait_for_our_rally()
+    ACTOR_SYSTEM.stop()
 
 
 def oom_kills():

@@ -162,6 +162,7 @@ def test_a_registration_a_killed_race_left_is_put_back_by_the_next_one(rally_hom
     assert http("POST", f"/{restore.NOTES_INDEX}/_search", {"size": 10})[1]["hits"]["hits"] == []
 
 
+@pytest.mark.own_actor_system
 def test_ctrl_c_in_the_middle_of_ccs_roundtrips_leaves_the_cluster_settings_as_they_were(rally_home, remote_cluster):
     """The race is interrupted (SIGINT, as Ctrl-C sends it) while a coverage holds the remote's registration: the
     operation's finally takes it back, and the cluster's settings equal those before the race. start_race starts the

@@ -44,9 +44,13 @@ from tests.conftest import (
 # the README says what ran), and values that prove a parameter took effect (other bulk sizes and clients)
 PARAMS = {
     "full": {"variants": ["D_hdr"]},
-    "aggregation-memory": {  # D_hdr at 3 and 5 digits (5 over serial only), D_td at compression 100 and 200
+    # D_hdr at 3 and 4 digits, 4 above memory_parallel_hdr_digits_max so over serial only; D_td at compression 100 and
+    # 200. Not 5 digits: over serial on a 1 GB 9.5.3 node it reaches the parent breaker now and then (CI, 2026-11-27:
+    # "real usage 1000.5mb"), a failed cell the track rightly reports, not a test that can pass every time
+    "aggregation-memory": {
         "memory_variants": ["D_hdr"],
-        "memory_hdr_digits": [3, 5],
+        "memory_hdr_digits": [3, 4],
+        "memory_parallel_hdr_digits_max": 3,
         "memory_tdigest_compression": [100, 200],
     },
     "source-cost": {"source_variants": ["D_td"]},

@@ -86,6 +86,7 @@ def kill_load_driver(home):
     assert not rally_pids([home], zombies=False)
 
 
+@pytest.mark.own_actor_system
 def test_a_load_driver_killed_mid_bisection_leaves_a_note_and_the_next_race_puts_the_limit_back(shared_races):
     """kill -9 of the whole load driver while the limit is bisected: no finally runs. The limit stays at the value
     last tried; the note on the cluster holds the user's 59%, and the next race (any query challenge) puts it back.

@@ -16,6 +16,7 @@ import subprocess
 
 import pytest
 
+from tests import loopback_only
 from tests.conftest import PYTHON, REPO
 
 pytestmark = pytest.mark.integration
@@ -50,6 +51,7 @@ def test_races_through_two_load_driver_hosts_in_a_private_network(rally_home, sm
         THESPIAN_BASE_IPADDR=topology.CLUSTER_ADDRESS,
         **{PRIVATE_NETWORK: "1"},
     )
+    env.pop(loopback_only.FLAG, None)  # the load-driver hosts' daemons are the actor systems there, not the suite's
     inside = subprocess.run(
         ["unshare", "--net", "--", PYTHON, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "-p", "no:warnings", str(INSIDE)],
         cwd=REPO,

@@ -319,6 +319,22 @@ def test_an_unknown_version_is_refused_naming_the_ones_there_are(esnode):
         esnode.check_version("9.4.0")
     result = launcher("start", "--version", "9.4.0", port=9266)
     assert result.returncode == 2 and "ES_VERSION=9.4.0" in result.stderr
+    built = subprocess.run([sys.executable, LAUNCHER, "build", "--version", "9.4.0"], capture_output=True, text=True, timeout=60)
+    assert built.returncode == 2 and "ES_VERSION=9.4.0 is not one the launcher builds" in built.stderr
+
+
+def test_build_builds_the_node_home_as_start_does_and_starts_nothing(esnode, monkeypatch, capsys):
+    """make it builds each version's node home before its private network namespace (no Maven Central in there)."""
+    calls = []
+    monkeypatch.setattr(esnode, "find_java", lambda version: ("java", "javac", 21))
+    monkeypatch.setattr(esnode, "build_dist", lambda version, javac: calls.append((version, javac)) or len(calls) == 1)
+    monkeypatch.setattr(esnode, "start", lambda args: pytest.fail("build started a node"))
+    assert esnode.main(["build", "--version", "9.5.3"]) == 0 and esnode.main(["build", "--version", "9.5.3"]) == 0
+    assert calls == [("9.5.3", "javac")] * 2
+    assert capsys.readouterr().out.splitlines() == [
+        "[local-es] node home for Elasticsearch 9.5.3: built",
+        "[local-es] node home for Elasticsearch 9.5.3: already built",
+    ]
 
 
 def test_an_entitlement_version_runs_with_its_shims_and_8_17_with_the_security_manager(esnode):

@@ -53,6 +53,7 @@ def new_record(races_dir, before, lines):
 
 
 @pytest.mark.integration
+@pytest.mark.own_actor_system
 def test_a_node_killed_mid_race_gives_a_report_without_an_answer(rally_home, dying_node, tmp_path):
     """kill -9 of the node after about ten coverages per cell: the race ends without results, every failed coverage
     is recorded with the connection failure as its cause, and make report exits 1, saying in its first lines that the

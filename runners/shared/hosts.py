@@ -8,6 +8,9 @@ import socket
 from esrally.driver.runner import Delegator
 
 HOST_KEY = "load-driver-host"  # sample meta: the name of the host whose client ran the sample
+# operation parameter the track processor sets where a race has several load-driver hosts: how many (share-calibration
+# and ingest-epochs, runners/studies/load.py set_load_driver_hosts)
+HOSTS_KEY = "load-driver-hosts"
 # how a report names the host of a sample without HOST_KEY: a request that raised, whose meta Rally builds itself
 UNNAMED = "(not named: a failed request)"
 

@@ -24,6 +24,7 @@ from runners.contracts.context import RaceContext
 from runners.contracts.queries import INGEST_CHANGES
 from runners.registry import Need, Operation
 from runners.shared import results, wire
+from runners.shared.hosts import HOSTS_KEY
 from runners.shared.index_body import FreshIndexBodyParamSource
 from runners.studies.scope import untimed
 
@@ -43,6 +44,18 @@ def _took_dir(record):
 def _took_file(record, epoch, client):
     """One file per epoch and client: each client appends its own bulks, and the clients that ran can be counted."""
     return os.path.join(_took_dir(record), f"epoch-{epoch}-client-{client}.txt")
+
+
+def _filed_marker(record, epoch, client):
+    """Written once a client has filed the took of its last bulk of an epoch (or that bulk failed): the recorder reads
+    an epoch's took files only when every client's marker is there (IngestEpochs._await_took_files)."""
+    return os.path.join(_took_dir(record), f"epoch-{epoch}-client-{client}.filed")
+
+
+def _mark_filed(params, epoch, client):
+    path = os.path.join(params["record-dir"], _filed_marker(params[RECORD_KEY], epoch, client))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    open(path, "w").close()
 
 
 def took_line(took, started, ended, service=None):
@@ -337,7 +350,7 @@ class IngestEpochsParamSource:
 
     Each client owns a fixed slice of each epoch (its own Rally source per epoch: Rally 2.13 would share one among the
     clients of a worker process), so that client 0 holds the first documents of every epoch; each bulk's parameters
-    say its epoch, whether it is this client's first of that epoch, and whether it is this client's last of all."""
+    say its epoch, whether it is this client's first and last of that epoch, and whether it is its last of all."""
 
     def __init__(self, track, params, **kwargs):
         self._track, self._params, self._kwargs = track, params, kwargs
@@ -385,8 +398,16 @@ class IngestEpochsParamSource:
         current = self._pending
         if current is None:
             raise StopIteration
-        self._pending = next(self._iterator, None)
-        return {**current, **self._extra, "client": self._client, "clients": self._clients, "last": self._pending is None}
+        self._pending = nxt = next(self._iterator, None)
+        last_of_epoch = nxt is None or nxt["epoch"] != current["epoch"]
+        return {
+            **current,
+            **self._extra,
+            "client": self._client,
+            "clients": self._clients,
+            "last": nxt is None,
+            "last-of-epoch": last_of_epoch,
+        }
 
 
 class IngestEpochs:
@@ -431,7 +452,9 @@ class IngestEpochs:
             records.add(meta, record_meta)
         try:
             result = await self._bulk(es, params)  # no client retries, its took filed (EpochBulk)
-        finally:  # a failed bulk too: the last epoch is recorded and the count checked
+        finally:  # a failed bulk too: the client's epoch marked filed, the last epoch recorded and the count checked
+            if params.get("last-of-epoch"):
+                _mark_filed(params, epoch, client)
             if params["last"] and client == 0:
                 problem, record_meta = await untimed(self._finish, es, params, context)
                 problems.append(problem)
@@ -491,9 +514,37 @@ class IngestEpochs:
             return await self._wait(es, params, context, lambda n: n > through, what), {}
         what = _bulk_problem(previous, f"waiting for all {through} documents of epochs up to it")
         problem = await self._wait(es, params, context, lambda n: n >= through, what)
-        return problem, await self._record_epoch(es, params, context, previous)
+        filed, meta = await self._record_epoch(es, params, context, previous)
+        return "; ".join(filter(None, [problem, filed])) or None, meta
+
+    async def _await_took_files(self, params, context, epoch):
+        """None once every client has filed its tooks of the epoch (its marker, _filed_marker), or what was missing when
+        request-timeout ran out. A client's documents are indexed, and seen by the recorder's wait for the count,
+        before its bulk's answer reaches it and it files the took: without this wait the recorder could sum an epoch's
+        tooks one bulk short (a test-mode ingest-changes race did, 2026-11-27). With several load-driver hosts the
+        other hosts' clients file theirs there, so it does not wait: the report recounts the epochs from the metrics
+        store (recount_bulk_tooks)."""
+        if params.get(HOSTS_KEY, 1) > 1:
+            return None
+        abandoned = (params["record-dir"], params[RECORD_KEY], params["client"])
+        deadline = time.monotonic() + (
+            0 if abandoned in self._abandoned else params.get("request-timeout", parameters.DEFAULTS["request_timeout"])
+        )
+        markers = [os.path.join(context.record_dir, _filed_marker(params[RECORD_KEY], epoch, c)) for c in range(params["clients"])]
+        while True:
+            missing = [c for c, path in enumerate(markers) if not os.path.exists(path)]
+            if not missing:
+                for path in markers:  # they coordinate the race only: the record keeps the tooks
+                    os.remove(path)
+                return None
+            if time.monotonic() >= deadline:
+                self._abandoned.add(abandoned)
+                return _bulk_problem(epoch, f"clients {missing} had not filed the tooks of their bulks when the wait ended")
+            await asyncio.sleep(self.POLL_S)
 
     async def _record_epoch(self, es, params, context, epoch):
+        """(problem or None, the record's meta): the epoch's row once its took files are complete."""
+        problem = await self._await_took_files(params, context, epoch)
         await es.perform_request("POST", f"/{context.index}/_refresh")
         snapshot = await _snapshot(es, context)
         record = records.read(context.record_dir, params[RECORD_KEY], {})
@@ -504,14 +555,15 @@ class IngestEpochs:
         record["epochs"] = [r for r in record["epochs"] if r["epoch"] != epoch] + [row]
         record["snapshot"] = snapshot
         LOG.info("cluster-metrics ingest epoch %s: %s", epoch, row)
-        return records.write(context.record_dir, params[RECORD_KEY], record)
+        return problem, records.write(context.record_dir, params[RECORD_KEY], record)
 
     async def _finish(self, es, params, context):
         epoch = params["epochs"][-1]
         expected = self._through(params, epoch)
         what = _bulk_problem(epoch, f"waiting for all {expected} documents of the ingest")
         problem = await self._wait(es, params, context, lambda n: n >= expected, what)
-        meta = await self._record_epoch(es, params, context, epoch)
+        filed, meta = await self._record_epoch(es, params, context, epoch)
+        problem = "; ".join(filter(None, [problem, filed])) or None
         if params.get("restore-settings"):
             await es.perform_request("PUT", f"/{context.index}/_settings", body=params["restore-settings"])
         actual = await self._settled_count(es, params, context, expected)

@@ -26,11 +26,10 @@ from runners.contracts.context import RaceContext
 from runners.contracts.queries import TRANSPORTS, VARIANTS
 from runners.registry import Need, Operation
 from runners.shared import results
-from runners.shared.hosts import this_host
+from runners.shared.hosts import HOSTS_KEY, this_host
 from runners.shared.restore import JSON, SMALL_INDEX_SETTINGS, body_of
 
 SCHEDULER = "cluster-metrics-relative-rate"
-HOSTS_KEY = "load-driver-hosts"  # operation parameter of share-calibration, set by the track processor: how many hosts
 SHARE_PREFIX = "cluster-metrics-calibration-"  # + race id: the index through which a calibration reaches other hosts
 SHARE_TIMEOUT_S = 120  # default of share-calibration's share-timeout: how long a host waits for the others
 _INSTANCES = itertools.count()  # each client's scheduler draws its own arrival sequence
@@ -311,12 +310,15 @@ PARAMETER_RULES = {
 
 
 def set_load_driver_hosts(tasks, race_id, hosts):
-    """At load: a share-calibration task learns how many load-driver hosts the race has; with several, it works through
-    a small index of the race's own (ShareCalibration), which its privileges name."""
+    """At load, with several load-driver hosts: a share-calibration task learns how many, and works through a small
+    index of the race's own (ShareCalibration), which its privileges name; an ingest-epochs task learns it too (its
+    recorder then does not wait for the other hosts' clients' took files, which are filed on their hosts)."""
     count = len(set(hosts or ["localhost"]))
     for task in tasks:
         if task.operation.type == "share-calibration" and count > 1:
             task.operation.params.update({HOSTS_KEY: count, "index": share_index(race_id, task.operation.params["rate-of"])})
+        elif task.operation.type == "ingest-epochs" and count > 1:
+            task.operation.params[HOSTS_KEY] = count
 
 
 OPERATIONS = {

@@ -333,6 +333,7 @@ class FakeCluster(StubClient):
         super().__init__([])
         self.indexed, self.snapshots, self.lose, self.calls, self.meta = 500, [], set(lose), 0, {"cluster-metrics-ingest": "old"}
         self.counts, self.lag, self.lag_counts = 0, 0, 0
+        self.answer_delay = 0  # seconds between a bulk's documents being indexed and its answer leaving
 
     def client(self):
         return BulkClientOf(self)
@@ -362,6 +363,7 @@ class FakeCluster(StubClient):
             if self.calls in self.lose:  # a bulk whose documents never arrive: Elasticsearch rejected them
                 return {"took": 1, "errors": True, "items": [{"index": {"status": 429, "error": {"type": "rejected"}}}] * docs}
             self.indexed += docs
+            await asyncio.sleep(self.answer_delay)  # counted already: the recorder's wait may see them before the answer
             return {"took": 1, "errors": False, "items": [{"index": {"status": 201}}] * docs}
         if path.endswith("/_stats/indexing"):
             return stats(0, self.indexed)
@@ -398,13 +400,14 @@ def client_bulks(epoch_docs, clients, client, bulk_size):
             yield epoch, i == 0, size
 
 
-def ingest(tmp_path, context, epoch_docs, clients, lose=(), timeout=5, lag=(0, 0)):
+def ingest(tmp_path, context, epoch_docs, clients, lose=(), timeout=5, lag=(0, 0), answer_delay=0):
     """Every client's bulks through one IngestEpochs runner at once; each sample as Rally would get it. lag: (documents,
-    counts): the first counts of the index answer that many documents short (a replica still applying a bulk)."""
+    counts): the first counts of the index answer that many documents short (a replica still applying a bulk).
+    answer_delay: seconds each bulk's answer takes after its documents are indexed."""
     from runners.studies.ingest import IngestEpochs
 
     cluster, runner, samples = FakeCluster(lose), IngestEpochs(), []
-    cluster.lag, cluster.lag_counts = lag
+    (cluster.lag, cluster.lag_counts), cluster.answer_delay = lag, answer_delay
     race_dir = tmp_path / "races" / "race-1"
     ctx = context.as_param() | {"record_dir": str(race_dir / "cluster-metrics"), "epoch_docs": {str(e): d for e, d in epoch_docs.items()}}
 
@@ -412,7 +415,9 @@ def ingest(tmp_path, context, epoch_docs, clients, lose=(), timeout=5, lag=(0, 0
         es, bulks = cluster.client(), list(client_bulks(epoch_docs, clients, client, 2))
         for n, (epoch, first, size) in enumerate(bulks):
             params = {"body": b'{"index":{}}\n{"x":1}\n' * size, "action-metadata-present": True, "bulk-size": size, "unit": "docs"}
+            last_of_epoch = n == len(bulks) - 1 or bulks[n + 1][0] != epoch
             params |= {"index": "cluster-metrics", "epoch": epoch, "first-of-epoch": first, "last": n == len(bulks) - 1}
+            params |= {"last-of-epoch": last_of_epoch}
             params |= {"epochs": list(epoch_docs), "epoch-docs": ctx["epoch_docs"], "client": client, "clients": clients}
             params |= {"record-dir": ctx["record_dir"], "record": "ingest.json", "request-timeout": timeout, CONTEXT_KEY: ctx}
             params |= {"indices": [("cluster-metrics", {"settings": {}})], "wait-for-status": "green"}
@@ -447,6 +452,33 @@ def test_one_ingest_task_records_each_epoch_at_its_exact_boundary(tmp_path, cont
     assert record["count"] == {"actual": 22, "expected": 22}
     for row in record["epochs"]:  # the epoch's wall: its bulks' windows, every client's
         assert 0 <= row["wall-s"] and row["processing-s"] >= 0
+
+
+def test_the_recorder_sums_an_epochs_tooks_once_every_client_has_filed_them(tmp_path, context):
+    """Each bulk's documents are counted 50 ms before its answer reaches its client and the client files its took (as
+    Elasticsearch counts them before it answers): the recorder, whose wait for the count ends first, still sums every
+    client's tooks of each epoch, since it waits for each client's marker that its epoch's tooks are filed. A
+    test-mode ingest-changes race once recorded an epoch one bulk short without it."""
+    epoch_docs = {1: 10, 2: 7, 3: 5}
+    _, samples, record = ingest(tmp_path, context, epoch_docs, clients=3, answer_delay=0.05)
+    assert all(s["success"] for s in samples), [s.get("error-description") for s in samples if not s["success"]]
+    assert [(r["epoch"], r["bulk-requests"]) for r in record["epochs"]] == [
+        (e, sum(1 for c in range(3) for b in client_bulks({e: d}, 3, c, 2))) for e, d in epoch_docs.items()
+    ]
+    took_dir = tmp_path / "races" / "race-1" / "cluster-metrics" / records.TOOK_DIR
+    assert not list(took_dir.rglob("*.filed"))  # the markers coordinate the race only: none is left in the record
+
+
+def test_a_client_that_never_files_its_tooks_fails_the_recorders_sample_naming_it(tmp_path, context, monkeypatch):
+    """A client whose marker never comes (its process died after its bulk): the recorder's wait ends after
+    request-timeout and its sample fails, naming the clients it waited for."""
+    from runners.studies import ingest as ingest_module
+
+    mark = ingest_module._mark_filed
+    monkeypatch.setattr(ingest_module, "_mark_filed", lambda params, epoch, client: client != 1 and mark(params, epoch, client))
+    _, samples, _ = ingest(tmp_path, context, {1: 10, 2: 7}, clients=2, timeout=0.2)
+    failed = [s["error-description"] for s in samples if not s["success"]]
+    assert any("clients [1] had not filed the tooks of their bulks" in d for d in failed), failed
 
 
 def test_a_replica_that_catches_up_is_counted_once_it_has_and_a_short_count_that_stays_fails(tmp_path, context):
