@@ -2,10 +2,11 @@
 the latest complete epoch while the next one is ingested."""
 
 import json
+from pathlib import Path
 
 import pytest
 
-from runners.contracts import records
+from runners.contracts import corpus, records
 from runners.studies import load
 from runners.studies.ingest import bulk_lines, read_took_line
 from tests.conftest import assert_clean, doc_count, generate, run_race
@@ -22,17 +23,30 @@ LOAD_PARAMS = {
 }
 
 
+def data_dir_of_its_own(home, name, data):
+    """A Rally configuration `name` in the Rally home `home` (Rally's default file) whose data directory is `data`:
+    a race with --configuration-name=name reads its corpus there and keeps its folder in the home's races, and the
+    suite's actor system, whose actors read their host's configuration by the race's name, reads the same file."""
+    from esrally import config as rally_config
+
+    template = (Path(rally_config.__file__).parent / "resources" / "rally.ini").read_text()
+    path = home / ".rally" / f"rally-{name}.ini"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(template.replace("local.dataset.cache = ${CONFIG_DIR}/benchmarks/data", f"local.dataset.cache = {data}"))
+    return f"--configuration-name={name}"
+
+
 @pytest.mark.versions("coverage-load")
-def test_a_step_reaches_its_fraction_of_the_calibrated_rate(es_node, tmp_path):
-    """coverage-load outside test mode (which caps iterations), one cell, one step at 10%. In a Rally home of its
-    own, with a corpus of one 1,000-row epoch: a file that small is its own test-mode file, so the fast test-mode
-    ingest (Rally outside test mode takes up to 5 s between tasks) holds what the race outside test mode queries.
-    (The suite's index is another corpus then: the next test that needs it clones it back.)"""
-    home = tmp_path / "rally"
-    home.mkdir()
-    generate(home, "--epochs", "1", "--rows-per-epoch", "1000")
-    assert_clean(run_race(home, "ingest-baseline", "--track-params=epochs:1"))
-    race = run_race(home, "coverage-load", f"--track-params={json.dumps(LOAD_PARAMS)}", test_mode=False)
+def test_a_step_reaches_its_fraction_of_the_calibrated_rate(shared_races, tmp_path):
+    """coverage-load outside test mode (which caps iterations), one cell, one step at 10%. With a corpus of one
+    1,000-row epoch, in a data directory of its own (a Rally configuration of its own in the suite's Rally home): a
+    file that small is its own test-mode file, so the fast test-mode ingest (Rally outside test mode takes up to 5 s
+    between tasks) holds what the race outside test mode queries. (The suite's index is another corpus then: the next
+    test that needs it clones it back.)"""
+    generate(tmp_path, "--epochs", "1", "--rows-per-epoch", "1000")
+    own = data_dir_of_its_own(shared_races.home, "load-1k", corpus.data_root(tmp_path))
+    assert_clean(run_race(shared_races.home, "ingest-baseline", "--track-params=epochs:1", own))
+    race = run_race(shared_races.home, "coverage-load", f"--track-params={json.dumps(LOAD_PARAMS)}", own, test_mode=False)
     assert_clean(race, [CALIBRATION, STEP])
     record = load.read_steps(str(race.record_dir()))[STEP]
     calibrated = load.calibrated_rate(str(race.record_dir()), CALIBRATION)
