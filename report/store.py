@@ -41,6 +41,9 @@ def write_config(rally_home, host, port):
         lines.append(f"{key} = {values[key]}" if key in values else line)
         if key == "datastore.password":
             lines.append("datastore.number_of_replicas = 0")  # one copy of each index: the store is a single node
+            # monthly indices, as Rally 2.13 writes them: Rally's master defaults to data streams with an ILM policy,
+            # which the local node (no x-pack) refuses ("no handler found for uri [/_ilm/policy/...]"); 2.13 ignores it
+            lines.append("datastore.use_data_streams = false")
     path = config_path(rally_home, CONFIG_NAME)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
