@@ -31,23 +31,31 @@ def config_path(rally_home=None, config_name=None):
     return Path(_RallyConfigFile(config_name, rally_home).location)
 
 
-def write_config(rally_home, host, port):
-    """A Rally configuration (Rally's own default file, its [reporting] section pointed at the store)."""
+def write_named_config(rally_home, name, values, added=None):
+    """Rally's own default configuration file as the configuration `name` of a Rally home (esrally
+    --configuration-name=name), with these keys' values; added: {key: lines} put after that key's line."""
     template = Path(rally_config.__file__).parent / "resources" / "rally.ini"
-    values = {"datastore.type": "elasticsearch", "datastore.host": host, "datastore.port": str(port), "datastore.secure": "False"}
     lines = []
     for line in template.read_text().splitlines():
         key = line.split("=")[0].strip()
         lines.append(f"{key} = {values[key]}" if key in values else line)
-        if key == "datastore.password":
-            lines.append("datastore.number_of_replicas = 0")  # one copy of each index: the store is a single node
-            # monthly indices, as Rally 2.13 writes them: Rally's master defaults to data streams with an ILM policy,
-            # which the local node (no x-pack) refuses ("no handler found for uri [/_ilm/policy/...]"); 2.13 ignores it
-            lines.append("datastore.use_data_streams = false")
-    path = config_path(rally_home, CONFIG_NAME)
+        lines.extend((added or {}).get(key, []))
+    path = config_path(rally_home, name)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def write_config(rally_home, host, port):
+    """A Rally configuration (Rally's own default file, its [reporting] section pointed at the store)."""
+    values = {"datastore.type": "elasticsearch", "datastore.host": host, "datastore.port": str(port), "datastore.secure": "False"}
+    added = [
+        "datastore.number_of_replicas = 0",  # one copy of each index: the store is a single node
+        # monthly indices, as Rally 2.13 writes them: Rally's master defaults to data streams with an ILM policy,
+        # which the local node (no x-pack) refuses ("no handler found for uri [/_ilm/policy/...]"); 2.13 ignores it
+        "datastore.use_data_streams = false",
+    ]
+    return write_named_config(rally_home, CONFIG_NAME, values, {"datastore.password": added})
 
 
 def local_metrics_template():

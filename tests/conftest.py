@@ -300,7 +300,7 @@ def _rally(home, args, start, **how):
     in the suite's actor system where there is one (SuiteActorSystem), in one of its own when its test says so."""
     wait_for_our_rally()
     if args and args[0] == "race":
-        ACTOR_SYSTEM.ready_for(home, own=OWN_ACTOR_SYSTEM[0])
+        ACTOR_SYSTEM.ready_for(home)
     RALLY_HOMES.add(home)
     return start([ESRALLY, *args], text=True, env=dict(os.environ, RALLY_HOME=str(home), **thespian_log(home)), **how)
 
@@ -328,6 +328,7 @@ class SuiteActorSystem:
 
     def __init__(self, home):
         self.home, self.started = home, False
+        self.own_for_this_test = False  # the running test is marked own_actor_system (set per test below)
 
     @staticmethod
     def enabled():
@@ -351,12 +352,12 @@ class SuiteActorSystem:
             done = subprocess.run(args, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, timeout=120)
         assert done.returncode == 0, f"esrallyd {command} exited {done.returncode}: {out.read_text()[-2000:]}"
 
-    def ready_for(self, home, own=False):
+    def ready_for(self, home):
         """Before a race from this Rally home: the suite's actor system running when the race may join it, none of
         ours when it needs its own."""
         if not self.enabled():
             return
-        own = own or Path(home).resolve() != self.home.resolve()
+        own = self.own_for_this_test or Path(home).resolve() != self.home.resolve()
         if own and self.started:
             self.stop()
         elif not own and not self.started and not self.running():
@@ -375,14 +376,13 @@ class SuiteActorSystem:
 
 
 ACTOR_SYSTEM = SuiteActorSystem(RALLY_TEST_HOME)
-OWN_ACTOR_SYSTEM = [False]  # the running test is marked own_actor_system (set per test below)
 
 
 @pytest.fixture(autouse=True)
 def _actor_system_of_this_test(request):
-    OWN_ACTOR_SYSTEM[0] = request.node.get_closest_marker("own_actor_system") is not None
+    ACTOR_SYSTEM.own_for_this_test = request.node.get_closest_marker("own_actor_system") is not None
     yield
-    OWN_ACTOR_SYSTEM[0] = False
+    ACTOR_SYSTEM.own_for_this_test = False
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -2,10 +2,10 @@
 the latest complete epoch while the next one is ingested."""
 
 import json
-from pathlib import Path
 
 import pytest
 
+from report import store
 from runners.contracts import corpus, records
 from runners.studies import load
 from runners.studies.ingest import bulk_lines, read_took_line
@@ -23,19 +23,6 @@ LOAD_PARAMS = {
 }
 
 
-def data_dir_of_its_own(home, name, data):
-    """A Rally configuration `name` in the Rally home `home` (Rally's default file) whose data directory is `data`:
-    a race with --configuration-name=name reads its corpus there and keeps its folder in the home's races, and the
-    suite's actor system, whose actors read their host's configuration by the race's name, reads the same file."""
-    from esrally import config as rally_config
-
-    template = (Path(rally_config.__file__).parent / "resources" / "rally.ini").read_text()
-    path = home / ".rally" / f"rally-{name}.ini"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(template.replace("local.dataset.cache = ${CONFIG_DIR}/benchmarks/data", f"local.dataset.cache = {data}"))
-    return f"--configuration-name={name}"
-
-
 @pytest.mark.versions("coverage-load")
 def test_a_step_reaches_its_fraction_of_the_calibrated_rate(shared_races, tmp_path):
     """coverage-load outside test mode (which caps iterations), one cell, one step at 10%. With a corpus of one
@@ -44,7 +31,9 @@ def test_a_step_reaches_its_fraction_of_the_calibrated_rate(shared_races, tmp_pa
     between tasks) holds what the race outside test mode queries. (The suite's index is another corpus then: the next
     test that needs it clones it back.)"""
     generate(tmp_path, "--epochs", "1", "--rows-per-epoch", "1000")
-    own = data_dir_of_its_own(shared_races.home, "load-1k", corpus.data_root(tmp_path))
+    # read by its name by the suite's actor system too; its races' folders in the home's races
+    store.write_named_config(shared_races.home, "load-1k", {"local.dataset.cache": corpus.data_root(tmp_path)})
+    own = "--configuration-name=load-1k"
     assert_clean(run_race(shared_races.home, "ingest-baseline", "--track-params=epochs:1", own))
     race = run_race(shared_races.home, "coverage-load", f"--track-params={json.dumps(LOAD_PARAMS)}", own, test_mode=False)
     assert_clean(race, [CALIBRATION, STEP])

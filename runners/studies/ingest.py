@@ -482,12 +482,16 @@ class IngestEpochs:
         # a new index whose shards have not started yet has no primaries' stats: nothing indexed
         return stats["_all"]["primaries"].get("indexing", {}).get("index_total", 0)
 
+    def _deadline(self, params):
+        """(this client's wait key, when its wait ends): request-timeout from now, or now once a wait of this client
+        has timed out (its later waits do not block again)."""
+        abandoned = (params["record-dir"], params[RECORD_KEY], params["client"])
+        timeout = 0 if abandoned in self._abandoned else params.get("request-timeout", parameters.DEFAULTS["request_timeout"])
+        return abandoned, time.monotonic() + timeout
+
     async def _wait(self, es, params, context, done, what, mark=None):
         """Polls the primaries' indexed count until done(count); None, or what it saw when request-timeout ran out."""
-        abandoned = (params["record-dir"], params[RECORD_KEY], params["client"])
-        deadline = time.monotonic() + (
-            0 if abandoned in self._abandoned else params.get("request-timeout", parameters.DEFAULTS["request_timeout"])
-        )
+        abandoned, deadline = self._deadline(params)
         while True:
             count = await self._indexed(es, context, mark)
             if count is not None and done(count):
@@ -514,8 +518,7 @@ class IngestEpochs:
             return await self._wait(es, params, context, lambda n: n > through, what), {}
         what = _bulk_problem(previous, f"waiting for all {through} documents of epochs up to it")
         problem = await self._wait(es, params, context, lambda n: n >= through, what)
-        filed, meta = await self._record_epoch(es, params, context, previous)
-        return "; ".join(filter(None, [problem, filed])) or None, meta
+        return await self._record_epoch(es, params, context, previous, problem)
 
     async def _await_took_files(self, params, context, epoch):
         """None once every client has filed its tooks of the epoch (its marker, _filed_marker), or what was missing when
@@ -526,10 +529,7 @@ class IngestEpochs:
         store (recount_bulk_tooks)."""
         if params.get(HOSTS_KEY, 1) > 1:
             return None
-        abandoned = (params["record-dir"], params[RECORD_KEY], params["client"])
-        deadline = time.monotonic() + (
-            0 if abandoned in self._abandoned else params.get("request-timeout", parameters.DEFAULTS["request_timeout"])
-        )
+        abandoned, deadline = self._deadline(params)
         markers = [os.path.join(context.record_dir, _filed_marker(params[RECORD_KEY], epoch, c)) for c in range(params["clients"])]
         while True:
             missing = [c for c, path in enumerate(markers) if not os.path.exists(path)]
@@ -542,9 +542,10 @@ class IngestEpochs:
                 return _bulk_problem(epoch, f"clients {missing} had not filed the tooks of their bulks when the wait ended")
             await asyncio.sleep(self.POLL_S)
 
-    async def _record_epoch(self, es, params, context, epoch):
-        """(problem or None, the record's meta): the epoch's row once its took files are complete."""
-        problem = await self._await_took_files(params, context, epoch)
+    async def _record_epoch(self, es, params, context, epoch, problem=None):
+        """(the problems so far and the took files', or None; the record's meta): the epoch's row once its took files
+        are complete."""
+        problem = "; ".join(filter(None, [problem, await self._await_took_files(params, context, epoch)])) or None
         await es.perform_request("POST", f"/{context.index}/_refresh")
         snapshot = await _snapshot(es, context)
         record = records.read(context.record_dir, params[RECORD_KEY], {})
@@ -562,8 +563,7 @@ class IngestEpochs:
         expected = self._through(params, epoch)
         what = _bulk_problem(epoch, f"waiting for all {expected} documents of the ingest")
         problem = await self._wait(es, params, context, lambda n: n >= expected, what)
-        filed, meta = await self._record_epoch(es, params, context, epoch)
-        problem = "; ".join(filter(None, [problem, filed])) or None
+        problem, meta = await self._record_epoch(es, params, context, epoch, problem)
         if params.get("restore-settings"):
             await es.perform_request("PUT", f"/{context.index}/_settings", body=params["restore-settings"])
         actual = await self._settled_count(es, params, context, expected)
@@ -582,8 +582,7 @@ class IngestEpochs:
         client's last bulk can still be on its way to a replica: 2S1R on 9.5.3 counted 1,979 of 2,000 once). A count
         below expected is read again, after a refresh, until it matches or request-timeout runs out (then it stands,
         a loss); a count above expected (a duplicate) stands at once."""
-        abandoned = (params["record-dir"], params[RECORD_KEY], params["client"]) in self._abandoned
-        deadline = time.monotonic() + (0 if abandoned else params.get("request-timeout", parameters.DEFAULTS["request_timeout"]))
+        _, deadline = self._deadline(params)
         while True:
             await es.perform_request("POST", f"/{context.index}/_refresh")
             actual = (await es.perform_request("GET", f"/{context.index}/_count")).body["count"]
