@@ -13,27 +13,35 @@ import time
 
 import pytest
 
-from runners.contracts import records
-from tests.conftest import REPO, launcher, run_race, start_race, wait_for_our_rally
+from report import store
+from runners.contracts import corpus, records
+from tests.conftest import REPO, generate, launcher, run_race, start_race, wait_for_our_rally
 from tests.race_shapes import assert_no_answer
 
 DYING_PORT = 9254  # its own node: the suite's node (TEST_PORT) stays up for the tests after this one
+CONFIG = "node-death-1k"  # the Rally configuration naming the module's corpus
 CELLS = [f"coverage-{v}-{t}" for v in ("D_td", "D_hdr") for t in ("serial", "msearch", "terms")]
 KILL_AFTER = 10 * len(CELLS)  # coverages recorded before the node is killed: about ten per cell
 
 
 @pytest.fixture(scope="module")
-def dying_node(rally_home, small_corpus):
-    """A node of its own holding the suite's small corpus at full size (not test mode: the query race that follows
-    needs iterations, which test mode caps at one)."""
+def dying_node(rally_home, tmp_path_factory):
+    """A node of its own holding a corpus of 1,000-row epochs (in a data directory of its own, named by a Rally
+    configuration of its own in the suite's Rally home): a file that small is its own test-mode file, so the fast
+    test-mode ingest holds what the query race outside test mode (it needs iterations, which test mode caps at one)
+    queries. Outside test mode the ingest took 32 s, most of it Rally's 5 s wake-ups between tasks."""
+    data = tmp_path_factory.mktemp("corpus-1k")
+    generate(data, "--rows-per-epoch", "1000")
+    store.write_named_config(rally_home, CONFIG, {"local.dataset.cache": corpus.data_root(data)})
     started = launcher("start", "--heap", "1g", port=DYING_PORT)
     assert started.returncode == 0, started.stdout + started.stderr
     try:
-        ingest = run_race(rally_home, "ingest-baseline", port=DYING_PORT, test_mode=False)
+        ingest = run_race(rally_home, "ingest-baseline", f"--configuration-name={CONFIG}", port=DYING_PORT)
         assert ingest.returncode == 0, ingest.explained()
         yield DYING_PORT
     finally:
         launcher("stop", port=DYING_PORT)  # the node is dead by then: the launcher forgets it
+        store.config_path(rally_home, CONFIG).unlink(missing_ok=True)
 
 
 def node_pid(port):
@@ -64,7 +72,14 @@ def test_a_node_killed_mid_race_gives_a_report_without_an_answer(rally_home, dyi
     races_dir.mkdir(parents=True, exist_ok=True)
     before = set(races_dir.iterdir())
     params = {"variants": ["D_td", "D_hdr"], "iterations": 40, "warmup_iterations": 1}
-    race = start_race(rally_home, "query-decomposition", f"--track-params={json.dumps(params)}", port=dying_node, test_mode=False)
+    race = start_race(
+        rally_home,
+        "query-decomposition",
+        f"--track-params={json.dumps(params)}",
+        f"--configuration-name={CONFIG}",
+        port=dying_node,
+        test_mode=False,
+    )
     try:
         deadline, record = time.monotonic() + 600, None
         while record is None and race.poll() is None and time.monotonic() < deadline:
