@@ -29,8 +29,10 @@ def _compile_each_template_once():
     find its parameters, once to render it), so Jinja parses and compiles the same templates again each time: most of
     the 0.3 s of a render here, and the unit tier renders the track hundreds of times. A template's code depends only
     on its text and the environment's syntax settings (the key below), so the suite parses and compiles each text once
-    per process; the code runs in the environment that asked for it, with that environment's globals and filters."""
+    per process (and scans each parsed tree for its parameters once); the code runs in the environment that asked for it,
+    with that environment's globals and filters."""
     import jinja2
+    import jinja2.meta
 
     compile_template, parse_template = jinja2.Environment.compile, jinja2.Environment.parse
     compiled, parsed = {}, {}
@@ -60,7 +62,15 @@ def _compile_each_template_once():
             parsed[key] = parse_template(self, source, name, filename)
         return parsed[key]
 
+    def find_undeclared_once(tree):  # Rally's parameter scan of a tree parse_once keeps: one scan per tree
+        kept = scanned.get(id(tree))
+        if kept is None or kept[0] is not tree:  # the tree is kept with its result, so its id is never another's
+            kept = scanned[id(tree)] = (tree, frozenset(find_undeclared(tree)))
+        return set(kept[1])
+
+    find_undeclared, scanned = jinja2.meta.find_undeclared_variables, {}
     jinja2.Environment.compile, jinja2.Environment.parse = compile_once, parse_once
+    jinja2.meta.find_undeclared_variables = find_undeclared_once
 
 
 _compile_each_template_once()
