@@ -95,10 +95,18 @@ SMALL_CORPUS = ["--epochs", "5", "--rows-per-epoch", "3000", "--nodes", "30", "-
 
 
 def rendered_track(params=None):
-    """The track as Rally renders it (Rally's own template code), with these track parameters."""
+    """The track as Rally renders it (Rally's own template code), with these track parameters: a fresh copy each time,
+    of a text rendered once per process and parameters (told apart by their repr, so a tuple is not taken for a list)."""
     from esrally.track import loader
 
-    return json.loads(loader.render_template_from_file(str(REPO / "tracks" / "cluster-metrics" / "track.json"), params or {}))
+    params = params or {}
+    key = repr(sorted(params.items(), key=repr))
+    if key not in _RENDERED:
+        _RENDERED[key] = loader.render_template_from_file(str(REPO / "tracks" / "cluster-metrics" / "track.json"), params)
+    return json.loads(_RENDERED[key])
+
+
+_RENDERED = {}
 
 
 def rendered_challenges(params=None):
