@@ -62,11 +62,12 @@ def _compile_each_template_once():
             parsed[key] = parse_template(self, source, name, filename)
         return parsed[key]
 
-    def find_undeclared_once(tree):  # Rally's parameter scan of a tree parse_once keeps: one scan per tree
-        kept = scanned.get(id(tree))
-        if kept is None or kept[0] is not tree:  # the tree is kept with its result, so its id is never another's
-            kept = scanned[id(tree)] = (tree, frozenset(find_undeclared(tree)))
-        return set(kept[1])
+    def find_undeclared_once(tree):  # Rally's parameter scan: once per tree parse_once keeps (alive, so ids stay theirs)
+        if not any(tree is kept for kept in parsed.values()):
+            return find_undeclared(tree)
+        if id(tree) not in scanned:
+            scanned[id(tree)] = frozenset(find_undeclared(tree))
+        return set(scanned[id(tree)])
 
     find_undeclared, scanned = jinja2.meta.find_undeclared_variables, {}
     jinja2.Environment.compile, jinja2.Environment.parse = compile_once, parse_once
