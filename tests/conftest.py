@@ -209,6 +209,17 @@ def generate(home, *extra):
     return result
 
 
+def corpus_configuration(home, name, folder, *extra):
+    """A corpus of its own (generate's, with these arguments) in `folder`, and a Rally configuration `name` in the Rally
+    home `home` whose data directory is that corpus's: the returned --configuration-name argument races on it, in the
+    suite's actor system too (its actors read a race's configuration by name from that home)."""
+    from report import store
+
+    generate(folder, *extra)
+    store.write_named_config(home, name, {"local.dataset.cache": corpus.data_root(folder)})
+    return f"--configuration-name={name}"
+
+
 @pytest.fixture(scope="session")
 def small_corpus(rally_home):
     generate(rally_home)

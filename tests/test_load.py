@@ -5,11 +5,10 @@ import json
 
 import pytest
 
-from report import store
-from runners.contracts import corpus, records
+from runners.contracts import records
 from runners.studies import load
 from runners.studies.ingest import bulk_lines, read_took_line
-from tests.conftest import assert_clean, doc_count, generate, run_race
+from tests.conftest import assert_clean, corpus_configuration, doc_count, run_race
 
 # a fifth of the calibrated rate: back to back the step would run 5x faster, beyond the factor of 3 the test allows,
 # and it lasts as long as 100 calibration coverages (a tenth: 200, up to 25 s when the calibration ran cold)
@@ -33,10 +32,7 @@ def test_a_step_reaches_its_fraction_of_the_calibrated_rate(shared_races, tmp_pa
     file that small is its own test-mode file, so the fast test-mode ingest (Rally outside test mode takes up to 5 s
     between tasks) holds what the race outside test mode queries. (The suite's index is another corpus then: the next
     test that needs it clones it back.)"""
-    generate(tmp_path, "--epochs", "1", "--rows-per-epoch", "1000")
-    # read by its name by the suite's actor system too; its races' folders in the home's races
-    store.write_named_config(shared_races.home, "load-1k", {"local.dataset.cache": corpus.data_root(tmp_path)})
-    own = "--configuration-name=load-1k"
+    own = corpus_configuration(shared_races.home, "load-1k", tmp_path, "--epochs", "1", "--rows-per-epoch", "1000")
     assert_clean(run_race(shared_races.home, "ingest-baseline", "--track-params=epochs:1", own))
     race = run_race(shared_races.home, "coverage-load", f"--track-params={json.dumps(LOAD_PARAMS)}", own, test_mode=False)
     assert_clean(race, [CALIBRATION, STEP])

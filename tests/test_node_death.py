@@ -14,8 +14,8 @@ import time
 import pytest
 
 from report import store
-from runners.contracts import corpus, records
-from tests.conftest import REPO, generate, launcher, run_race, start_race, wait_for_our_rally
+from runners.contracts import records
+from tests.conftest import REPO, corpus_configuration, launcher, run_race, start_race, wait_for_our_rally
 from tests.race_shapes import assert_no_answer
 
 DYING_PORT = 9254  # its own node: the suite's node (TEST_PORT) stays up for the tests after this one
@@ -30,15 +30,13 @@ def dying_node(rally_home, tmp_path_factory):
     configuration of its own in the suite's Rally home): a file that small is its own test-mode file, so the fast
     test-mode ingest holds what the query race outside test mode (it needs iterations, which test mode caps at one)
     queries. Outside test mode the ingest took 32 s, most of it Rally's 5 s wake-ups between tasks."""
-    data = tmp_path_factory.mktemp("corpus-1k")
-    generate(data, "--rows-per-epoch", "1000")
-    store.write_named_config(rally_home, CONFIG, {"local.dataset.cache": corpus.data_root(data)})
+    own = corpus_configuration(rally_home, CONFIG, tmp_path_factory.mktemp("corpus-1k"), "--rows-per-epoch", "1000")
     started = launcher("start", "--heap", "1g", port=DYING_PORT)
     assert started.returncode == 0, started.stdout + started.stderr
     try:
-        ingest = run_race(rally_home, "ingest-baseline", f"--configuration-name={CONFIG}", port=DYING_PORT)
+        ingest = run_race(rally_home, "ingest-baseline", own, port=DYING_PORT)
         assert ingest.returncode == 0, ingest.explained()
-        yield DYING_PORT
+        yield DYING_PORT, own  # the node's port, the argument that races on the module's corpus
     finally:
         launcher("stop", port=DYING_PORT)  # the node is dead by then: the launcher forgets it
         store.config_path(rally_home, CONFIG).unlink(missing_ok=True)
@@ -72,12 +70,13 @@ def test_a_node_killed_mid_race_gives_a_report_without_an_answer(rally_home, dyi
     races_dir.mkdir(parents=True, exist_ok=True)
     before = set(races_dir.iterdir())
     params = {"variants": ["D_td", "D_hdr"], "iterations": 40, "warmup_iterations": 1}
+    port, own = dying_node
     race = start_race(
         rally_home,
         "query-decomposition",
         f"--track-params={json.dumps(params)}",
-        f"--configuration-name={CONFIG}",
-        port=dying_node,
+        own,
+        port=port,
         test_mode=False,
     )
     try:
@@ -86,7 +85,7 @@ def test_a_node_killed_mid_race_gives_a_report_without_an_answer(rally_home, dyi
             record = new_record(races_dir, before, KILL_AFTER)
             time.sleep(0.05)
         assert record is not None, "the race never recorded its coverages"
-        os.kill(node_pid(dying_node), signal.SIGKILL)  # the node this module started
+        os.kill(node_pid(port), signal.SIGKILL)  # the node this module started
         output = race.communicate(timeout=900)[0]
     finally:
         if race.poll() is None:
