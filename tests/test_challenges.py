@@ -1,7 +1,7 @@
 """The one-node challenges in real `esrally race --test-mode` runs on the session's node: each raced once
 (SharedRaces), and every test reads that race for what its challenge exists for. The challenges of other
-clusters race in tests/test_layouts.py, test_ccs.py and test_network.py; coverage-load and live in test_load.py;
-production-comparison from another track repository in test_track_repository.py.
+clusters race in tests/test_layouts.py, test_ccs.py and test_network.py; live in test_load.py (coverage-load's rate step
+outside test mode too); production-comparison from another track repository in test_track_repository.py.
 
 `full` is one of the few races `make test` runs (mark smoke): the ingest, the study's cells, and the report."""
 
@@ -58,6 +58,8 @@ PARAMS = {
     "ingest-changes": {"tuned_bulk_size": 250, "tuned_clients": 2},
     # two widths: one below Rally's 1,000 test-mode rows, one above them (its test-mode file has a row per node), and
     # above width_serial_max_nodes; the production variants, msearch at the default and at 1 concurrent search
+    # one cell's calibration, share and step (the rate a step reaches is test_load.py's, outside test mode)
+    "coverage-load": {"load_variants": ["D_td"], "load_transports": ["msearch"], "load_steps": [50]},
     "coverage-width": {"widths": [30, 1500], "width_rows_per_epoch": 3000, "width_variants": ["D_td", "D_hdr"]},
 }
 # Rally's task filter by tag rides on one race: query-decomposition without its check (test_tags_select_the_tasks_that_run

@@ -91,7 +91,8 @@ def test_an_ingest_needs_no_cluster_manage(shared_races, secured, certs, tmp_pat
             ADMIN_API_KEY,
             {"memory_variants": ["A"], "memory_transports": ["msearch"], "memory_hdr_digits": [1], "memory_tdigest_compression": [100]},
         ),
-        ("coverage-load", ADMIN, {"load_steps": [100]}),
+        # one cell's calibration, share and step (every cell: six times the steps, the same requests through TLS)
+        ("coverage-load", ADMIN, {"load_variants": ["D_td"], "load_transports": ["serial"], "load_steps": [100]}),
     ],
     ids=["query", "costs", "load"],
 )
