@@ -18,16 +18,35 @@ import report as report_package
 from report import ReportError, charts, client_cost, coverage, ingest, network, outcome, races, repeats, scaling, study, tables, uncertainty
 from report.store import Store
 
+# the studies' report modules in the order their sections take in a race's report; a report module not named here
+# follows them, in name order (a new study joins the report by declaring SECTIONS, and takes its place by its name here)
+REPORT_ORDER = (
+    "ingest",
+    "ingest_changes",
+    "coverage",
+    "study",
+    "layouts",
+    "single_doc",
+    "network",
+    "load",
+    "costs",
+    "large_source",
+    "widths",
+    "memory",
+    "profile",
+)
 
-def study_modules():
-    """The report package's modules that declare SECTIONS, in the order each declares (REPORT_ORDER); two modules that
-    claim the same place are refused, named. A study's report module joins the report by existing: no list to edit."""
-    found = (importlib.import_module(f"report.{m.name}") for m in pkgutil.iter_modules(report_package.__path__) if m.name != "__main__")
-    modules = sorted((module for module in found if hasattr(module, "SECTIONS")), key=lambda module: module.REPORT_ORDER)
-    for first, second in zip(modules, modules[1:]):
-        if first.REPORT_ORDER == second.REPORT_ORDER:
-            raise RuntimeError(f"{first.__name__} and {second.__name__} both declare REPORT_ORDER {first.REPORT_ORDER}")
-    return tuple(modules)
+
+def study_modules(order=REPORT_ORDER):
+    """The report package's modules that declare SECTIONS: those `order` names in its order, then the others by name. A
+    name in `order` that is no such module is refused, named (a renamed module would otherwise fall to the end)."""
+    names = sorted(m.name for m in pkgutil.iter_modules(report_package.__path__) if m.name != "__main__")
+    studies = [name for name in names if hasattr(importlib.import_module(f"report.{name}"), "SECTIONS")]
+    stale = [name for name in order if name not in studies]
+    if stale:
+        raise RuntimeError(f"report/__main__.py REPORT_ORDER names {', '.join(stale)}: no report module of that name declares SECTIONS")
+    ranked = sorted(studies, key=lambda name: (order.index(name) if name in order else len(order), name))
+    return tuple(importlib.import_module(f"report.{name}") for name in ranked)
 
 
 STUDIES = study_modules()  # every study's report module, collected

@@ -85,7 +85,6 @@ SOURCE_NOTE = (
 
 
 # this study's report sections, in report order
-REPORT_ORDER = 90  # this study's place in a race's report (report/__main__.py STUDIES)
 SECTIONS = [
     Section("What _source costs: storage, ingest, coverage and fetch per _source mode", source_table, "_source cost", SOURCE_NOTE),
 ]

@@ -129,7 +129,6 @@ DRIFT_NOTE = uncertainty.DRIFT_RULE + " A cell that drifts is named in the repor
 
 
 # this study's report sections, in report order
-REPORT_ORDER = 30  # this study's place in a race's report (report/__main__.py STUDIES)
 SECTIONS = [
     Section("30-node coverage: service time per coverage", coverage_table, "coverage", coverage_note),
     Section("Validation: every coverage checked against the ground truth", validation_table, "validation counts", None),

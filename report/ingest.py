@@ -222,7 +222,6 @@ INGEST_TIME_NOTE = (
 )
 
 # this study's report sections, in report order
-REPORT_ORDER = 10  # this study's place in a race's report (report/__main__.py STUDIES)
 SECTIONS = [
     Section("Ingest per epoch", ingest_table, "ingest", INGEST_NOTE),
     Section("Ingest: where an epoch's wall time goes", ingest_time_table, "ingest time breakdown", INGEST_TIME_NOTE),

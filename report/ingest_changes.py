@@ -338,7 +338,6 @@ SEGMENT_NOTE = (
 
 
 # this study's report sections, in report order
-REPORT_ORDER = 20  # this study's place in a race's report (report/__main__.py STUDIES)
 SECTIONS = [
     Section(
         "Ingest changes one at a time: each seed change alone against the baseline",

@@ -201,7 +201,6 @@ def seed_note(race):
 
 
 # this study's report sections, in report order
-REPORT_ORDER = 100  # this study's place in a race's report (report/__main__.py STUDIES)
 SECTIONS = [
     Section(
         "Large _source (seed 004 at its scale): a fetch per _source mode and response format",

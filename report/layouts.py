@@ -128,7 +128,6 @@ LAYOUT_NOTE = (
 )
 
 # this study's report sections, in report order
-REPORT_ORDER = 50  # this study's place in a race's report (report/__main__.py STUDIES)
 SECTIONS = [
     Section("Layout sweep: indexing throughput per layout", layout_ingest_table, "layout sweep", None),
     Section("Layout sweep: coverage throughput per layout", layout_query_table, "layout sweep coverages", lambda race: LAYOUT_NOTE),

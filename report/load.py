@@ -171,7 +171,6 @@ LIVE_NOTE = (
 
 
 # this study's report sections, in report order
-REPORT_ORDER = 80  # this study's place in a race's report (report/__main__.py STUDIES)
 SECTIONS = [
     Section("Under load: latency against offered rate", load_table, "coverage load", LOAD_NOTE),
     Section("Under load: the redline per cell", redline_table, "redline", None),

@@ -111,7 +111,6 @@ def memory_points(race):
 
 
 # this study's report sections, in report order
-REPORT_ORDER = 120  # this study's place in a race's report (report/__main__.py STUDIES)
 SECTIONS = [
     Section(
         "Aggregation memory: request breaker floor and GC activity per cell, beside its time",

@@ -321,7 +321,6 @@ FAULTS_NOTE = (
     "should give says NO or FAILED."
 )
 
-REPORT_ORDER = 70  # this study's place in a race's report (report/__main__.py STUDIES)
 SECTIONS = [
     Section("Over the network: median coverage time (ms) at each round-trip time", rtt_table, "RTT sweep", rtt_note),
     Section(

@@ -249,7 +249,6 @@ def shares_table(race):
 
 
 # this study's report sections, in report order
-REPORT_ORDER = 130  # this study's place in a race's report (report/__main__.py STUDIES)
 SECTIONS = [
     Section(
         "Profile breakdown (profile: true, shares of filter + aggregations; profiling inflates absolute time)",

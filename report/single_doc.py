@@ -113,7 +113,6 @@ def single_doc_note(race):
 
 
 # this study's report sections, in report order
-REPORT_ORDER = 60  # this study's place in a race's report (report/__main__.py STUDIES)
 SECTIONS = [
     Section(
         "Layout sweep: single-document indexing per layout",

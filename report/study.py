@@ -473,7 +473,6 @@ SAVING_NOTE = "saving: 1 - msearch / serial, the ratio's 95% interval and its ve
 
 
 # this study's report sections, in report order
-REPORT_ORDER = 40  # this study's place in a race's report (report/__main__.py STUDIES)
 SECTIONS = [
     Section("Server took against client wall per coverage (seed 000, 4.2)", took_table, "took", TOOK_NOTE),
     Section(

@@ -280,7 +280,6 @@ def load_records(race, record_dir):
 
 
 # this study's report sections, in report order
-REPORT_ORDER = 110  # this study's place in a race's report (report/__main__.py STUDIES)
 SECTIONS = [
     Section("Coverage width: median per coverage (ms) against the monitored nodes", width_table, "coverage width", search_pool_note),
     Section("Coverage width: where terms overtakes _msearch", crossover_table, "width crossover", crossover_note),
