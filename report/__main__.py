@@ -40,13 +40,13 @@ REPORT_ORDER = (
 def study_modules(order=REPORT_ORDER):
     """The report package's modules that declare SECTIONS: those `order` names in its order, then the others by name. A
     name in `order` that is no such module is refused, named (a renamed module would otherwise fall to the end)."""
-    names = sorted(m.name for m in pkgutil.iter_modules(report_package.__path__) if m.name != "__main__")
-    studies = [name for name in names if hasattr(importlib.import_module(f"report.{name}"), "SECTIONS")]
+    found = (m.name for m in pkgutil.iter_modules(report_package.__path__) if m.name != "__main__")
+    studies = {name: module for name in found if hasattr(module := importlib.import_module(f"report.{name}"), "SECTIONS")}
     stale = [name for name in order if name not in studies]
     if stale:
         raise RuntimeError(f"report/__main__.py REPORT_ORDER names {', '.join(stale)}: no report module of that name declares SECTIONS")
-    ranked = sorted(studies, key=lambda name: (order.index(name) if name in order else len(order), name))
-    return tuple(importlib.import_module(f"report.{name}") for name in ranked)
+    rank = {name: place for place, name in enumerate(order)}
+    return tuple(studies[name] for name in sorted(studies, key=lambda name: (rank.get(name, len(rank)), name)))
 
 
 STUDIES = study_modules()  # every study's report module, collected

@@ -56,10 +56,10 @@ PARAMS = {
     "source-cost": {"source_variants": ["D_td"]},
     "ingest-tuned": {"tuned_bulk_size": 250, "tuned_clients": 2},
     "ingest-changes": {"tuned_bulk_size": 250, "tuned_clients": 2},
-    # two widths: one below Rally's 1,000 test-mode rows, one above them (its test-mode file has a row per node), and
-    # above width_serial_max_nodes; the production variants, msearch at the default and at 1 concurrent search
     # one cell's calibration, share and step (the rate a step reaches is test_load.py's, outside test mode)
     "coverage-load": {"load_variants": ["D_td"], "load_transports": ["msearch"], "load_steps": [50]},
+    # two widths: one below Rally's 1,000 test-mode rows, one above them (its test-mode file has a row per node), and
+    # above width_serial_max_nodes; the production variants, msearch at the default and at 1 concurrent search
     "coverage-width": {"widths": [30, 1500], "width_rows_per_epoch": 3000, "width_variants": ["D_td", "D_hdr"]},
 }
 # Rally's task filter by tag rides on one race: query-decomposition without its check (test_tags_select_the_tasks_that_run

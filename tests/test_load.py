@@ -26,12 +26,12 @@ LOAD_PARAMS = {
 
 
 def test_a_step_reaches_its_fraction_of_the_calibrated_rate(shared_races, tmp_path):
-    """coverage-load outside test mode (which caps iterations), one cell, one step at 20%. (The version tier's race of
-    coverage-load is test_challenges.py's, in test mode: a step's rate is Rally's schedule and ours, not the node's.) With a corpus of one
+    """coverage-load outside test mode (which caps iterations), one cell, one step at 20%. With a corpus of one
     1,000-row epoch, in a data directory of its own (a Rally configuration of its own in the suite's Rally home): a
     file that small is its own test-mode file, so the fast test-mode ingest (Rally outside test mode takes up to 5 s
     between tasks) holds what the race outside test mode queries. (The suite's index is another corpus then: the next
-    test that needs it clones it back.)"""
+    test that needs it clones it back.) The version tier races coverage-load in test mode (test_challenges.py): a
+    step's rate is Rally's schedule and ours, not the node's."""
     own = corpus_configuration(shared_races.home, "load-1k", tmp_path, "--epochs", "1", "--rows-per-epoch", "1000")
     assert_clean(run_race(shared_races.home, "ingest-baseline", "--track-params=epochs:1", own))
     # without check-privileges (a node without security: nothing to check), a step of Rally's 5 s wake-ups fewer
