@@ -157,7 +157,7 @@ def test_a_registration_a_killed_race_left_is_put_back_by_the_next_one(rally_hom
     assert with_rally_client(lambda es: network.register_remote(es, registration)) > 0
     notes = http("POST", f"/{restore.NOTES_INDEX}/_search", {"size": 10})[1]["hits"]["hits"]
     assert {n["_source"]["setting"]: n["_source"]["original"] for n in notes} == dict.fromkeys(remote_settings(ALIAS))
-    assert with_rally_client(restore.leftovers) == [f"{setting}=None" for setting in remote_settings(ALIAS)]
+    assert with_rally_client(restore.leftovers) == [f"{setting}=None" for setting in sorted(remote_settings(ALIAS))]
     assert http("GET", "/_remote/info")[1] == {}
     assert http("POST", f"/{restore.NOTES_INDEX}/_search", {"size": 10})[1]["hits"]["hits"] == []
 

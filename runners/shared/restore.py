@@ -91,12 +91,12 @@ async def put_back(es, originals):
 
 async def leftovers(es):
     """Puts back every setting an earlier race noted and did not restore (it was killed), in one request; returns
-    what it restored."""
+    what it restored, sorted by setting (search hits of equal score come in no set order)."""
     try:
         found = body_of(await es.perform_request("POST", f"/{NOTES_INDEX}/_search", body={"size": 100}, headers=JSON))
     except elasticsearch.NotFoundError:
         return []  # no note was ever written on this cluster
-    originals = {hit["_source"]["setting"]: hit["_source"]["original"] for hit in found["hits"]["hits"]}
+    originals = dict(sorted((hit["_source"]["setting"], hit["_source"]["original"]) for hit in found["hits"]["hits"]))
     if not originals:
         return []
     await put_back(es, originals)
