@@ -28,6 +28,7 @@ from tests.conftest import (
     PYTHON,
     REPO,
     STANDARD_SHAPE,
+    TEST_MODE_PASSES,
     assert_clean,
     assert_refused_before_any_timed_task,
     challenges_raced_by_their_own_module,
@@ -345,11 +346,17 @@ def test_aggregation_memory_finds_each_floor_and_puts_the_breaker_back(shared_ra
         and (r["below-bytes"] == 0 or r["floor-bytes"] <= r["below-bytes"] * (1 + DEFAULTS["memory_resolution"]))
         for r in rows
     )
-    # the warm-up pass ran one coverage of every timed cell, each a warm-up, before the first cell was measured
+    # the warm-up pass ran every timed cell over each of its epochs, each a warm-up, before the first cell was measured
     order = [json.loads(line) for line in (race.record_dir() / records.VALIDATION).read_text().splitlines()]
-    timed = [task for task in ours("aggregation-memory") if task.startswith("memory-")]
+    timed = {
+        t["operation"]["name"]: t["operation"]["epochs"]
+        for t in tasks("aggregation-memory")
+        if t["operation"]["name"].startswith("memory-")
+    }
+    assert timed and all(len(epochs) > 1 for epochs in timed.values())
     passed = [v["task"] for v in order if v["task"].startswith("warm-up-pass/")]
-    assert passed == [f"warm-up-pass/{task}" for task in timed] and all(v["measured"] is False for v in order[: len(passed)])
+    assert passed == [f"warm-up-pass/{task}" for task, epochs in timed.items() for _ in epochs] * TEST_MODE_PASSES
+    assert all(v["measured"] is False for v in order[: len(passed)])
     assert [v["task"] for v in order[: len(passed)]] == passed  # before any cell's own coverage
 
 
@@ -367,12 +374,13 @@ def test_coverage_width_ingests_queries_and_deletes_each_width(shared_races):
     cells = [n for n in ours("coverage-width") if n.startswith("width-") and "-coverage-" in n]
     # serial only at 30 nodes (width_serial_max_nodes 300), D_hdr over terms too (width_hdr_terms_max_nodes 1000)
     assert len(cells) == 2 * 4 + 2 * 3 - 1 and "width-1500-coverage-D_hdr-terms" not in cells
-    # each cell measured, and warmed once by its width's warm-up pass before its first measured coverage
+    # each cell measured, and warmed by its width's warm-up passes (a coverage of its one test-mode epoch each) before
+    # its first measured coverage
     validated = [json.loads(line) for line in (folder / records.VALIDATION).read_text().splitlines()]
     warmed = {cell: f"width-{cell.split('-')[1]}-warm-up-pass/{cell}" for cell in cells}
     assert {v["task"] for v in validated} == set(cells) | set(warmed.values())
     order = [v["task"] for v in validated]
-    assert all(order.count(warmed[cell]) == 1 and order.index(warmed[cell]) < order.index(cell) for cell in cells), order
+    assert all(order.count(warmed[cell]) == TEST_MODE_PASSES and order.index(warmed[cell]) < order.index(cell) for cell in cells), order
     assert all(v["measured"] is False for v in validated if "/" in v["task"])
     header, body = report_widths.width_table(races.load(race.folder()))
     assert [row[:2] for row in body] == [["D_td", 30], ["D_td", 1500], ["D_hdr", 30], ["D_hdr", 1500]]

@@ -20,6 +20,7 @@ from tests.conftest import (
     ESRALLY,
     RALLY_HOMES,
     REPO,
+    TEST_MODE_PASSES,
     TEST_PORT,
     assert_clean,
     ensure_test_index,
@@ -46,13 +47,13 @@ def set_limit(value):
 
 @pytest.mark.smoke
 def test_the_breaker_limit_is_put_back_when_the_bisection_fails_midway(shared_races):
-    """A proxy passes the first 6 coverage requests (the warm-up pass's 1, the timed task's 2 in test mode, 1 warmup
-    and 1 measured, and the 3 at the node's own limit), then doubles
-    every net p50: the bisection has lowered the limit by then, meets a wrong answer that is not the breaker, and
-    fails the cell. The limit a user had set (59%) must be back."""
+    """A proxy passes the first coverage requests (the warm-up pass's TEST_MODE_PASSES passes over the suite
+    corpus's 5 epochs; the timed task's 2 in test mode, 1 warmup and 1 measured; and the 3 at the node's own limit),
+    then doubles every net p50: the bisection has lowered the limit by then, meets a wrong answer that is not the
+    breaker, and fails the cell. The limit a user had set (59%) must be back."""
     ensure_test_index(shared_races)
     set_limit("59%")
-    proxy = AnswerProxy(TEST_PORT, mode="double-net-p50", corrupt_after=6)
+    proxy = AnswerProxy(TEST_PORT, mode="double-net-p50", corrupt_after=TEST_MODE_PASSES * 5 + 2 + 3)
     try:
         race = run_race(shared_races.home, "aggregation-memory", ONE_CELL, port=proxy.port)
         after = persistent_limit()
@@ -64,7 +65,7 @@ def test_the_breaker_limit_is_put_back_when_the_bisection_fails_midway(shared_ra
     assert race.error_rates()[loaded.task_of(**cell, measure="time")] == 0
     assert race.error_rates()[loaded.task_of(**cell, measure="breaker-floor")] == 1
     assert any("failed without tripping the request breaker" in line and "net p50" in line for line in race.failures()), race.failures()
-    assert proxy.searches > 7  # the bisection ran past the baseline
+    assert proxy.searches > TEST_MODE_PASSES * 5 + 2 + 3 + 1  # the bisection ran past the baseline
     assert after == "59%"
 
 

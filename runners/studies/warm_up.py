@@ -1,15 +1,18 @@
-"""The warm-up pass of a blocked schedule: one coverage of every cell the challenge measures, one cell after the other,
-before the first measured cell, as the seed warmed before measuring (one full pass over every variant x transport).
+"""The warm-up pass of a blocked schedule: one coverage of every cell the challenge measures over each of its epochs,
+before the first measured cell, as the seed warmed before measuring (one full pass over every variant x transport x
+epoch: 60 coverages for its 6 variants, 2 transports, 5 epochs).
 
 The interleaved schedule warms every cell in turn (its first warm-up passes); a blocked one (a step per cell:
 aggregation-memory, coverage-width) would otherwise measure its first cells on a cold JVM with a couple of warm-up
 coverages of their own (race 18502de5: A over serial read 232 ms on a node started just before, 50 ms on a warm
-one). The pass is one Rally task, so it costs one schedule step: a task names the cells it warms by their task names
+one), and one coverage a cell did not warm it either (race 9ef0d90b: the race's first cell drifted to 0.59x).
+The pass is one Rally task, so it costs one schedule step: a task names the cells it warms by their task names
 ("warms"), and the track processor hands it their operation parameters (bind), as the cells themselves run them.
-Its coverages are recorded as warm-ups (not measured) under "<pass>/<cell>", so no cell's measured samples change.
+Each cell runs its epochs' coverages one after the other (under its scope once: a remote's registration). They are
+recorded as warm-ups (not measured) under "<pass>/<cell>", so no cell's measured samples change.
 """
 
-from runners.contracts import records
+from runners.contracts import records, rules
 from runners.registry import Need, Operation
 from runners.shared import interleave, results
 from runners.studies import coverage, scope
@@ -35,14 +38,14 @@ def bind(tasks):
             if cell is None or cell.operation.type not in ("coverage", "fetch-coverage"):
                 raise ValueError(f"warm-up pass {task.name} warms {name!r}, which is no coverage task of this challenge")
             params = {k: v for k, v in cell.operation.params.items() if k not in NOT_COPIED}
-            cells.append({**params, "name": f"{task.name}/{name}", coverage.WARMUPS_KEY: 1, KIND_KEY: cell.operation.type})
+            cells.append({**params, "name": f"{task.name}/{name}", KIND_KEY: cell.operation.type})
         task.operation.params[CELLS_KEY] = cells
 
 
 class WarmUpPassParamSource:
-    """Each warmed cell's parameter source (as the cell's own task builds its requests), asked for one coverage each:
-    the first, a warm-up (WARMUPS_KEY 1). Built on first use: Rally also instantiates parameter sources where it only
-    looks for the corpora a race uses."""
+    """Each warmed cell's parameter source (as the cell's own task builds its requests), asked for one coverage of
+    each of the cell's epochs; every coverage a warm-up (not measured). Built on first use: Rally also instantiates
+    parameter sources where it only looks for the corpora a race uses."""
 
     def __init__(self, track, params, **kwargs):
         self._track, self._params, self._sources = track, params, None
@@ -54,7 +57,10 @@ class WarmUpPassParamSource:
     def params(self):
         if self._sources is None:
             self._sources = [(cell[KIND_KEY], _source_of(cell)(self._track, cell)) for cell in self._params.get(CELLS_KEY, [])]
-        return {"name": self._params.get("name"), "cells": [{**source.params(), KIND_KEY: kind} for kind, source in self._sources]}
+        cells = [
+            [{**source.params(), KIND_KEY: kind, coverage.MEASURED_KEY: False} for _ in source.epochs] for kind, source in self._sources
+        ]
+        return {"name": self._params.get("name"), "cells": cells}
 
 
 def _source_of(cell):
@@ -62,28 +68,30 @@ def _source_of(cell):
 
 
 class WarmUpPass:
-    """One coverage of each warmed cell, one after the other, each checked against the ground truth as the cell's own.
+    """Each warmed cell's coverages (one per epoch), cell after cell, each checked against the ground truth as the
+    cell's own.
 
-    Measures: nothing a report reads (its service time spans every cell's coverage). Returns weight (the coverages
-    that passed), unit "coverages" and the record operations of every coverage. Errors: a cell's coverage that
-    failed (any of the coverage's failures, runners/studies/coverage.py) fails the sample, naming the first and how many; the
-    pass goes on to the other cells, so every cell is warmed whatever one of them answered."""
+    Measures: nothing a report reads (its service time spans every cell's coverages). Returns weight (the coverages
+    that passed), unit "coverages" and the record operations of every coverage. Errors: a coverage that failed (any
+    of the coverage's failures, runners/studies/coverage.py) fails the sample, naming the first and how many; the
+    pass goes on, so every cell is warmed whatever one of them answered."""
 
     multi_cluster = True
 
     async def __call__(self, es, params):
         failed, passed, meta = [], 0, {}
         for cell in params["cells"]:
-            runner = coverage.FetchCoverage() if cell[KIND_KEY] == "fetch-coverage" else coverage.Coverage()
-            async with scope.applied(es["default"] if isinstance(es, dict) else es, cell):  # a remote's registration, as the cell's
-                result = await runner(es, cell)
-            records.add(meta, {records.META_KEY: result[records.META_KEY]} if records.META_KEY in result else {})
-            if result.get("success", True):
-                passed += 1
-            else:
-                failed.append(result["error-description"])
+            runner = coverage.FetchCoverage() if cell[0][KIND_KEY] == "fetch-coverage" else coverage.Coverage()
+            async with scope.applied(es["default"] if isinstance(es, dict) else es, cell[0]):  # a remote's registration, as the cell's
+                for one in cell:
+                    result = await runner(es, one)
+                    records.add(meta, {records.META_KEY: result[records.META_KEY]} if records.META_KEY in result else {})
+                    if result.get("success", True):
+                        passed += 1
+                    else:
+                        failed.append(result["error-description"])
         if failed:
-            description = f"{len(failed)} of {len(params['cells'])} cells failed their warm-up coverage; the first: {failed[0]}"
+            description = f"{len(failed)} of {passed + len(failed)} warm-up coverages failed; the first: {failed[0]}"
             return {**results.failed(description, "cluster-metrics-validation", "coverages", meta), "weight": passed}
         return {"weight": passed, "unit": "coverages", "success": True, **meta}
 
@@ -98,6 +106,13 @@ def validate_warm_up_pass(params, clients, context):
         raise ValueError(f"a warm-up pass names the cell tasks it warms as a non-empty list (warms), got {warms!r}")
     if clients != 1:
         raise ValueError(f"a warm-up pass runs each cell once with one client, not {clients}")
+
+
+# the passes a blocked schedule runs before its first measured cell: its warm-up-pass task's warm-up iterations and
+# its one iteration (a just-started node is not warm after one: docs/schedule.md)
+PARAMETER_RULES = {
+    "warm_up_passes": rules.integer(1),
+}
 
 
 OPERATIONS = {

@@ -1,6 +1,6 @@
 """The warm-up pass of a blocked schedule with a stub client: the cells it names are handed to it as they run, each
-runs once, recorded as a warm-up under the pass's name, and a cell that fails fails the sample without stopping the
-pass."""
+runs once per epoch, recorded as a warm-up under the pass's name, and a coverage that fails fails the sample without
+stopping the pass."""
 
 import asyncio
 import json
@@ -49,7 +49,7 @@ def test_the_pass_is_handed_each_cell_as_it_runs_without_its_turns(context):
     warm = bound_pass(context, serial, msearch)
     cells = warm.operation.params[warm_up.CELLS_KEY]
     assert [c["name"] for c in cells] == ["warm-up-pass/memory-D_td-serial", "warm-up-pass/memory-D_td-msearch"]
-    assert [c["transport"] for c in cells] == ["serial", "msearch"] and all(c[WARMUPS_KEY] == 1 and "interleave" not in c for c in cells)
+    assert [c["transport"] for c in cells] == ["serial", "msearch"] and all("interleave" not in c for c in cells)
     assert serial.operation.params["name"] == "memory-D_td-serial"  # the cell's own task is left as it was
 
 
@@ -66,21 +66,26 @@ def run_pass(context, client, *cells):
     return asyncio.run(warm_up.WarmUpPass()(client, params))
 
 
-def test_each_cell_runs_once_recorded_as_a_warm_up(context, tmp_path):
+def test_each_cell_runs_once_per_epoch_recorded_as_a_warm_up(context, tmp_path):
     here = context.__class__(**dict(context.as_param(), record_dir=str(tmp_path)))
-    result = run_pass(
-        here, StubClient(answers(here, "serial") + answers(here, "msearch")), cell(here, "a", "serial"), cell(here, "b", "msearch")
+    assert here.epochs == (1, 2)
+    client = StubClient(
+        [*answers(here, "serial", 1), *answers(here, "serial", 2), *answers(here, "msearch", 1), *answers(here, "msearch", 2)]
     )
-    assert result["success"] is True and result["weight"] == 2
+    result = run_pass(here, client, cell(here, "a", "serial"), cell(here, "b", "msearch"))
+    assert result["success"] is True and result["weight"] == 4 and client.answers == []
     lines = [json.loads(line) for line in (tmp_path / records.VALIDATION).read_text().splitlines()]
-    assert [(line["task"], line["measured"]) for line in lines] == [("warm-up-pass/a", False), ("warm-up-pass/b", False)]
-    assert len(json.loads(result[records.META_KEY])) == 2  # both lines travel to a metrics store
+    # each cell's epochs one after the other, none measured (the cells' own WARMUPS_KEY 2 counts their own coverages)
+    assert [(line["task"], line["measured"]) for line in lines] == [("warm-up-pass/a", False)] * 2 + [("warm-up-pass/b", False)] * 2
+    assert all(line["failed-checks"] == 0 for line in lines)
+    assert len(json.loads(result[records.META_KEY])) == 4  # every line travels to a metrics store
 
 
-def test_a_failed_cell_fails_the_sample_naming_it_and_the_others_still_run(context, tmp_path):
+def test_a_failed_coverage_fails_the_sample_naming_it_and_the_others_still_run(context, tmp_path):
     here = context.__class__(**dict(context.as_param(), record_dir=str(tmp_path)))
-    client = StubClient([elasticsearch.ConnectionError("Connection refused"), *answers(here, "msearch")])
+    answered = [*answers(here, "msearch", 2), *answers(here, "msearch", 1), *answers(here, "msearch", 2)]
+    client = StubClient([elasticsearch.ConnectionError("Connection refused"), *answered])
     result = run_pass(here, client, cell(here, "a", "msearch"), cell(here, "b", "msearch"))
-    assert result["success"] is False and result["weight"] == 1
-    assert result["error-description"].startswith("1 of 2 cells failed their warm-up coverage; the first: D_td/msearch")
-    assert len(client.sent) == 2
+    assert result["success"] is False and result["weight"] == 3
+    assert result["error-description"].startswith("1 of 4 warm-up coverages failed; the first: D_td/msearch")
+    assert len(client.sent) == 4
