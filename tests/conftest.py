@@ -619,21 +619,21 @@ def doc_count(port=TEST_PORT, index=INDEX):
     return body["count"] if status == 200 else None
 
 
-def holds_the_test_corpus(rally_home, index=INDEX):
-    """The index holds the test-mode corpus, all of it, in the shape the query challenges measure."""
+def holds_the_test_corpus(rally_home, index=INDEX, port=TEST_PORT, shape=STANDARD_SHAPE):
+    """The index holds the test-mode corpus, all of it, in the shape the query challenges measure (or `shape`)."""
     from runners.studies.index_checks import shape_differences
 
-    status, body = http("GET", f"/{index}/_mapping")
+    status, body = http("GET", f"/{index}/_mapping", port=port)
     if status != 200:
         return False
     manifest = corpus.load_manifest(data_root(rally_home))
     mappings = body[index]["mappings"]
-    settings = http("GET", f"/{index}/_settings?flat_settings=true")[1][index]["settings"]
+    settings = http("GET", f"/{index}/_settings?flat_settings=true", port=port)[1][index]["settings"]
     found = mappings.get("_meta", {}).get(corpus.FINGERPRINT_KEY)
     return (
         found == corpus.fingerprint(manifest, "test_mode")
-        and not shape_differences(mappings, settings, STANDARD_SHAPE)
-        and doc_count(index=index) == 1000 * manifest["generator"]["epochs"]
+        and not shape_differences(mappings, settings, shape)
+        and doc_count(port=port, index=index) == 1000 * manifest["generator"]["epochs"]
         and settings.get("index.blocks.write") != "true"
     )
 

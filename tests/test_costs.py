@@ -53,7 +53,8 @@ def test_the_breaker_limit_is_put_back_when_the_bisection_fails_midway(shared_ra
     breaker, and fails the cell. The limit a user had set (59%) must be back."""
     ensure_test_index(shared_races)
     set_limit("59%")
-    proxy = AnswerProxy(TEST_PORT, mode="double-net-p50", corrupt_after=TEST_MODE_PASSES * 5 + 2 + 3)
+    passed_through = TEST_MODE_PASSES * 5 + 2 + 3
+    proxy = AnswerProxy(TEST_PORT, mode="double-net-p50", corrupt_after=passed_through)
     try:
         race = run_race(shared_races.home, "aggregation-memory", ONE_CELL, port=proxy.port)
         after = persistent_limit()
@@ -65,7 +66,7 @@ def test_the_breaker_limit_is_put_back_when_the_bisection_fails_midway(shared_ra
     assert race.error_rates()[loaded.task_of(**cell, measure="time")] == 0
     assert race.error_rates()[loaded.task_of(**cell, measure="breaker-floor")] == 1
     assert any("failed without tripping the request breaker" in line and "net p50" in line for line in race.failures()), race.failures()
-    assert proxy.searches > TEST_MODE_PASSES * 5 + 2 + 3 + 1  # the bisection ran past the baseline
+    assert proxy.searches > passed_through + 1  # the bisection ran past the baseline
     assert after == "59%"
 
 
