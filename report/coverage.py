@@ -90,18 +90,18 @@ def coverage_note(race):
 
 
 def drifts(race):
-    """{task: its drift Comparison} of every coverage task whose measured samples repeat one measurement (uncertainty.drift:
-    last third against first), from each coverage's recorded wall time: the same on every path (a race from its files
-    or from a metrics store, whose replayed records are the same lines); not a breaker floor's, whose samples are the
-    steps of its bisection."""
-    found = {}
+    """{task: its drift Comparison} of every coverage task whose measured samples repeat one measurement
+    (uncertainty.drifts: last third against first, judged together), from each coverage's recorded wall time: the same
+    on every path (a race from its files or from a metrics store, whose replayed records are the same lines); not a
+    breaker floor's, whose samples are the steps of its bisection."""
+    walls = {}
     for task in sorted({line.get("task") for line in race.validation if line.get("measured")}):
         if (race.cells.get(task) or {}).get("measure") == FLOOR_MEASURE:
             continue
-        walls = race.measured(task, "wall-ms")
-        if walls:
-            found[task] = uncertainty.drift(walls)
-    return found
+        found = race.measured(task, "wall-ms")
+        if found:
+            walls[task] = found
+    return uncertainty.drifts(walls)
 
 
 def drifting(race):
@@ -110,17 +110,17 @@ def drifting(race):
 
 
 def drift_table(race):
-    """Per measured task: its samples, the medians of their first and last thirds, and the ratio with its interval and
-    verdict; None for a race without measured records."""
+    """Per measured task: its samples, the geometric means of their first and last thirds, and the ratio with its
+    interval and verdict (uncertainty.drifts); None for a race without measured records."""
     found = drifts(race)
     if not found:
         return None
-    header = ["task", "measured", "first third median (ms)", "last third median (ms)", "last / first [95%] verdict"]
+    header = ["task", "measured", "first third (ms, geometric mean)", "last third (ms, geometric mean)", "last / first [95%] verdict"]
     body = []
     for task, comparison in found.items():
         samples = race.measured(task, "wall-ms")
         k = len(samples) // 3
-        thirds = [median_interval(part).median if k else None for part in (samples[:k], samples[len(samples) - k :])]
+        thirds = [uncertainty.geometric_mean(part) if k else None for part in (samples[:k], samples[len(samples) - k :])]
         body.append([task, len(samples), *thirds, comparison.text()])
     return header, body
 

@@ -122,8 +122,8 @@ def _drift_lines(race):
     judged = sum(d.verdict is not None for d in coverage.drifts(race).values())
     return [
         f"**{len(found)} of {judged} cells drift within the race** (the last third of their samples against the first, beyond "
-        f"noise; the drift section): {named}. Their figures hold for part of the race only. Each verdict names a drift by "
-        f"chance under 5% of the time: of {judged} cells, about {judged / 20:.1f} may be named by chance alone.",
+        f"noise; the drift section): {named}. Their figures hold for part of the race only. The verdicts hold together: a race "
+        f"without drift names any of its {judged} cells at most 5% of the time.",
         "",
     ]
 

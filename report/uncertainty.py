@@ -149,38 +149,100 @@ def compare(a, b, margin=MARGIN, floor_ms=NOISE_FLOOR_MS):
     return _verdict(ratio, low, high, margin, ib.median - ia.median, floor_ms)
 
 
-# samples a third for a drift verdict from the thirds' ranges (drift): with no drift every order of a cell's samples is
-# as likely, and two thirds of k fall apart (no overlap) by chance with probability 2 / C(2k, k): 33% at 2, 10% at 3,
-# 2.9% at 4
+# Drift within a race (drifts): a cell's measured samples in the order they ran, its last third against its first, by
+# two rules, each right under its own assumption, and a drift is named only when both name it:
+# - independent samples, any distribution (unchanged from before): from MIN_SAMPLES a third compare()'s order-statistic
+#   interval; from DRIFT_MIN_THIRD to MIN_SAMPLES - 1 the thirds' ranges, apart by chance with probability
+#   2 / C(2k, k) (2.9% at 4 a third);
+# - samples that wander: Student's t on the thirds' log samples (their geometric means; the spread pooled over the three
+#   thirds, n - 3 degrees of freedom), its error widened DRIFT_DEPENDENCE times, the intervals Bonferroni's over the
+#   race's cells. Consecutive samples on one node are not independent: its speed wanders over seconds with nothing else
+#   running (race 82456e83: no merge, no old-generation GC, no other process, no steal while its cells ran), and a
+#   blocked cell's thirds are 4 consecutive samples a second or two apart; the first rule alone named 2 to 6 of 24 cells
+#   on a warm node where it promised under 1.2.
+# With both, a race without drift names a cell no more often than the rule whose assumption holds allows.
 DRIFT_MIN_THIRD = 4
+# the root mean square of the t statistic over the 72 cells of three width-30 races on a warm node (57185f12, 3191dc1a,
+# df460d12; tests/fixtures/drift-calibration.json) is 1.86, against sqrt(9 / 7) = 1.13 for independent samples of 12:
+# 1.64, rounded up
+DRIFT_DEPENDENCE = 1.7
+
+
+def geometric_mean(samples):
+    """The geometric mean of service times (None when one is 0 or less): a drift's thirds are compared through it."""
+    values = np.asarray(samples, dtype=float)
+    return float(np.exp(np.log(values).mean())) if values.size and values.min() > 0 else None
+
+
+def drift_t(samples):
+    """(t statistic of the last third's log samples against the first's, its degrees of freedom, its standard error,
+    the first and last thirds' geometric means (ms), k samples a third), or a Comparison without a verdict saying
+    why."""
+    k = len(samples) // 3
+    if k < DRIFT_MIN_THIRD:
+        return Comparison(None, None, None, None, f"{k} sample(s) a third, a drift verdict needs {DRIFT_MIN_THIRD}")
+    values = np.asarray(samples, dtype=float)
+    if not np.all(np.isfinite(values)) or values.min() <= 0:
+        return Comparison(None, None, None, None, "a service time of 0 or less")
+    logs = np.log(values)
+    thirds = (logs[:k], logs[k : values.size - k], logs[values.size - k :])
+    dof = values.size - 3
+    spread = math.sqrt(sum(float(((t - t.mean()) ** 2).sum()) for t in thirds) / dof)
+    first, last = geometric_mean(values[:k]), geometric_mean(values[values.size - k :])
+    se = spread * math.sqrt(2 / k)
+    return (math.log(last / first) / se if se > 0 else 0.0), dof, se, first, last, k
+
+
+def _independent_interval(samples, k):
+    """The first rule's interval of last / first for independent samples: compare()'s from MIN_SAMPLES a third, else
+    the thirds' ranges (lowest last / highest first, highest last / lowest first), or None when it has none."""
+    first, last = list(samples[:k]), list(samples[len(samples) - k :])
+    if k >= MIN_SAMPLES:
+        found = compare(first, last, margin=0.0, floor_ms=0.0)
+        return (found.low, found.high) if found.verdict is not None else None
+    return min(last) / max(first), max(last) / min(first)
+
+
+def drifts(cells, margin=MARGIN, floor_ms=NOISE_FLOOR_MS):
+    """{cell: its drift Comparison} for {cell: measured samples in the order they ran}: the ratio of the last third's
+    geometric mean to the first's ("faster": the cell sped up during the race, as one measured on a cold JVM does), its
+    interval, and a verdict read from it as compare() reads B against A. The interval spans both rules' (see above),
+    so it lies beyond 1 only when both do; the second rule's intervals hold together at CONFIDENCE over every cell
+    judged, so that a race without drift names any cell at most 5% of the time, however many cells it has. Fewer than
+    DRIFT_MIN_THIRD samples a third: no verdict."""
+    tests = {cell: drift_t(samples) for cell, samples in cells.items()}
+    judged = sum(not isinstance(found, Comparison) for found in tests.values())
+    found = {}
+    for cell, test in tests.items():
+        if isinstance(test, Comparison):
+            found[cell] = test
+            continue
+        _, dof, se, first, last, k = test
+        independent = _independent_interval(cells[cell], k)
+        if independent is None:
+            found[cell] = Comparison(None, None, None, None, "a service time of 0 or less")
+            continue
+        half = float(stats.t.ppf(1 - (1 - CONFIDENCE) / (2 * judged), dof)) * DRIFT_DEPENDENCE * se
+        ratio = last / first
+        low, high = min(ratio * math.exp(-half), independent[0]), max(ratio * math.exp(half), independent[1])
+        found[cell] = _verdict(ratio, low, high, margin, last - first, floor_ms)
+    return found
 
 
 def drift(samples, margin=MARGIN, floor_ms=NOISE_FLOOR_MS):
-    """A cell's measured samples in the order they ran: its last third against its first, as compare() reads B against
-    A (the ratio last / first; "faster": the cell sped up during the race, as one measured on a cold JVM does).
-    From MIN_SAMPLES a third, compare()'s 95% interval and verdict. With DRIFT_MIN_THIRD to MIN_SAMPLES - 1 a third (a
-    blocked challenge's cells), the interval is the thirds' ranges (lowest last / highest first, highest last / lowest
-    first), and the verdict names a drift only when the ranges do not overlap, beyond the margin and the floor: with no
-    drift that happens with probability 2 / C(2k, k), under 3% from 4 a third. Fewer: no verdict."""
-    k = len(samples) // 3
-    first, last = list(samples[:k]), list(samples[len(samples) - k :])
-    if k >= MIN_SAMPLES:
-        return compare(first, last, margin, floor_ms)
-    if k < DRIFT_MIN_THIRD:
-        return Comparison(None, None, None, None, f"{k} sample(s) a third, a drift verdict needs {DRIFT_MIN_THIRD}")
-    if min(first) <= 0:
-        return Comparison(None, None, None, None, "a service time of 0 or less")
-    first_median, last_median = float(np.median(first)), float(np.median(last))
-    return _verdict(
-        last_median / first_median, min(last) / max(first), max(last) / min(first), margin, last_median - first_median, floor_ms
-    )
+    """One cell's drift, judged alone (a family of one): drifts() for a single cell."""
+    return drifts({"cell": list(samples)}, margin, floor_ms)["cell"]
 
 
 DRIFT_RULE = (
-    "Drift: each cell's measured samples in the order they ran, the median of the last third over the first's (below 1: "
-    f"it sped up during the race, as a cell measured on a cold JVM does), with the ratio's 95% interval from {MIN_SAMPLES} "
-    f"samples a third; from {DRIFT_MIN_THIRD} to {MIN_SAMPLES - 1} a third, the interval is the thirds' ranges and a drift "
-    "is named only when they do not overlap (by chance under 3%); fewer, no verdict. " + VERDICT_RULE.split(" A failed cell")[0]
+    "Drift: each cell's measured samples in the order they ran, the geometric mean of the last third over the first's "
+    "(below 1: it sped up during the race, as a cell measured on a cold JVM does). Its interval spans two rules': one "
+    f"for independent samples (the thirds' ranges from {DRIFT_MIN_THIRD} samples a third, their medians' 95% interval "
+    f"from {MIN_SAMPLES}), and Student's on the log samples widened {DRIFT_DEPENDENCE:g}x, as far as the thirds of cells "
+    "on a warm node spread beyond independent samples' (consecutive samples are not independent: a node's speed wanders "
+    "over seconds; docs/schedule.md, \"Drift\"), its intervals holding together at 95% over the race's cells. A drift "
+    f"is named only when both rules name it. Fewer than {DRIFT_MIN_THIRD} samples a third: no verdict. "
+    + VERDICT_RULE.split(" A failed cell")[0]
 )
 
 
