@@ -136,12 +136,16 @@ def breaker_trips_meta(counts):
 
 def described(error):
     """ "type: reason" of an Elasticsearch error object ("error: ..." of one without structure). A search that failed
-    as a whole (its reduce on the coordinating node) has an empty reason: its cause is named instead."""
+    as a whole (its reduce on the coordinating node) has an empty reason: its cause is named instead. One whose shards
+    failed ("all shards failed") names the first shard's cause too, which is where a breaker's trip is."""
     if not isinstance(error, dict):
         return f"error: {error}"
     cause = error.get("caused_by")
     if not error.get("reason") and isinstance(cause, dict):
         return f"{error.get('type')}, caused by {described(cause)}"
+    shards = error.get("failed_shards")
+    if isinstance(shards, list) and shards and isinstance(shards[0], dict) and isinstance(shards[0].get("reason"), dict):
+        return f"{error.get('type')}: {error.get('reason')}, shard {shards[0].get('shard')}: {described(shards[0]['reason'])}"
     return f"{error.get('type')}: {error.get('reason')}"
 
 

@@ -241,6 +241,13 @@ def test_an_error_without_a_reason_is_described_by_its_cause():
     assert described({"type": "search_phase_execution_exception", "reason": "all shards failed"}) == (
         "search_phase_execution_exception: all shards failed"
     )
+    # the 429 of HDR terms at 1000 nodes on a 1 GB heap (race b7d9ad4e): its shards' cause is the breaker's
+    all_failed = {
+        "type": "search_phase_execution_exception",
+        "reason": "all shards failed",
+        "failed_shards": [{"shard": 0, "index": "cluster-metrics", "reason": PARENT_TRIP}],
+    }
+    assert described(all_failed) == f"search_phase_execution_exception: all shards failed, shard 0: circuit_breaking_exception: {PARENT_TRIP['reason']}"
 
 
 @pytest.mark.parametrize("parent_at", [2, 7])
