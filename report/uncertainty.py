@@ -240,7 +240,7 @@ DRIFT_RULE = (
     f"for independent samples (the thirds' ranges from {DRIFT_MIN_THIRD} samples a third, their medians' 95% interval "
     f"from {MIN_SAMPLES}), and Student's on the log samples widened {DRIFT_DEPENDENCE:g}x, as far as the thirds of cells "
     "on a warm node spread beyond independent samples' (consecutive samples are not independent: a node's speed wanders "
-    "over seconds; docs/schedule.md, \"Drift\"), its intervals holding together at 95% over the race's cells. A drift "
+    'over seconds; docs/schedule.md, "Drift"), its intervals holding together at 95% over the race\'s cells. A drift '
     f"is named only when both rules name it. Fewer than {DRIFT_MIN_THIRD} samples a third: no verdict. "
     + VERDICT_RULE.split(" A failed cell")[0]
 )

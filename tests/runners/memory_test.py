@@ -247,7 +247,10 @@ def test_an_error_without_a_reason_is_described_by_its_cause():
         "reason": "all shards failed",
         "failed_shards": [{"shard": 0, "index": "cluster-metrics", "reason": PARENT_TRIP}],
     }
-    assert described(all_failed) == f"search_phase_execution_exception: all shards failed, shard 0: circuit_breaking_exception: {PARENT_TRIP['reason']}"
+    assert (
+        described(all_failed)
+        == f"search_phase_execution_exception: all shards failed, shard 0: circuit_breaking_exception: {PARENT_TRIP['reason']}"
+    )
 
 
 @pytest.mark.parametrize("parent_at", [2, 7])
