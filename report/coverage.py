@@ -104,9 +104,9 @@ def drifts(race):
     return uncertainty.drifts(walls)
 
 
-def drifting(race):
-    """The tasks whose samples drift within the race beyond noise, with their comparison."""
-    return {task: d for task, d in drifts(race).items() if d.verdict in (uncertainty.FASTER, uncertainty.SLOWER)}
+def drifting(found):
+    """Of drifts(race)'s {task: comparison}, the tasks whose samples drift within the race beyond noise."""
+    return {task: d for task, d in found.items() if d.verdict in (uncertainty.FASTER, uncertainty.SLOWER)}
 
 
 def drift_table(race):

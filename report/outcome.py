@@ -115,11 +115,12 @@ def _drift_lines(race):
     their figures hold for part of the race only (a cold JVM at the start, a node slowing down)."""
     if not finished(race):
         return []
-    found = coverage.drifting(race)
+    every = coverage.drifts(race)
+    found = coverage.drifting(every)
     if not found:
         return []
     named = ", ".join(f"{task} ({d.ratio:.2f}x {d.verdict})" for task, d in found.items())
-    judged = sum(d.verdict is not None for d in coverage.drifts(race).values())
+    judged = sum(d.verdict is not None for d in every.values())
     return [
         f"**{len(found)} of {judged} cells drift within the race** (the last third of their samples against the first, beyond "
         f"noise; the drift section): {named}. Their figures hold for part of the race only. The verdicts hold together: a race "

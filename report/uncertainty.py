@@ -194,12 +194,12 @@ def drift_t(samples):
 
 
 def _independent_interval(samples, k):
-    """The first rule's interval of last / first for independent samples: compare()'s from MIN_SAMPLES a third, else
-    the thirds' ranges (lowest last / highest first, highest last / lowest first), or None when it has none."""
+    """The first rule's interval of last / first for independent samples (values already checked positive):
+    ratio_interval's from MIN_SAMPLES a third, else the thirds' ranges (lowest last / highest first, highest last /
+    lowest first)."""
     first, last = list(samples[:k]), list(samples[len(samples) - k :])
     if k >= MIN_SAMPLES:
-        found = compare(first, last, margin=0.0, floor_ms=0.0)
-        return (found.low, found.high) if found.verdict is not None else None
+        return ratio_interval(first, last)[1:]
     return min(last) / max(first), max(last) / min(first)
 
 
@@ -219,9 +219,6 @@ def drifts(cells, margin=MARGIN, floor_ms=NOISE_FLOOR_MS):
             continue
         _, dof, se, first, last, k = test
         independent = _independent_interval(cells[cell], k)
-        if independent is None:
-            found[cell] = Comparison(None, None, None, None, "a service time of 0 or less")
-            continue
         half = float(stats.t.ppf(1 - (1 - CONFIDENCE) / (2 * judged), dof)) * DRIFT_DEPENDENCE * se
         ratio = last / first
         low, high = min(ratio * math.exp(-half), independent[0]), max(ratio * math.exp(half), independent[1])
@@ -240,7 +237,7 @@ DRIFT_RULE = (
     f"for independent samples (the thirds' ranges from {DRIFT_MIN_THIRD} samples a third, their medians' 95% interval "
     f"from {MIN_SAMPLES}), and Student's on the log samples widened {DRIFT_DEPENDENCE:g}x, as far as the thirds of cells "
     "on a warm node spread beyond independent samples' (consecutive samples are not independent: a node's speed wanders "
-    'over seconds; docs/schedule.md, "Drift"), its intervals holding together at 95% over the race\'s cells. A drift '
+    'over seconds; docs/schedule.md, "Drift within a race"), its intervals holding together at 95% over the race\'s cells. A drift '
     f"is named only when both rules name it. Fewer than {DRIFT_MIN_THIRD} samples a third: no verdict. "
     + VERDICT_RULE.split(" A failed cell")[0]
 )
