@@ -68,25 +68,27 @@ WAIT_FOR_RALLY := for i in $$(seq 120); do pgrep -f '[e]srally race' >/dev/null 
 
 .PHONY: params privileges it-versions lint format venv es-start es-versions es-stop es-status es-wipe corpus race repeat layout-sweep node-scaling test it test-fast report accuracy client-cost validation-proof compare metrics-store metrics-store-stop \
 	toxiproxy proxy-start proxy-clear proxy-stop proxy-status remote-start remote-stop rtt-sweep network-faults ccs-roundtrips \
-	source-cost source-large aggregation-memory width-corpora coverage-width
+	source-cost source-large aggregation-memory width-corpora coverage-width node-starts trend
 
 venv: $(VENV)/.installed
 ifeq ($(RALLY),)
-$(VENV)/.installed: requirements.txt
+$(VENV)/.installed: requirements.txt requirements-no-deps.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --upgrade pip
 	$(VPY) -m pip install --quiet -r requirements.txt
+	$(VPY) -m pip install --quiet --no-deps -r requirements-no-deps.txt
 	touch $@
 else
 ifeq ($(wildcard $(RALLY)/esrally/__init__.py),)
 $(error RALLY=$(RALLY) is not a Rally source checkout (no esrally/__init__.py there))
 endif
-$(VENV)/.installed: requirements.txt $(RALLY)/pyproject.toml
+$(VENV)/.installed: requirements.txt requirements-no-deps.txt $(RALLY)/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --upgrade pip
 	$(VPY) -m pip install --quiet -e $(abspath $(RALLY))
 	grep -v '^esrally==' requirements.txt > $(VENV)/requirements-without-esrally.txt
 	$(VPY) -m pip install --quiet -r $(VENV)/requirements-without-esrally.txt
+	$(VPY) -m pip install --quiet --no-deps -r requirements-no-deps.txt
 	touch $@
 endif
 
@@ -168,6 +170,18 @@ node-scaling: venv corpus
 	  [ $$status -eq 0 ] && [ -n "$$id" ] || { rm -f $$log; echo "node-scaling: the race on $$nodes data node(s) failed"; exit 1; }; \
 	  ids="$$ids --race $$id"; \
 	done; rm -f $$log; $(PYTHON) local-es/esnode.py stop --http-port $(PORT); $(VPY) -m report --node-scaling $$ids $(RALLY_CONFIG)
+
+# races by node start (local-es/node_starts.py): for each of NODE_START_VERSIONS, NODE_STARTS node starts alternated
+# across the versions, each a node started afresh, ingest-baseline, then NODE_START_RUNS races of CHALLENGE (default
+# NODE_START_CHALLENGE, production-comparison), every race tagged node-starts:PLAN, es:<version>, node-start:<n>; resumable (run it again)
+PLAN ?= history
+NODE_START_VERSIONS ?= 8.17.2,9.5.3
+NODE_STARTS ?= 3
+NODE_START_RUNS ?= 4
+NODE_START_CHALLENGE ?= production-comparison
+node-starts: venv corpus
+	$(PYTHON) local-es/node_starts.py --plan $(PLAN) --versions $(NODE_START_VERSIONS) --starts $(NODE_STARTS) --runs $(NODE_START_RUNS) \
+	  --challenge $(NODE_START_CHALLENGE) --http-port $(PORT) $(if $(TRACK_PARAMS),--track-params "$(TRACK_PARAMS)")
 
 # Toxiproxy: installed with `go install` into .tools/ on first use; started on 127.0.0.1:$(TOXIPROXY_PORT)
 toxiproxy:
@@ -306,6 +320,22 @@ client-cost: venv
 # the coverage validation fed the cluster's real answers and wrong ones (run it on a full-scale ingest)
 validation-proof: venv
 	$(VPY) -m report.validation_proof --target-hosts $(TARGET_HOSTS) $(CLIENT_ARGS)
+
+# a team's history (report/history/trend.py): every cell's race medians over the races selected, changes found and
+# judged with the node start as the unit, what changed with each; FAIL_ON=slower exits 3 on a slower change among the
+# newest races (a nightly job's alert, docs/team-setup.md). USER_TAG=k:v[,k2:v2], TREND_CHALLENGE, ES_VERSION_PREFIX,
+# SINCE, UNTIL (YYYY-MM-DD), ORDER (race, version, tag:KEY)
+USER_TAG ?=
+TREND_CHALLENGE ?=
+ES_VERSION_PREFIX ?=
+SINCE ?=
+UNTIL ?=
+ORDER ?= race
+FAIL_ON ?=
+trend: venv
+	$(VPY) -m report trend $(RALLY_CONFIG) --order $(ORDER) $(if $(USER_TAG),--user-tag $(USER_TAG)) \
+	  $(if $(TREND_CHALLENGE),--challenge $(TREND_CHALLENGE)) $(if $(ES_VERSION_PREFIX),--es-version $(ES_VERSION_PREFIX)) \
+	  $(if $(SINCE),--since $(SINCE)) $(if $(UNTIL),--until $(UNTIL)) $(if $(FAIL_ON),--fail-on $(FAIL_ON))
 
 compare: venv
 	$(VPY) -m report $(foreach r,$(RACES),--race $(r)) --compare $(RALLY_CONFIG)

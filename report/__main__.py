@@ -4,6 +4,7 @@
     python -m report --race ID1 --race ID2 --compare
     python -m report --race A1,A2,A3                              (a set of repeated races: make repeat)
     python -m report --race A1,A2,A3 --race B1,B2,B3 --compare    (sets, race by race)
+    python -m report trend [...]                                   (a team's history: report/history/trend.py)
 
 Races come from Rally's metrics store when the Rally configuration (rally.ini, or rally-NAME.ini) names an
 Elasticsearch one, with every sample's service time (intervals, verdicts); otherwise from race.json files.
@@ -12,6 +13,7 @@ Elasticsearch one, with every sample's service time (intervals, verdicts); other
 import argparse
 import importlib
 import pkgutil
+import sys
 from pathlib import Path
 
 import report as report_package
@@ -258,6 +260,11 @@ def _ratios(values):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["trend"]:  # a team's history: report/history/trend.py
+        from report.history import trend
+
+        return trend.main(argv[1:])
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--race", action="append", help="race id (a unique prefix works); repeat for --compare")
     parser.add_argument("--compare", action="store_true")

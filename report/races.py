@@ -48,6 +48,7 @@ class Race:
     hosts: dict = field(default_factory=dict)
     source: str = "race.json"  # where Rally's figures came from
     recorded_cells: dict | None = None  # task -> its cell, as the race recorded them (runners/contracts/cells.py), if it did
+    cluster_facts: dict | None = None  # what the race ran on (runners/shared/cluster_facts.py), if it recorded it
 
     @property
     def challenge(self):
@@ -148,6 +149,7 @@ def load(race_dir, data=None):
     data = data or json.loads((race_dir / "race.json").read_text())
     race = Race(data["race-id"], race_dir, data)
     race.recorded_cells = records.read(str(race_dir / records.RECORD_DIR), records.CELLS)  # before any record found by its cell
+    race.cluster_facts = records.read(str(race_dir / records.RECORD_DIR), records.CLUSTER_FACTS)
     for name, attr in ((records.INGEST, "ingest"), (records.PROFILE, "profile")):
         record = race_dir / records.RECORD_DIR / name
         if record.is_file():

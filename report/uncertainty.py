@@ -124,7 +124,7 @@ class Comparison:
         return f"{self.ratio:.3f} [{self.low:.3f}, {self.high:.3f}] {self.verdict}"
 
 
-def _verdict(ratio, low, high, margin, gap_ms, floor_ms):
+def verdict(ratio, low, high, margin, gap_ms, floor_ms):
     """The rule: a difference only when the whole 95% interval of the ratio lies beyond 1, the ratio beyond margin,
     and the medians more than floor_ms apart."""
     if abs(gap_ms) <= floor_ms:
@@ -146,7 +146,7 @@ def compare(a, b, margin=MARGIN, floor_ms=NOISE_FLOOR_MS):
     if ia.low <= 0:
         return Comparison(None, None, None, None, "a service time of 0 or less")
     ratio, low, high = ib.median / ia.median, ib.low / ia.high, ib.high / ia.low
-    return _verdict(ratio, low, high, margin, ib.median - ia.median, floor_ms)
+    return verdict(ratio, low, high, margin, ib.median - ia.median, floor_ms)
 
 
 # Drift within a race (drifts): a cell's measured samples in the order they ran, its last third against its first, by
@@ -222,7 +222,7 @@ def drifts(cells, margin=MARGIN, floor_ms=NOISE_FLOOR_MS):
         half = float(stats.t.ppf(1 - (1 - CONFIDENCE) / (2 * judged), dof)) * DRIFT_DEPENDENCE * se
         ratio = last / first
         low, high = min(ratio * math.exp(-half), independent[0]), max(ratio * math.exp(half), independent[1])
-        found[cell] = _verdict(ratio, low, high, margin, last - first, floor_ms)
+        found[cell] = verdict(ratio, low, high, margin, last - first, floor_ms)
     return found
 
 
@@ -265,7 +265,7 @@ def compare_race_sets(a, b, margin=MARGIN, floor_ms=NOISE_FLOOR_MS):
         interval = stats.ttest_ind(log_b, log_a, equal_var=False).confidence_interval(CONFIDENCE)
         low, high = float(interval.low), float(interval.high)
     ratio, low, high = math.exp(diff), math.exp(low), math.exp(high)
-    return _verdict(ratio, low, high, margin, math.exp(float(np.mean(log_b))) - math.exp(float(np.mean(log_a))), floor_ms)
+    return verdict(ratio, low, high, margin, math.exp(float(np.mean(log_b))) - math.exp(float(np.mean(log_a))), floor_ms)
 
 
 def compare_paired(a, b, margin=MARGIN, floor=0.0):
@@ -286,7 +286,7 @@ def compare_paired(a, b, margin=MARGIN, floor=0.0):
     else:
         interval = stats.ttest_1samp(logs, 0.0).confidence_interval(CONFIDENCE)
         low, high = float(interval.low), float(interval.high)
-    return _verdict(math.exp(diff), math.exp(low), math.exp(high), margin, float(np.mean(b) - np.mean(a)), floor)
+    return verdict(math.exp(diff), math.exp(low), math.exp(high), margin, float(np.mean(b) - np.mean(a)), floor)
 
 
 def run_to_run_spread(medians):

@@ -20,6 +20,7 @@ TOOK_DIR = "bulk-took"  # each bulk response's took and wall-clock window, one f
 RATE_DIR = "coverage-rate"  # each calibration coverage's seconds, one file per calibration task (coverage-load)
 LOAD_STEPS = "load-steps.jsonl"  # coverage-load: each step's calibrated and target rate
 MEMORY = "aggregation-memory.jsonl"  # aggregation-memory: each cell's request breaker floor and GC activity
+CLUSTER_FACTS = "cluster-facts.json"  # the nodes and settings the race ran on (runners/shared/cluster_facts.py), at its first task
 CELLS = "cells.json"  # what each task measures (runners/contracts/cells.py), written by the first task, check-privileges
 VALIDATION = "validation.jsonl"  # each coverage's validation counts, worst percentile error and wall-clock window, warm-ups too
 ERROR = "error"  # in a validation line: why that coverage failed (no answer, an error answer, a wrong one); absent when it passed

@@ -18,7 +18,7 @@ import elasticsearch
 from runners.contracts import cells, corpus, records
 from runners.contracts.context import CONTEXT_KEY, DEFAULT_CLUSTER, RaceContext
 from runners.registry import SETTINGS_CHANGE, Need, Operation
-from runners.shared import restore
+from runners.shared import cluster_facts, restore
 from runners.shared.results import error_reason
 from runners.studies import load
 from runners.studies.index_checks import SEARCH_POOL_KEY
@@ -145,6 +145,12 @@ class CheckPrivileges:
 
     async def __call__(self, es, params):
         result = {"weight": 1, "unit": "ops", "success": True, **_record_cells(params)}
+        checked = await self._check(es, params, result)
+        if CONTEXT_KEY in params:  # after the check: a missing monitor privilege is named by it, not met here
+            records.add(checked, await cluster_facts.record(es, RaceContext.of(params)))
+        return checked
+
+    async def _check(self, es, params, result):
         challenge, wanted = params["challenge"], {"cluster": params["cluster"], "index": params["index"]}
         body = {"cluster": wanted["cluster"], "index": [{"names": [name], "privileges": p} for name, p in wanted["index"].items()]}
         try:
@@ -225,7 +231,11 @@ def hand_to_check(challenge_name, tasks, context):
 
 
 OPERATIONS = {
-    "check-privileges": Operation(CheckPrivileges, Need("asks the cluster which privileges the user has"), reads_corpus=False),
+    "check-privileges": Operation(
+        CheckPrivileges,
+        Need("asks the cluster which privileges the user has; records the nodes' versions, JVMs and start times", ("monitor",)),
+        reads_corpus=False,
+    ),
 }
 
 

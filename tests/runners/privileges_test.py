@@ -85,11 +85,67 @@ def test_the_check_records_the_challenges_cells_first_in_its_files_and_its_sampl
     recorded = {"coverage-D_td-serial-rtt-50ms": {"variant": "D_td", "transport": "serial", "rtt-ms": 50}}
     context = RaceContext.records_only(str(tmp_path)).as_param()
     params = {**PARAMS, cells.CELLS_KEY: recorded, CONTEXT_KEY: context}
-    result = asyncio.run(privileges.CheckPrivileges()(StubClient([(status, body)]), params))
+    result = asyncio.run(privileges.CheckPrivileges()(StubClient([(status, body), *NODE_ANSWERS]), params))
     assert result["success"] and records.read(str(tmp_path), records.CELLS) == recorded
     rebuilt = tmp_path / "rebuilt"
     records.replay(str(rebuilt), [result[records.META_KEY]])
     assert records.read(str(rebuilt), records.CELLS) == recorded
+    assert records.read(str(rebuilt), records.CLUSTER_FACTS) == records.read(str(tmp_path), records.CLUSTER_FACTS)
+
+
+# a node's answers to the facts' three GETs (_nodes/jvm,os, _nodes/stats/jvm, _cluster/settings), as 8.17.2 gives them
+NODE_ANSWERS = [
+    (
+        200,
+        {
+            "nodes": {
+                "n1": {
+                    "name": "node-1",
+                    "version": "8.17.2",
+                    "build_hash": "747663ddda3421467150de0e4301e8d4bc636b0c",
+                    "roles": ["master", "data"],
+                    "jvm": {
+                        "vm_vendor": "Debian",
+                        "version": "17.0.13",
+                        "start_time_in_millis": 1_700_000_000_000,
+                        "mem": {"heap_max_in_bytes": 1 << 30},
+                    },
+                    "os": {"allocated_processors": 2},
+                }
+            }
+        },
+    ),
+    (200, {"nodes": {"n1": {"jvm": {"uptime_in_millis": 95_000}}}}),
+    (200, {"persistent": {"search.max_buckets": "70000"}, "transient": {}}),
+]
+
+
+def test_the_check_records_what_the_race_ran_on_after_the_privileges_passed(tmp_path):
+    """After the check (so that a missing monitor is named by it): each node's version, build, JVM, heap, processors,
+    start time and uptime, and the cluster's explicit settings, which a history reads to say what changed."""
+    params = {**PARAMS, CONTEXT_KEY: RaceContext.records_only(str(tmp_path)).as_param()}
+    client = StubClient([(200, answer()), *NODE_ANSWERS])
+    asyncio.run(privileges.CheckPrivileges()(client, params))
+    assert [r["path"] for r in client.sent] == [
+        "/_security/user/_has_privileges",
+        "/_nodes/jvm,os",
+        "/_nodes/stats/jvm",
+        "/_cluster/settings",
+    ]
+    facts = records.read(str(tmp_path), records.CLUSTER_FACTS)
+    assert facts["nodes"]["n1"] == {
+        "name": "node-1",
+        "version": "8.17.2",
+        "build-hash": "747663ddda3421467150de0e4301e8d4bc636b0c",
+        "jvm": "Debian 17.0.13",
+        "heap-max-bytes": 1 << 30,
+        "start-time-ms": 1_700_000_000_000,
+        "uptime-ms": 95_000,
+        "allocated-processors": 2,
+        "roles": ["data", "master"],
+    }
+    assert facts["settings"] == {"persistent": {"search.max_buckets": "70000"}, "transient": {}}
+    assert privileges.OPERATIONS["check-privileges"].need.cluster == ("monitor",)
 
 
 def test_a_missing_privilege_is_named_with_what_needs_it_and_nothing_else_is_sent():

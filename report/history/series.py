@@ -1,0 +1,122 @@
+"""Like with like: the races of a history split into series that measured the same thing (challenge, corpus, track
+parameters, cluster shape), and in each series a point per race and cell: the race's median with its 95% interval.
+A race that did not finish, or a cell that failed in it, is an exclusion with its reason, never a point."""
+
+import json
+from dataclasses import dataclass, field
+
+from report import ingest, outcome, uncertainty
+from report.history.races import facts_of
+
+INGEST_WALL = "ingest wall (s)"  # a race's baseline ingest: its epochs' walls summed, a figure of its own series
+
+
+@dataclass(frozen=True)
+class Point:
+    race_id: str
+    when: str  # race.json's race-timestamp
+    median: float
+    low: float | None  # the median's 95% order-statistic interval (None: too few samples for one)
+    high: float | None
+    n: int
+    facts: object  # races.Facts
+    tags: dict = field(default_factory=dict)  # the race's Rally user tags
+
+
+@dataclass
+class Series:
+    key: tuple  # (challenge, corpus, track params, shape)
+    races: list = field(default_factory=list)  # (race id, timestamp, facts), in order
+    cells: dict = field(default_factory=dict)  # cell -> [Point], in race order
+    excluded: list = field(default_factory=list)  # (race id, cell or None for the whole race, why)
+    outliers: dict = field(default_factory=dict)  # cell -> race ids alone between a step and its way back
+
+    @property
+    def challenge(self):
+        return self.key[0]
+
+    def describe(self):
+        challenge, corpus, params, shape = self.key
+        corpus_text = "corpus not recorded" if corpus is None else _corpus_text(corpus)
+        return f"`{challenge}`, {corpus_text}, track params {params}, {shape}"
+
+
+def _corpus_text(corpus):
+    data = json.loads(corpus)
+    generator = data.get("generator", {})
+    shown = ", ".join(f"{k} {generator[k]}" for k in ("epochs", "rows_per_epoch", "nodes", "tasks", "seed") if k in generator)
+    return f"corpus {shown or 'recorded'} ({data.get('section', '?')})"
+
+
+def series_key(race, facts):
+    return (race.challenge, facts.corpus, json.dumps(race.data.get("track-params") or {}, sort_keys=True), facts.shape)
+
+
+def how_they_differ(a, b):
+    """What differs between two series' keys, said plainly."""
+    names = ("challenge", "corpus", "track params", "cluster shape")
+    return "; ".join(
+        f"{name} {x if name != 'corpus' or x is None else _corpus_text(x)} against {y if name != 'corpus' or y is None else _corpus_text(y)}"
+        for name, x, y in zip(names, a, b)
+        if x != y
+    )
+
+
+def _cell_points(race):
+    """{cell: (median, low, high, n)} of a finished race; {cell: why} for a cell that failed or has no samples."""
+    found = {}
+    for task in sorted(race.cells):
+        samples = (race.samples or {}).get(task, "absent")
+        op = race.op_metrics().get(task)
+        if samples == "absent" and op is None:
+            continue  # the challenge's cell did not run in this race (another challenge's task)
+        if samples is None or samples == "absent" or not samples:
+            found[task] = "failed" if samples is None or (op and (op.get("error_rate") or 0) > 0) else "no samples recorded"
+            continue
+        interval = uncertainty.median_interval(samples)
+        found[task] = (interval.median, interval.low, interval.high, interval.n)
+    rows = ingest.ingest_rows(race)
+    if rows:
+        walls = [row["wall_s"] for row in rows]
+        found[INGEST_WALL] = "failed" if ingest.ingest_problem(race) or None in walls else (sum(walls), None, None, len(walls))
+    return found
+
+
+def build(races):
+    """[Series] of the races (oldest first), in the order their first race ran; each race's points in its series."""
+    by_key = {}
+    pending_unrecorded = []
+    for race in races:
+        facts = facts_of(race)
+        key = series_key(race, facts)
+        if key[1] is None:
+            pending_unrecorded.append((race, facts, key))
+            continue
+        _add(by_key.setdefault(key, Series(key)), race, facts)
+    for race, facts, key in pending_unrecorded:
+        # a race from before the corpus record joins the one series of its challenge, parameters and shape that has
+        # a corpus, when there is exactly one; otherwise it stands apart ("corpus not recorded")
+        matches = [k for k in by_key if k[0] == key[0] and k[2:] == key[2:] and k[1] is not None]
+        _add(by_key.setdefault(matches[0] if len(matches) == 1 else key, Series(matches[0] if len(matches) == 1 else key)), race, facts)
+    for series in by_key.values():
+        order = sorted(range(len(series.races)), key=lambda i: series.races[i][1])
+        series.races = [series.races[i] for i in order]
+        rank = {race_id: i for i, (race_id, _, _) in enumerate(series.races)}
+        for cell, points in series.cells.items():
+            points.sort(key=lambda p: rank[p.race_id])
+    return sorted(by_key.values(), key=lambda s: s.races[0][1])
+
+
+def _add(series, race, facts):
+    series.races.append((race.race_id, race.data["race-timestamp"], facts))
+    if not outcome.finished(race):
+        series.excluded.append((race.race_id, None, outcome.NOT_FINISHED))
+        return
+    for cell, value in _cell_points(race).items():
+        if isinstance(value, str):
+            series.excluded.append((race.race_id, cell, value))
+            continue
+        median, low, high, n = value
+        series.cells.setdefault(cell, []).append(
+            Point(race.race_id, race.data["race-timestamp"], median, low, high, n, facts, race.data.get("user-tags") or {})
+        )

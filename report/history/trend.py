@@ -1,0 +1,335 @@
+"""make trend / python -m report trend: a team's history as one report, the answer first.
+
+    python -m report trend [--rally-home DIR | --configuration-name NAME] [--challenge C] [--user-tag k:v]
+        [--es-version 9.] [--since YYYY-MM-DD] [--until YYYY-MM-DD] [--order race|version|tag:KEY]
+        [--fail-on slower] [--alert-within 5] [--out reports]
+
+Writes reports/trend-<selection>/report.md (changes newest first, then a chart per changed cell and a small multiple of
+the rest, then each series' tables) and prints one line: how many changes in how many cells over how many races, and
+the worst. With --fail-on slower it exits 3 when a slower change begins among the newest --alert-within races of its
+series: a nightly job's alert (docs/team-setup.md).
+"""
+
+import argparse
+import hashlib
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from report import ReportError, tables, uncertainty  # noqa: E402
+from report.history import changes as change_points  # noqa: E402
+from report.history import races as history_races  # noqa: E402
+from report.history import series as history_series  # noqa: E402
+from report.store import Store  # noqa: E402
+
+ALERT_EXIT = 3  # --fail-on slower found one: distinct from 1 (a report error) and 2 (bad arguments)
+
+
+def _version_key(version):
+    return tuple(int(part) if part.isdigit() else -1 for part in (version or "0").split("."))
+
+
+def order_points(points, order):
+    """Points in race order (their timestamps), or by Elasticsearch version, or by a user tag's value, then time."""
+    if order == "race":
+        return points
+    if order == "version":
+        return sorted(points, key=lambda p: (_version_key(p.facts.version), p.when))
+    key = order.split(":", 1)[1]
+    return sorted(points, key=lambda p: (str((p.tags or {}).get(key, "")), p.when))
+
+
+def analyse(series_list, order="race"):
+    """[(series, {cell: (points, changes, spread)})]."""
+    found = []
+    for series in series_list:
+        cells = {}
+        for cell, points in series.cells.items():
+            points = order_points(points, order)
+            cell_changes, unit_spread, outliers = change_points.find(cell, points)
+            cells[cell] = (points, cell_changes, unit_spread)
+            series.outliers[cell] = outliers
+        found.append((series, cells))
+    return found
+
+
+def _ms(value, cell):
+    return f"{value:,.2f} s" if cell == history_series.INGEST_WALL else f"{value:,.1f} ms"
+
+
+def _level_text(lvl, cell):
+    interval = f" [{lvl.low:,.1f}, {lvl.high:,.1f}]" if lvl.low is not None else ""
+    return f"{_ms(lvl.median, cell)}{interval} ({lvl.races} races, {lvl.starts} node starts)"
+
+
+def change_rows(analysed):
+    rows = []
+    for series, cells in analysed:
+        for cell, (points, cell_changes, _) in cells.items():
+            for c in cell_changes:
+                rows.append((c.when, series, c))
+    rows.sort(key=lambda r: r[0], reverse=True)
+    return rows
+
+
+def changes_table(rows):
+    header = ["cell", "race (date)", "kind", "before", "after", "ratio [95%]", "verdict", "what changed with it"]
+    body = [
+        [
+            c.cell,
+            f"{c.race_id[:8]} ({c.when[:8]})",
+            c.kind + ("" if c.basis == change_points.BASIS_STARTS else " (race as the unit: one node start)"),
+            _level_text(c.before, c.cell),
+            _level_text(c.after, c.cell),
+            f"{c.comparison.ratio:.3f} [{c.comparison.low:.3f}, {c.comparison.high:.3f}]",
+            c.comparison.verdict,
+            "; ".join(c.what_changed) or "-",
+        ]
+        for _, _, c in rows
+    ]
+    return header, body
+
+
+def segment_table(cell, points, cell_changes, unit_spread):
+    header = ["segment", "races", "node starts", "first race", "last race", "level [95%]"]
+    body = []
+    for i, (first, end) in enumerate(change_points.segments(points, cell_changes)):
+        lvl = change_points.level(points[first:end], unit_spread)
+        body.append([i + 1, end - first, lvl.starts, points[first].race_id[:8], points[end - 1].race_id[:8], _level_text(lvl, cell)])
+    return header, body
+
+
+def points_table(cell, points):
+    header = ["race", "date", "Elasticsearch", "node start", "median [95%]", "n"]
+    starts = {}
+    body = []
+    for p in points:
+        start = starts.setdefault(change_points.start_of(p), len(starts) + 1)
+        interval = f" [{p.low:,.1f}, {p.high:,.1f}]" if p.low is not None else ""
+        body.append([p.race_id[:8], p.when, p.facts.version or "?", start, f"{_ms(p.median, cell)}{interval}", p.n])
+    return header, body
+
+
+def _draw(ax, cell, points, cell_changes, unit_spread):
+    x = list(range(len(points)))
+    y = [p.median for p in points]
+    low = [p.median - (p.low if p.low is not None else p.median) for p in points]
+    high = [(p.high if p.high is not None else p.median) - p.median for p in points]
+    ax.errorbar(x, y, yerr=[low, high], fmt="o", ms=3, lw=0.8, color="tab:blue")
+    for first, end in change_points.segments(points, cell_changes):
+        lvl = change_points.level(points[first:end], unit_spread)
+        ax.hlines(lvl.median, first - 0.4, end - 0.6, colors="tab:orange", lw=1.5)
+    for c in cell_changes:
+        ax.axvline(c.index - 0.5, color="tab:red" if c.comparison.verdict == uncertainty.SLOWER else "tab:green", ls="--", lw=1)
+    ax.set_title(cell, fontsize=8)
+    ax.tick_params(labelsize=6)
+
+
+def charts(analysed, out):
+    """One chart per changed cell, and a small multiple of the others; returns the markdown lines."""
+    lines, rest = [], []
+    for n, (series, cells) in enumerate(analysed):
+        for cell, (points, cell_changes, unit_spread) in cells.items():
+            if not cell_changes:
+                rest.append((cell, points, cell_changes, unit_spread))
+                continue
+            fig, ax = plt.subplots(figsize=(7, 3))
+            _draw(ax, cell, points, cell_changes, unit_spread)
+            ax.set_xlabel("race (oldest first)")
+            name = f"change-{n + 1}-{_slug(cell)}.png"
+            fig.tight_layout()
+            fig.savefig(out / name, dpi=100)
+            plt.close(fig)
+            lines.append(f"![{cell}]({name})\n")
+    if rest:
+        cols = min(4, len(rest))
+        rows = math.ceil(len(rest) / cols)
+        fig, axes = plt.subplots(rows, cols, figsize=(3 * cols, 2.2 * rows), squeeze=False)
+        for ax, (cell, points, cell_changes, unit_spread) in zip(axes.flat, rest):
+            _draw(ax, cell, points, cell_changes, unit_spread)
+        for ax in list(axes.flat)[len(rest) :]:
+            ax.axis("off")
+        fig.tight_layout()
+        fig.savefig(out / "unchanged.png", dpi=100)
+        plt.close(fig)
+        lines.append("![the cells without a change](unchanged.png)\n")
+    return lines
+
+
+def configuration_lines(analysed):
+    """Per cell, each configuration (version, JVM, heap, settings) over its node starts, against the first."""
+    header = ["cell", "configuration", "level [95%]", "against the first [95%]"]
+    body = []
+    for series, cells in analysed:
+        for cell, (points, _, unit_spread) in cells.items():
+            for text, lvl, comparison in change_points.by_configuration(points, unit_spread):
+                body.append([cell, text, _level_text(lvl, cell), "-" if comparison is None else comparison.text()])
+    if not body:
+        return []
+    return [
+        "## By configuration: the node start as the unit",
+        "",
+        tables.markdown(header, body),
+        "",
+        "Each configuration's level: the geometric mean of its node starts' levels; its interval and the ratio's are "
+        "Student's t with the spread between node starts of one configuration, pooled (the cell's spread below). "
+        "In race order a version switch is also a node start: this table is where versions are compared.",
+        "",
+    ]
+
+
+def first_race_lines(analysed):
+    """Per cell, the first race after a node start against the same start's later races."""
+    body = []
+    for series, cells in analysed:
+        for cell, (points, _, _) in cells.items():
+            effect = change_points.first_race_effect(points)
+            if effect:
+                ratio, low, high, starts = effect
+                verdict = uncertainty.verdict(ratio, low, high, uncertainty.MARGIN, float("inf"), 0).verdict
+                body.append([cell, starts, f"{ratio:.3f} [{low:.3f}, {high:.3f}]", verdict])
+    if not body:
+        return []
+    return [
+        "## A node just started: its first race against its later ones",
+        "",
+        tables.markdown(["cell", "node starts", "first race / later races [95%]", "verdict"], body),
+        "",
+        "Per node start with two races or more: the first race's median over the geometric mean of the later ones; the "
+        "interval is Student's t over the node starts. Slower here: compare races on a node that has raced before.",
+        "",
+    ]
+
+
+def _slug(text):
+    return "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in text)[:60]
+
+
+def console_line(rows, analysed):
+    race_count = sum(len(series.races) for series, _ in analysed)
+    cells = {(id(series), c.cell) for _, series, c in rows}
+    line = f"trend: {len(rows)} change(s) in {len(cells)} cell(s) over {race_count} race(s) in {len(analysed)} series"
+    if rows:
+        worst = max(rows, key=lambda r: abs(math.log(r[2].comparison.ratio)))[2]
+        line += (
+            f"; the largest: {worst.cell} {worst.comparison.ratio:.2f}x {worst.comparison.verdict} "
+            f"from race {worst.race_id[:8]} ({'; '.join(worst.what_changed) or worst.kind})"
+        )
+    return line
+
+
+def alerts(analysed, within):
+    """The slower step changes that begin among the newest `within` races of their series."""
+    found = []
+    for series, cells in analysed:
+        for cell, (points, cell_changes, _) in cells.items():
+            for c in cell_changes:
+                if c.comparison.verdict == uncertainty.SLOWER and c.kind == change_points.STEP and len(points) - c.index <= within:
+                    found.append(c)
+    return found
+
+
+def write_report(analysed, found, selection, out_root, order):
+    digest = hashlib.sha256((selection.text() + order).encode()).hexdigest()[:8]
+    out = Path(out_root) / f"trend-{digest}"
+    out.mkdir(parents=True, exist_ok=True)
+    rows = change_rows(analysed)
+    parts = [
+        "# cluster-metrics: the trend over a team's races",
+        "",
+        f"{sum(len(s.races) for s, _ in analysed)} race(s) from {found.where}; selected: {selection.text()}; order: {order}.",
+        "",
+        "## Changes, newest first",
+        "",
+    ]
+    parts += [tables.markdown(*changes_table(rows)), ""] if rows else ["_No change beyond the noise in any cell._", ""]
+    parts += [CHANGE_NOTE, ""]
+    parts += configuration_lines(analysed)
+    parts += first_race_lines(analysed)
+    parts += charts(analysed, out)
+    if len(analysed) > 1:
+        parts += ["## Series", "", "Races that measured different things are separate series:", ""]
+        parts += [f"- series {i + 1}: {s.describe()} ({len(s.races)} races)" for i, (s, _) in enumerate(analysed)]
+        parts += [
+            f"- series {i + 1} against series 1: {history_series.how_they_differ(s.key, analysed[0][0].key)}"
+            for i, (s, _) in enumerate(analysed)
+            if i
+        ]
+        parts.append("")
+    for i, (series, cells) in enumerate(analysed):
+        parts += [f"## Series {i + 1}: {series.describe()}", ""]
+        for cell, (points, cell_changes, unit_spread) in cells.items():
+            parts += [f"### {cell}", "", f"Spread used for its verdicts: {unit_spread.text()}.", ""]
+            parts += [tables.markdown(*segment_table(cell, points, cell_changes, unit_spread)), ""]
+            if series.outliers.get(cell):
+                parts += [f"Outlier race(s), alone between a step and its way back: {', '.join(r[:8] for r in series.outliers[cell])}.", ""]
+            parts += [tables.markdown(*points_table(cell, points)), ""]
+        if series.excluded:
+            parts += ["Excluded (never a point):", ""]
+            parts += [f"- race {race_id[:8]}{'' if cell is None else ' cell ' + cell}: {why}" for race_id, cell, why in series.excluded]
+            parts.append("")
+    if found.skipped:
+        parts += ["Not selected: " + "; ".join(f"{n} x {why}" for why, n in sorted(found.skipped.items())) + ".", ""]
+    path = out / "report.md"
+    path.write_text("\n".join(parts))
+    return path, console_line(rows, analysed)
+
+
+CHANGE_NOTE = (
+    "A change: where Apache Otava's E-divisive (its t-test at p < "
+    f"{change_points.CANDIDATE_PVALUE}) places a candidate in a cell's log race medians, kept only when the levels on its "
+    "two sides differ beyond the noise with the node start as the unit: each side's level is the geometric mean of its "
+    "node starts' levels, and the ratio's 95% interval is Student's t with the spread between node starts of one "
+    "configuration, pooled over the series (docs/history.md). " + uncertainty.VERDICT_RULE + " A drift: a change that a "
+    "straight line over its two segments fits better than a step. What changed with it: the facts of the last race "
+    "before against the first after (runners/shared/cluster_facts.py)."
+)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python -m report trend", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rally-home", default=None)
+    parser.add_argument("--configuration-name", default=None, help="Rally's rally-NAME.ini, whose metrics store holds the races")
+    parser.add_argument("--challenge", action="append", default=[])
+    parser.add_argument("--user-tag", action="append", default=[], help="key:value (as esrally race --user-tag); all must match")
+    parser.add_argument("--es-version", default=None, help="a version or its prefix: 9. or 8.17.2")
+    parser.add_argument("--since", default=None)
+    parser.add_argument("--until", default=None)
+    parser.add_argument("--order", default="race", help="race (default), version, or tag:KEY")
+    parser.add_argument("--fail-on", choices=["slower"], default=None)
+    parser.add_argument("--alert-within", type=int, default=5, help="races: a slower change this recent alerts (default 5)")
+    parser.add_argument("--out", default="reports")
+    args = parser.parse_args(argv)
+    if args.order not in ("race", "version") and not (args.order.startswith("tag:") and len(args.order) > 4):
+        parser.error(f"--order {args.order!r}: race, version or tag:KEY")
+    if args.alert_within < 1:
+        parser.error("--alert-within takes 1 or more races")
+    selection = history_races.Selection(
+        tuple(args.challenge),
+        history_races.parse_tags(args.user_tag),
+        args.es_version,
+        history_races.parse_date(args.since, "--since"),
+        history_races.parse_date(args.until, "--until"),
+    )
+    store = Store.from_config(args.rally_home, args.configuration_name)
+    found = history_races.from_store(selection, store) if store else history_races.from_files(selection, args.rally_home)
+    history_races.check_found(found, selection)
+    analysed = analyse(history_series.build(found.races), args.order)
+    if not any(cells for _, cells in analysed):
+        raise ReportError(
+            f"{len(found.races)} race(s) selected, but none has a cell with samples to follow: "
+            + "; ".join(f"{race_id[:8]} {cell or ''} {why}".strip() for s, _ in analysed for race_id, cell, why in s.excluded[:5])
+        )
+    path, line = write_report(analysed, found, selection, args.out, args.order)
+    print(line)
+    print(f"report: {path}")
+    raised = alerts(analysed, args.alert_within) if args.fail_on else []
+    for c in raised:
+        print(f"ALERT: {c.cell} {c.comparison.ratio:.2f}x slower from race {c.race_id[:8]} ({'; '.join(c.what_changed)})")
+    return ALERT_EXIT if raised else 0
