@@ -1,0 +1,133 @@
+"""make trend's bad input, on small Rally homes written here: each a clear message naming what was found, no
+traceback, and nothing counted into a series where it does not belong."""
+
+import json
+
+import pytest
+
+from report import ReportError
+from report.history import races, series, trend
+from runners.contracts import records
+
+CELL = "coverage-D_td-serial"
+
+
+def write_race(
+    home,
+    race_id,
+    when,
+    challenge="production-comparison",
+    track="cluster-metrics",
+    tags=None,
+    version="8.17.2",
+    samples=(400.0,) * 8,
+    finished=True,
+    params=None,
+    start=1,
+    corpus_rows=1000000,
+):
+    folder = home / ".rally" / "benchmarks" / "races" / race_id
+    (folder / records.RECORD_DIR).mkdir(parents=True)
+    data = {
+        "race-id": race_id,
+        "race-timestamp": when,
+        "track": track,
+        "challenge": challenge,
+        "track-params": params or {},
+        "user-tags": tags or {},
+        "cluster": {"distribution-version": version},
+        "rally-version": "2.13.0",
+    }
+    if finished:
+        data["results"] = {"op_metrics": [{"task": CELL, "error_rate": 0, "service_time": {"50_0": samples[0]}}]}
+    (folder / "race.json").write_text(json.dumps(data))
+    cells = {CELL: {"variant": "D_td", "transport": "serial"}}
+    records.write(str(folder / records.RECORD_DIR), records.CELLS, cells)
+    for i, value in enumerate(samples):
+        line = {"task": CELL, "measured": True, "wall-ms": value, "window": [i, i + 1]}
+        records.append_line(str(folder / records.RECORD_DIR), records.VALIDATION, json.dumps(line))
+    facts = {
+        "nodes": {"n1": {"version": version, "start-time-ms": start, "uptime-ms": 1000, "jvm": "j", "heap-max-bytes": 2**30}},
+        "settings": {"persistent": {}, "transient": {}},
+        "corpus": {"generator": {"rows_per_epoch": corpus_rows}, "section": "full"},
+    }
+    records.write(str(folder / records.RECORD_DIR), records.CLUSTER_FACTS, facts)
+
+
+def run(home, tmp_path, *args):
+    return trend.main(["--rally-home", str(home), "--out", str(tmp_path / "out"), *args])
+
+
+def test_no_race_of_the_track_names_the_other_tracks_found(tmp_path):
+    write_race(tmp_path, "a1", "20261101T000000Z", track="geonames")
+    with pytest.raises(ReportError, match=r"no race of the cluster-metrics track in .*it holds 1 race\(s\) of other tracks"):
+        run(tmp_path, tmp_path)
+
+
+def test_an_empty_home_says_to_race_first(tmp_path):
+    (tmp_path / ".rally" / "benchmarks" / "races").mkdir(parents=True)
+    with pytest.raises(ReportError, match="race it first"):
+        run(tmp_path, tmp_path)
+
+
+def test_a_tag_a_version_or_dates_that_match_nothing_name_what_the_races_have(tmp_path):
+    write_race(tmp_path, "a1", "20261101T000000Z", tags={"env": "nightly"})
+    with pytest.raises(ReportError, match=r"matches user tag env:weekly: the track's races there have 1 x user tag env:nightly"):
+        run(tmp_path, tmp_path, "--user-tag", "env:weekly")
+    with pytest.raises(ReportError, match=r"1 x Elasticsearch 8.17.2"):
+        run(tmp_path, tmp_path, "--es-version", "9.")
+    with pytest.raises(ReportError, match=r"1 x date 2026-11-01"):
+        run(tmp_path, tmp_path, "--since", "2026-11-02")
+    with pytest.raises(ReportError, match="give key:value"):
+        run(tmp_path, tmp_path, "--user-tag", "nightly")
+    with pytest.raises(ReportError, match="give a date as YYYY-MM-DD"):
+        run(tmp_path, tmp_path, "--since", "yesterday")
+
+
+def test_one_race_is_a_history_of_one_point_and_no_change(tmp_path, capsys):
+    write_race(tmp_path, "a1", "20261101T000000Z")
+    assert run(tmp_path, tmp_path) == 0
+    assert "trend: 0 change(s) in 0 cell(s) over 1 race(s) in 1 series" in capsys.readouterr().out
+
+
+def test_mixed_challenges_and_corpora_are_separate_series_and_an_unfinished_race_no_point(tmp_path):
+    write_race(tmp_path, "a1", "20261101T000000Z")
+    write_race(tmp_path, "a2", "20261102T000000Z", challenge="full")
+    write_race(tmp_path, "a3", "20261103T000000Z", corpus_rows=100000)
+    write_race(tmp_path, "a4", "20261104T000000Z", finished=False)
+    write_race(tmp_path, "a5", "20261105T000000Z", samples=(900.0,) * 8, params={"epochs": 3})
+    found = races.from_files(races.Selection(), tmp_path)
+    built = series.build(found.races)
+    assert [[r[0] for r in s.races] for s in built] == [["a1", "a4"], ["a2"], ["a3"], ["a5"]]
+    assert [(p.race_id, p.median) for p in built[0].cells[CELL]] == [("a1", 400.0)]
+    assert built[0].excluded == [("a4", None, "DID NOT FINISH")]
+    assert "corpus" in series.how_they_differ(built[2].key, built[0].key)
+    assert "track params" in series.how_they_differ(built[3].key, built[0].key)
+
+
+def test_a_failed_cell_is_excluded_with_its_reason_never_a_point(tmp_path):
+    write_race(tmp_path, "a1", "20261101T000000Z")
+    write_race(tmp_path, "a2", "20261102T000000Z")
+    path = tmp_path / ".rally" / "benchmarks" / "races" / "a2" / "race.json"
+    data = json.loads(path.read_text())
+    data["results"]["op_metrics"][0]["error_rate"] = 0.5
+    path.write_text(json.dumps(data))
+    (built,) = series.build(races.from_files(races.Selection(), tmp_path).races)
+    assert [p.race_id for p in built.cells[CELL]] == ["a1"] and built.excluded == [("a2", CELL, "failed")]
+
+
+def test_the_alert_exits_3_on_a_slower_step_among_the_newest_races(tmp_path, capsys):
+    for day in range(1, 13):
+        slower = day > 8
+        write_race(
+            tmp_path,
+            f"r{day:02d}",
+            f"202611{day:02d}T000000Z",
+            samples=[(560.0 if slower else 400.0) + i for i in range(8)],
+            version="9.5.3" if slower else "8.17.2",
+            start=day if day in (1, 9) else (1 if day < 9 else 9),
+        )
+    assert run(tmp_path, tmp_path, "--fail-on", "slower") == trend.ALERT_EXIT
+    out = capsys.readouterr().out
+    assert "ALERT: coverage-D_td-serial 1.4" in out and "Elasticsearch 8.17.2 -> 9.5.3" in out
+    assert run(tmp_path, tmp_path, "--fail-on", "slower", "--alert-within", "3") == 0  # the step is 4 races old
