@@ -210,6 +210,11 @@ class Store:
         # and again with its results at its end, unrefreshed; a GET is real-time, the results there at once
         return self._request("GET", f"/{found[0]['_index']}/_doc/{found[0]['_id']}", None)["_source"]
 
+    def race_documents(self, limit=10_000):
+        """Every race document (rally-races-*), oldest first: what `esrally list races` selects from."""
+        answer = self._search("rally-races-*", {"size": limit, "sort": [{"race-timestamp": "asc"}]})
+        return [hit["_source"] for hit in answer["hits"]["hits"]]
+
     def record_operations(self, race_id):
         """The track's record operations (runners/contracts/records.py META_KEY) that the race's samples carry, warm-up ones too,
         in sample order."""

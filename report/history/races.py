@@ -132,14 +132,12 @@ class Found:
     where: str
 
 
-def from_files(selection, rally_home=None):
-    root = races_root(rally_home)
+def _selected(documents, selection, where, load):
+    """Found: of (race document, its source) pairs, this track's races that the selection takes, each loaded."""
     selected, skipped, other = [], {}, 0
-    for path in sorted(root.glob("*/race.json")):
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError) as e:
-            skipped[f"unreadable race.json ({e.__class__.__name__})"] = skipped.get(f"unreadable race.json ({e.__class__.__name__})", 0) + 1
+    for data, source in documents:
+        if data is None:
+            skipped[source] = skipped.get(source, 0) + 1  # an unreadable document: its reason
             continue
         if not records.is_our_track(data.get("track")):
             other += 1
@@ -148,26 +146,30 @@ def from_files(selection, rally_home=None):
         if why:
             skipped[why] = skipped.get(why, 0) + 1
             continue
-        selected.append(race_files.load(path.parent, data))
-    return Found(sorted(selected, key=lambda r: r.data["race-timestamp"]), skipped, other, f"the Rally home's races under {root}")
+        selected.append(load(data, source))
+    return Found(sorted(selected, key=lambda r: r.data["race-timestamp"]), skipped, other, where)
+
+
+def _read(path):
+    try:
+        return json.loads(path.read_text()), path.parent
+    except (OSError, ValueError) as e:
+        return None, f"unreadable race.json ({e.__class__.__name__})"
+
+
+def from_files(selection, rally_home=None):
+    root = races_root(rally_home)
+    documents = (_read(path) for path in sorted(root.glob("*/race.json")))
+    return _selected(documents, selection, f"the Rally home's races under {root}", lambda data, folder: race_files.load(folder, data))
 
 
 def from_store(selection, store):
     """The store's race documents (rally-races-*) of this track, selected here as from files; each selected race then
     read as `make report` reads one (report/races.py from_store)."""
-    answer = store._search("rally-races-*", {"size": 10_000, "sort": [{"race-timestamp": "asc"}], "_source": True})
-    selected, skipped, other = [], {}, 0
-    for hit in answer["hits"]["hits"]:
-        data = hit["_source"]
-        if not records.is_our_track(data.get("track")):
-            other += 1
-            continue
-        why = selection.why_not(data)
-        if why:
-            skipped[why] = skipped.get(why, 0) + 1
-            continue
-        selected.append(race_files.from_store(store, data["race-id"]))
-    return Found(selected, skipped, other, f"Rally's metrics store at {store.address}")
+    documents = ((data, None) for data in store.race_documents())
+    return _selected(
+        documents, selection, f"Rally's metrics store at {store.address}", lambda data, _: race_files.from_store(store, data["race-id"])
+    )
 
 
 def check_found(found, selection):

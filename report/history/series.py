@@ -65,7 +65,7 @@ def how_they_differ(a, b):
 def _cell_points(race):
     """{cell: (median, low, high, n)} of a finished race; {cell: why} for a cell that failed or has no samples."""
     found = {}
-    for task in sorted(race.cells):
+    for task in sorted(task for task, cell in race.cells.items() if "variant" in cell and "transport" in cell):  # a coverage cell
         samples = (race.samples or {}).get(task, "absent")
         op = race.op_metrics().get(task)
         if samples == "absent" and op is None:

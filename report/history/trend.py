@@ -234,7 +234,7 @@ def alerts(analysed, within):
 
 
 def write_report(analysed, found, selection, out_root, order):
-    digest = hashlib.sha256((selection.text() + order).encode()).hexdigest()[:8]
+    digest = hashlib.sha256((found.where + selection.text() + order).encode()).hexdigest()[:8]
     out = Path(out_root) / f"trend-{digest}"
     out.mkdir(parents=True, exist_ok=True)
     rows = change_rows(analysed)
