@@ -68,7 +68,7 @@ WAIT_FOR_RALLY := for i in $$(seq 120); do pgrep -f '[e]srally race' >/dev/null 
 
 .PHONY: params privileges it-versions lint format venv es-start es-versions es-stop es-status es-wipe corpus race repeat layout-sweep node-scaling test it test-fast report accuracy client-cost validation-proof compare metrics-store metrics-store-stop \
 	toxiproxy proxy-start proxy-clear proxy-stop proxy-status remote-start remote-stop rtt-sweep network-faults ccs-roundtrips \
-	source-cost source-large aggregation-memory width-corpora coverage-width node-starts trend
+	source-cost source-large aggregation-memory width-corpora coverage-width node-starts trend trend-scale
 
 venv: $(VENV)/.installed
 ifeq ($(RALLY),)
@@ -336,6 +336,14 @@ trend: venv
 	$(VPY) -m report trend $(RALLY_CONFIG) --order $(ORDER) $(if $(USER_TAG),--user-tag $(USER_TAG)) \
 	  $(if $(TREND_CHALLENGE),--challenge $(TREND_CHALLENGE)) $(if $(ES_VERSION_PREFIX),--es-version $(ES_VERSION_PREFIX)) \
 	  $(if $(SINCE),--since $(SINCE)) $(if $(UNTIL),--until $(UNTIL)) $(if $(FAIL_ON),--fail-on $(FAIL_ON))
+
+# the trend's benchmark (report/history/scale.py): a store node of its own on TREND_SCALE_PORT filled with 500 races x
+# 100 cells as Rally writes them, then the trend over it timed (docs/history.md, "Scale"); the node is stopped after
+TREND_SCALE_PORT ?= 9220
+trend-scale: venv
+	$(PYTHON) local-es/esnode.py start --nodes 1 --heap 1g --http-port $(TREND_SCALE_PORT)
+	$(VPY) -m report.history.scale --port $(TREND_SCALE_PORT); status=$$?; \
+	  $(PYTHON) local-es/esnode.py stop --http-port $(TREND_SCALE_PORT); $(PYTHON) local-es/esnode.py wipe --http-port $(TREND_SCALE_PORT); exit $$status
 
 compare: venv
 	$(VPY) -m report $(foreach r,$(RACES),--race $(r)) --compare $(RALLY_CONFIG)

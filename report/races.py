@@ -49,6 +49,9 @@ class Race:
     source: str = "race.json"  # where Rally's figures came from
     recorded_cells: dict | None = None  # task -> its cell, as the race recorded them (runners/contracts/cells.py), if it did
     cluster_facts: dict | None = None  # what the race ran on (runners/shared/cluster_facts.py), if it recorded it
+    # task -> (n, failed, {rank: value}): each cell's order statistics as a store's aggregation gives them (a history
+    # read from a store: report/history/races.py), in place of `samples`
+    order_statistics: dict | None = None
 
     @property
     def challenge(self):

@@ -215,6 +215,75 @@ class Store:
         answer = self._search("rally-races-*", {"size": limit, "sort": [{"race-timestamp": "asc"}]})
         return [hit["_source"] for hit in answer["hits"]["hits"]]
 
+    def records_beside_coverages(self, race_ids):
+        """{race id: [record operation texts]} of the races' samples other than their coverages' (whose validation
+        lines are the bulk of a race's records and which a history reads as order statistics instead), in sample order:
+        the cells, the cluster facts, the ingest's records."""
+        query = {
+            "bool": {
+                "filter": [
+                    {"terms": {"race-id": list(race_ids)}},
+                    {"term": {"name": SERVICE_TIME}},
+                    {"exists": {"field": f"meta.{records.META_KEY}"}},
+                ],
+                "must_not": [{"prefix": {"task": "coverage-"}}],
+            }
+        }
+        key = f"meta.{records.META_KEY}"
+        body = {
+            "query": query,
+            "size": PAGE,
+            "_source": ["race-id", key],
+            "sort": [{"@timestamp": "asc"}, {"relative-time": "asc"}, {"_doc": "asc"}],
+        }
+        found = {race_id: [] for race_id in race_ids}
+        for doc in self._all_hits(body):
+            found[doc["race-id"]].append(doc["meta"][records.META_KEY])
+        return found
+
+    def order_statistics(self, race_ids, ranks_of):
+        """{race id: {task: (n, failed, {rank: value})}}: each task's measured samples counted, whether one failed, and
+        the values at the 0-based ranks ranks_of(n) names, as percentiles at 100 rank / (n - 1) (exact order statistics
+        of the stored values for the few samples a cell has: Elasticsearch's digest keeps them all), read with two
+        aggregations, not sample by sample."""
+        query = {
+            "bool": {
+                "filter": [{"terms": {"race-id": list(race_ids)}}, {"term": {"name": SERVICE_TIME}}, {"term": {"sample-type": "normal"}}]
+            }
+        }
+        counts = {"failed": {"filter": {"term": {"meta.success": False}}}}
+        buckets = self._per_race_task(query, counts)
+        sizes = {n for tasks in buckets.values() for n, _, _ in tasks.values()}
+        percents = sorted({100 * rank / (n - 1) if n > 1 else 50.0 for n in sizes for rank in ranks_of(n)})
+        values = self._per_race_task(query, {"at": {"percentiles": {"field": "value", "percents": percents or [50.0], "keyed": False}}})
+        found = {}
+        for race_id, tasks in buckets.items():
+            for task, (n, failed, _) in tasks.items():
+                by_percent = {round(v["key"], 9): v["value"] for v in values[race_id][task][2]["at"]["values"]}
+                at = {rank: by_percent[round(100 * rank / (n - 1) if n > 1 else 50.0, 9)] for rank in ranks_of(n)}
+                found.setdefault(race_id, {})[task] = (n, failed, at)
+        return found
+
+    def _per_race_task(self, query, aggs):
+        """{race id: {task: (doc count, failed count, the bucket)}} of one aggregation over race-id and task."""
+        body = {
+            "size": 0,
+            "query": query,
+            "aggs": {
+                "race": {
+                    "terms": {"field": "race-id", "size": 10_000},
+                    "aggs": {"task": {"terms": {"field": "task", "size": 10_000}, "aggs": aggs}},
+                }
+            },
+        }
+        answer = self._search("rally-metrics-*", body)["aggregations"]
+        return {
+            race["key"]: {
+                task["key"]: (task["doc_count"], (task.get("failed") or {}).get("doc_count", 0), task) for task in race["task"]["buckets"]
+            }
+            for race in answer["race"]["buckets"]
+        }
+
     def record_operations(self, race_id):
         """The track's record operations (runners/contracts/records.py META_KEY) that the race's samples carry, warm-up ones too,
         in sample order."""

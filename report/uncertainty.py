@@ -85,16 +85,27 @@ def _ranks(n, confidence):
     return int(interval.low), int(interval.high)
 
 
+def interval_ranks(n, confidence=CONFIDENCE):
+    """The 0-based ranks of n sorted samples that the median and its interval at `confidence` read."""
+    return sorted({(n - 1) // 2, n // 2, *(_ranks(n, confidence) or ())})
+
+
+def median_interval_of(n, at, confidence=CONFIDENCE):
+    """The MedianInterval of n samples from their values at interval_ranks(n) ({rank: value}): what a store's
+    aggregation gives without the samples themselves."""
+    median = (float(at[(n - 1) // 2]) + float(at[n // 2])) / 2
+    ranks = _ranks(n, confidence)
+    if ranks is None:
+        return MedianInterval(n, median, None, None, confidence)
+    return MedianInterval(n, median, float(at[ranks[0]]), float(at[ranks[1]]), confidence)
+
+
 def median_interval(samples, confidence=CONFIDENCE):
     """The order-statistic interval of the samples' median; raises ValueError on no samples or a non-finite one."""
     values = np.sort(np.asarray(samples, dtype=float))
     if values.size == 0 or not np.all(np.isfinite(values)):
         raise ValueError(f"an interval needs finite samples, got {list(samples)[:5]}")
-    median = float(np.median(values))
-    ranks = _ranks(values.size, confidence)
-    if ranks is None:
-        return MedianInterval(values.size, median, None, None, confidence)
-    return MedianInterval(values.size, median, float(values[ranks[0]]), float(values[ranks[1]]), confidence)
+    return median_interval_of(values.size, {rank: values[rank] for rank in interval_ranks(values.size, confidence)}, confidence)
 
 
 def ratio_interval(a, b):

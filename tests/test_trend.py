@@ -7,9 +7,11 @@ import subprocess
 
 import pytest
 
-from report import store
+from report import races, store, uncertainty
+from report.history import races as history_races
+from report.history import series
 from runners.contracts import records
-from tests.conftest import PYTHON, REPO, assert_clean, http
+from tests.conftest import PYTHON, REPO, SUITE_STORE_PORT, assert_clean, http
 from tests.test_challenges import challenge_race
 
 pytestmark = [pytest.mark.integration, pytest.mark.smoke]
@@ -56,6 +58,16 @@ def test_the_race_records_what_it_ran_on_and_the_trend_reads_it(shared_races, tm
 
     # the same changes and configurations from the store as from the files (the numbers masked)
     assert masked(text).split("## Series")[0] == masked(stored_path.read_text()).split("## Series")[0]
+    # the store's races read by aggregation (order statistics) give what their samples give, read one by one
+    suite_store = store.Store.local("127.0.0.1", SUITE_STORE_PORT)
+    checked = 0
+    for built in series.build(history_races.from_store(history_races.Selection(("full",)), suite_store).races):
+        for cell, points in built.cells.items():
+            for point in (p for p in points if cell in races.from_store(suite_store, p.race_id).samples):
+                exact = uncertainty.median_interval(races.from_store(suite_store, point.race_id).samples[cell])
+                assert point.median == pytest.approx(exact.median, rel=1e-6) and point.n == exact.n, (cell, point, exact)
+                checked += 1
+    assert checked
 
 
 def test_a_tag_that_matches_nothing_is_named_with_what_was_found(shared_races, tmp_path):

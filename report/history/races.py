@@ -3,13 +3,17 @@
 what it ran on. A race that did not finish is kept, to be listed as excluded, never a point."""
 
 import json
+import os
+import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from report import ReportError
 from report import races as race_files
+from report import uncertainty
 from runners.contracts import records
 from runners.contracts.corpus import races_root
+from runners.studies.ingest import recount_bulk_tooks
 
 RALLY_TIMESTAMP = "%Y%m%dT%H%M%SZ"  # race.json's race-timestamp
 
@@ -146,8 +150,9 @@ def _selected(documents, selection, where, load):
         if why:
             skipped[why] = skipped.get(why, 0) + 1
             continue
-        selected.append(load(data, source))
-    return Found(sorted(selected, key=lambda r: r.data["race-timestamp"]), skipped, other, where)
+        selected.append((data, source))
+    selected.sort(key=lambda pair: pair[0]["race-timestamp"])
+    return Found([load(data, source) for data, source in selected], skipped, other, where)
 
 
 def _read(path):
@@ -163,13 +168,31 @@ def from_files(selection, rally_home=None):
     return _selected(documents, selection, f"the Rally home's races under {root}", lambda data, folder: race_files.load(folder, data))
 
 
+STORE_BATCH = 100  # races a store is asked about at once: 100 races x 100 cells stay within search.max_buckets (65,536)
+
+
 def from_store(selection, store):
-    """The store's race documents (rally-races-*) of this track, selected here as from files; each selected race then
-    read as `make report` reads one (report/races.py from_store)."""
+    """The store's race documents (rally-races-*) of this track, selected here as from files; each selected race read
+    with bounded queries, a batch of races at a time: its records other than its coverages' validation lines (cells,
+    cluster facts, the ingest), and each cell's sample count, failure and order statistics by aggregation."""
     documents = ((data, None) for data in store.race_documents())
-    return _selected(
-        documents, selection, f"Rally's metrics store at {store.address}", lambda data, _: race_files.from_store(store, data["race-id"])
-    )
+    found = _selected(documents, selection, f"Rally's metrics store at {store.address}", lambda data, _: data)
+    loaded = []
+    for first in range(0, len(found.races), STORE_BATCH):
+        batch = {data["race-id"]: data for data in found.races[first : first + STORE_BATCH]}
+        texts = store.records_beside_coverages(batch)
+        statistics = store.order_statistics(batch, uncertainty.interval_ranks)
+        for race_id, data in batch.items():
+            with tempfile.TemporaryDirectory(prefix="cluster-metrics-race-") as race_dir:
+                record_dir = os.path.join(race_dir, records.RECORD_DIR)
+                records.replay(record_dir, texts[race_id])
+                recount_bulk_tooks(record_dir)
+                race = race_files.load(race_dir, data)
+            race.path, race.samples, race.source = None, None, found.where
+            race.order_statistics = statistics.get(race_id, {})
+            loaded.append(race)
+    found.races = loaded
+    return found
 
 
 def check_found(found, selection):

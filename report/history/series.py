@@ -66,14 +66,18 @@ def _cell_points(race):
     """{cell: (median, low, high, n)} of a finished race; {cell: why} for a cell that failed or has no samples."""
     found = {}
     for task in sorted(task for task, cell in race.cells.items() if "variant" in cell and "transport" in cell):  # a coverage cell
-        samples = (race.samples or {}).get(task, "absent")
         op = race.op_metrics().get(task)
+        if race.order_statistics is not None:  # read from a store by aggregation: no samples, their order statistics
+            n, failed, at = race.order_statistics.get(task, (0, 0, {}))
+            samples = "absent" if not n else None if failed else at
+        else:
+            samples = (race.samples or {}).get(task, "absent")
         if samples == "absent" and op is None:
             continue  # the challenge's cell did not run in this race (another challenge's task)
         if samples is None or samples == "absent" or not samples:
             found[task] = "failed" if samples is None or (op and (op.get("error_rate") or 0) > 0) else "no samples recorded"
             continue
-        interval = uncertainty.median_interval(samples)
+        interval = uncertainty.median_interval_of(n, samples) if isinstance(samples, dict) else uncertainty.median_interval(samples)
         found[task] = (interval.median, interval.low, interval.high, interval.n)
     rows = ingest.ingest_rows(race)
     if rows:

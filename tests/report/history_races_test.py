@@ -131,3 +131,19 @@ def test_the_alert_exits_3_on_a_slower_step_among_the_newest_races(tmp_path, cap
     out = capsys.readouterr().out
     assert "ALERT: coverage-D_td-serial 1.4" in out and "Elasticsearch 8.17.2 -> 9.5.3" in out
     assert run(tmp_path, tmp_path, "--fail-on", "slower", "--alert-within", "3") == 0  # the step is 4 races old
+
+
+def test_points_ordered_by_version_or_by_a_tag_when_asked(tmp_path):
+    for race_id, when, version, tag in (
+        ("a1", "20261101T000000Z", "9.5.3", "b"),
+        ("a2", "20261102T000000Z", "8.17.2", "c"),
+        ("a3", "20261103T000000Z", "8.19.21", "a"),
+    ):
+        write_race(tmp_path, race_id, when, version=version, tags={"build": tag})
+    (built,) = series.build(races.from_files(races.Selection(), tmp_path).races)
+    points = built.cells[CELL]
+    assert [p.race_id for p in trend.order_points(points, "race")] == ["a1", "a2", "a3"]
+    assert [p.race_id for p in trend.order_points(points, "version")] == ["a2", "a3", "a1"]
+    assert [p.race_id for p in trend.order_points(points, "tag:build")] == ["a3", "a1", "a2"]
+    with pytest.raises(SystemExit):
+        run(tmp_path, tmp_path, "--order", "colour")

@@ -252,3 +252,13 @@ def test_a_cell_measured_cold_is_called_drifting(n, slow):
 
 def test_too_few_samples_a_third_give_no_drift_verdict():
     assert uncertainty.drift([100.0] * 11).verdict is None and "3 sample(s) a third" in uncertainty.drift([100.0] * 11).why
+
+
+def test_the_interval_from_order_statistics_alone_is_the_interval_from_the_samples():
+    """A store's aggregation gives the values at interval_ranks(n), not the samples: the same median and interval."""
+    rng = np.random.default_rng(3)
+    for n in range(1, 41):
+        samples = rng.lognormal(5, 0.3, n)
+        ordered = np.sort(samples)
+        from_ranks = uncertainty.median_interval_of(n, {rank: ordered[rank] for rank in uncertainty.interval_ranks(n)})
+        assert from_ranks == uncertainty.median_interval(samples), n
