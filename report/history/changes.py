@@ -24,8 +24,8 @@ from scipy import stats
 from report import uncertainty
 
 # Otava's significance for a candidate (its max_pvalue): measured with the spreads of the real history (docs/history.md,
-# tests/report/history_test.py): looser lets the search over split points name changes in noise (0.05: 28% of
-# nightly histories without one; 0.01: 18%; 0.001: 2.5%).
+# tests/report/history_test.py): looser lets the search over split points name changes in noise (each candidate's
+# verdict at 95% alone: 0.05 named one in 28% of nightly histories without one; 0.01: 18%; 0.001: 2.5%).
 CANDIDATE_PVALUE = 0.001
 WINDOW = 50  # Otava's sliding window (races)
 STEP, DRIFT = "step", "drift"
@@ -215,26 +215,25 @@ def what_changed(last, first):
 
 def fact_cuts(points):
     """Where the recorded configuration changes (version, build, JVM, heap, processors, settings; a node start alone is
-    not one): candidates known before any search, so each is judged as it is, Bonferroni's over their number."""
+    not one): candidates known before any search, judged with Otava's in one family."""
     return [i for i in range(1, len(points)) if configuration(points[i]) != configuration(points[i - 1])]
 
 
-def _judged(points, cuts):
+def _judged(points, cuts, family=1):
     """Each cut judged between its neighbours, with the spread the other cuts leave (the cut judged does not shrink
     the spread it is judged by: it was placed where the two sides differ most). A cut inside one node start (a setting
     changed on a running node) compares that start's races on its two sides, the race as the unit; a cut at a node
-    start compares node starts."""
+    start compares node starts. Each at 95% over the `family` of candidates the cell had (Bonferroni's): a long
+    history has more of them, and each judged at 95% alone would name a change in most cells without one."""
     bounds = [0, *cuts, len(points)]
-    known = fact_cuts(points)
-    tail = 1 - (1 - uncertainty.CONFIDENCE) / 2 / max(1, len(known))
+    tail = 1 - (1 - uncertainty.CONFIDENCE) / 2 / max(1, family)
     judged = []
     for i, cut in enumerate(cuts):
         before, after, others = points[bounds[i] : cut], points[cut : bounds[i + 2]], cuts[:i] + cuts[i + 1 :]
-        own_tail = tail if cut in known else 0.975
         if start_of(points[cut - 1]) == start_of(points[cut]) and points[cut].facts.node_start:
-            judged.append(judge_within_start(before, after, within_start_spread(points, others), tail=own_tail))
+            judged.append(judge_within_start(before, after, within_start_spread(points, others), tail=tail))
         else:
-            judged.append(judge(before, after, spread(points, others), tail=own_tail))
+            judged.append(judge(before, after, spread(points, others), tail=tail))
     return judged
 
 
@@ -278,12 +277,12 @@ def judge_within_start(before, after, race_spread, floor=uncertainty.NOISE_FLOOR
     )
 
 
-def _beyond_noise(points, cuts):
+def _beyond_noise(points, cuts, family):
     """The cuts left when each judged within the noise is dropped, the weakest first (the ratio closest to 1), its
     neighbours judged again with their wider sides: Otava's merge step with the project's verdict."""
     cuts = list(cuts)
     while cuts:
-        judged = _judged(points, cuts)
+        judged = _judged(points, cuts, family)
         weak = [i for i, c in enumerate(judged) if c.verdict not in (uncertainty.SLOWER, uncertainty.FASTER)]
         if not weak:
             break
@@ -294,9 +293,10 @@ def _beyond_noise(points, cuts):
 def find(cell, points):
     """(changes, spread, outlier race ids) of one cell's series: every change beyond the noise, oldest first; a run of
     changes in one direction that a line explains is one drift, from the first segment's level to the last's."""
-    cuts, outliers = _without_outliers(_beyond_noise(points, sorted(set(candidates(points)) | set(fact_cuts(points)))), len(points))
-    cuts = _beyond_noise(points, cuts)
-    judged = _judged(points, cuts)
+    found = sorted(set(candidates(points)) | set(fact_cuts(points)))
+    cuts, outliers = _without_outliers(_beyond_noise(points, found, len(found)), len(points))
+    cuts = _beyond_noise(points, cuts, len(found))
+    judged = _judged(points, cuts, len(found))
     drifts = dict(_drift_runs(points, cuts, judged))
     bounds = [0, *cuts, len(points)]
     changes, i = [], 0
