@@ -88,6 +88,13 @@ def _start_levels(points):
     return {start: float(np.mean(v)) for start, v in levels.items()}
 
 
+def _pooled(groups, basis):
+    """The Spread of log values around their group's mean, pooled over the groups of two or more (sd None: none)."""
+    kept = [np.asarray(values, dtype=float) for values in groups if len(values) > 1]
+    squares, df = sum(float(np.sum((v - v.mean()) ** 2)) for v in kept), sum(len(v) - 1 for v in kept)
+    return Spread(math.sqrt(squares / df) if df else None, df, basis)
+
+
 def spread(points, cuts=()):
     """The series' Spread: node starts' levels around the mean of their configuration within their segment (between
     the cuts: a step is not spread), pooled; else races around their start's mean."""
@@ -99,32 +106,23 @@ def spread(points, cuts=()):
         by_config = {}
         for i, p in enumerate(points):
             by_config.setdefault(group_of(i), []).append(p)
-        squares, df = 0.0, 0
-        for group in by_config.values():
-            levels = list(_start_levels(group).values())
-            if len(levels) > 1:
-                squares += float(np.sum((np.array(levels) - np.mean(levels)) ** 2))
-                df += len(levels) - 1
-        if df:
-            return Spread(math.sqrt(squares / df), df, BASIS_STARTS)
+        found = _pooled((list(_start_levels(group).values()) for group in by_config.values()), BASIS_STARTS)
+        if found.df:
+            return found
     by_start = {}
     for p in points:
         by_start.setdefault(start_of(p), []).append(math.log(p.median))
-    for logs in by_start.values():
-        if len(logs) > 1:
-            squares += float(np.sum((np.array(logs) - np.mean(logs)) ** 2))
-            df += len(logs) - 1
-    return Spread(math.sqrt(squares / df) if df else None, df, BASIS_RACES)
+    return _pooled(by_start.values(), BASIS_RACES)
 
 
 def level(points, unit_spread):
     """A side's Level: the geometric mean of its units (starts, or races) with its 95% t-interval."""
     units = list(_start_levels(points).values()) if unit_spread.basis == BASIS_STARTS else [math.log(p.median) for p in points]
-    mean = float(np.mean(units))
+    mean, starts = float(np.mean(units)), len(_start_levels(points))
     if unit_spread.sd is None:
-        return Level(math.exp(mean), None, None, len(points), len(_start_levels(points)))
+        return Level(math.exp(mean), None, None, len(points), starts)
     half = stats.t.ppf(0.975, unit_spread.df) * unit_spread.sd / math.sqrt(len(units))
-    return Level(math.exp(mean), math.exp(mean - half), math.exp(mean + half), len(points), len(_start_levels(points)))
+    return Level(math.exp(mean), math.exp(mean - half), math.exp(mean + half), len(points), starts)
 
 
 def judge(before, after, unit_spread, floor=uncertainty.NOISE_FLOOR_MS, tail=0.975):
@@ -257,9 +255,7 @@ def within_start_spread(points, cuts=()):
     for i, p in enumerate(points):
         if p.race_id not in firsts:
             groups.setdefault((start_of(p), next(k for k, bound in enumerate(bounds) if i < bound)), []).append(math.log(p.median))
-    squares = sum(float(np.sum((np.array(v) - np.mean(v)) ** 2)) for v in groups.values() if len(v) > 1)
-    df = sum(len(v) - 1 for v in groups.values() if len(v) > 1)
-    return Spread(math.sqrt(squares / df) if df else None, df, BASIS_RACES)
+    return _pooled(groups.values(), BASIS_RACES)
 
 
 def judge_within_start(before, after, race_spread, floor=uncertainty.NOISE_FLOOR_MS, tail=0.975):
