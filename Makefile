@@ -68,7 +68,7 @@ WAIT_FOR_RALLY := for i in $$(seq 120); do pgrep -f '[e]srally race' >/dev/null 
 
 .PHONY: params privileges it-versions lint format venv es-start es-versions es-stop es-status es-wipe corpus race repeat layout-sweep node-scaling test it test-fast report accuracy client-cost validation-proof compare metrics-store metrics-store-stop \
 	toxiproxy proxy-start proxy-clear proxy-stop proxy-status remote-start remote-stop rtt-sweep network-faults ccs-roundtrips \
-	source-cost source-large aggregation-memory width-corpora coverage-width node-starts trend trend-scale
+	source-cost source-large aggregation-memory width-corpora coverage-width node-starts versions trend trend-scale
 
 venv: $(VENV)/.installed
 ifeq ($(RALLY),)
@@ -171,9 +171,10 @@ node-scaling: venv corpus
 	  ids="$$ids --race $$id"; \
 	done; rm -f $$log; $(PYTHON) local-es/esnode.py stop --http-port $(PORT); $(VPY) -m report --node-scaling $$ids $(RALLY_CONFIG)
 
-# races by node start (local-es/node_starts.py): for each of NODE_START_VERSIONS, NODE_STARTS node starts alternated
-# across the versions, each a node started afresh, ingest-baseline, then NODE_START_RUNS races of CHALLENGE (default
-# NODE_START_CHALLENGE, production-comparison), every race tagged node-starts:PLAN, es:<version>, node-start:<n>; resumable (run it again)
+# races by node start (local-es/node_starts.py): for each arm of NODE_START_VERSIONS (a version, or LABEL=VERSION),
+# NODE_STARTS node starts alternated across the arms, each a node started afresh, ingest-baseline, then NODE_START_RUNS
+# races of NODE_START_CHALLENGE (production-comparison), every race tagged node-starts:PLAN, es:<version>, arm:<label>,
+# node-start:<n>; resumable (run it again)
 PLAN ?= history
 NODE_START_VERSIONS ?= 8.17.2,9.5.3
 NODE_STARTS ?= 3
@@ -182,6 +183,15 @@ NODE_START_CHALLENGE ?= production-comparison
 node-starts: venv corpus
 	$(PYTHON) local-es/node_starts.py --plan $(PLAN) --versions $(NODE_START_VERSIONS) --starts $(NODE_STARTS) --runs $(NODE_START_RUNS) \
 	  --challenge $(NODE_START_CHALLENGE) --http-port $(PORT) $(if $(TRACK_PARAMS),--track-params "$(TRACK_PARAMS)")
+
+# versions judged by node start (docs/versions.md): make node-starts over VERSIONS (8.17.2, 8.19.21, 9.5.3 and the A/A
+# arm, a second label of 8.17.2), 3 node starts each, then their verdicts (report/history/versions.py); unattended at
+# full scale (about 6 minutes a node start on 2 cores), resumable
+VERSIONS ?= 8.17.2,8.19.21,9.5.3,8.17.2-aa=8.17.2
+versions: PLAN = versions
+versions: NODE_START_VERSIONS = $(VERSIONS)
+versions: node-starts
+	$(VPY) -m report versions $(RALLY_CONFIG) --user-tag node-starts:$(PLAN)
 
 # Toxiproxy: installed with `go install` into .tools/ on first use; started on 127.0.0.1:$(TOXIPROXY_PORT)
 toxiproxy:

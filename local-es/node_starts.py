@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Races by node start (make node-starts): for each version named, several node starts alternated across the versions
-(A B A B ...); each start a local node started afresh, the corpus ingested (ingest-baseline), then RUNS races of the
-challenge. Every race carries Rally user tags naming the plan, the version and the node start (node-starts:<plan>,
-es:<version>, node-start:<n>), so that `make trend USER_TAG=node-starts:<plan>` reads them back as one history.
+"""Races by node start (make versions): for each arm named, several node starts alternated across the arms
+(A B C A B C ...); each start a local node started afresh, the corpus ingested (ingest-baseline), then RUNS races of the
+challenge. An arm is a version, or LABEL=VERSION: a second arm of one version (8.17.2-aa=8.17.2), the A/A check that
+two labels of one version are judged "no difference". Every race carries Rally user tags naming the plan, the version,
+the arm and the node start (node-starts:<plan>, es:<version>, arm:<label>, node-start:<n>), so that
+`make trend USER_TAG=node-starts:<plan>` reads them back as one history and `python -m report versions` judges the arms.
 
-    python3 local-es/node_starts.py --plan NAME [--versions 8.17.2,9.5.3] [--starts 3] [--runs 4]
-        [--challenge production-comparison] [--http-port 9200] [--make make]
+    python3 local-es/node_starts.py --plan NAME [--versions 8.17.2,8.19.21,9.5.3,8.17.2-aa=8.17.2] [--starts 3]
+        [--runs 4] [--challenge production-comparison] [--http-port 9200] [--make make]
 
 Resumable: the plan's state (reports/node-starts-<plan>/state.json) lists each finished node start and its races;
 run the same command again and it goes on at the first start not finished (a start cut short is raced again from
@@ -24,16 +26,34 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RACE_ID = re.compile(r"Race id is \[([0-9a-f-]+)\]")
-TAGS = ("node-starts", "es", "node-start")  # the user tags of every race here: the plan, the version, the start
+TAGS = ("node-starts", "es", "arm", "node-start")  # the user tags of every race here: plan, version, arm, start
+ARM_TAG = "arm"
+ARM = re.compile(r"(?:([A-Za-z0-9_.-]+)=)?([0-9]+\.[0-9]+\.[0-9]+)")
 
 
-def plan_order(versions, starts):
-    """[(version, start number)], the versions alternated: A1 B1 C1 A2 B2 C2 ..."""
-    return [(version, start) for start in range(1, starts + 1) for version in versions]
+def arms(text):
+    """[(label, version)] of --versions: each entry a version, or LABEL=VERSION (the label unique)."""
+    found = []
+    for entry in (e.strip() for e in text.split(",") if e.strip()):
+        match = ARM.fullmatch(entry)
+        if not match:
+            raise ValueError(f"--versions entry {entry!r}: give a version (9.5.3) or LABEL=VERSION (8.17.2-aa=8.17.2)")
+        label, version = match.group(1) or match.group(2), match.group(2)
+        if any(label == known for known, _ in found):
+            raise ValueError(f"--versions names the arm {label!r} twice: give the second a label of its own ({label}-aa={version})")
+        found.append((label, version))
+    if not found:
+        raise ValueError("--versions names no version")
+    return found
 
 
-def tags(plan, version, start):
-    return ",".join(f"{key}:{value}" for key, value in zip(TAGS, (plan, version, start)))
+def plan_order(arm_list, starts):
+    """[(label, version, start number)], the arms alternated: A1 B1 C1 A2 B2 C2 ..."""
+    return [(label, version, start) for start in range(1, starts + 1) for label, version in arm_list]
+
+
+def tags(plan, label, version, start):
+    return ",".join(f"{key}:{value}" for key, value in zip(TAGS, (plan, version, label, start)))
 
 
 def _make(args, *words):
@@ -46,26 +66,27 @@ def _make(args, *words):
     return run.returncode, (found[-1] if found else None)
 
 
-def run_start(args, version, start):
+def run_start(args, label, version, start):
     """One node start: the node stopped and started afresh on the version, the ingest, then args.runs races."""
     port = f"PORT={args.http_port}"
     status, _ = _make(args, "es-stop", port)
     if status:
         raise SystemExit(f"node-starts: could not stop the node on port {args.http_port}")
-    common = [port, f"ES_VERSION={version}", f"RACE_ARGS=--user-tag={tags(args.plan, version, start)}"]
+    common = [port, f"ES_VERSION={version}", f"RACE_ARGS=--user-tag={tags(args.plan, label, version, start)}"]
     if args.track_params:
         common.append(f"TRACK_PARAMS={args.track_params}")
     status, ingest = _make(args, "race", "CHALLENGE=ingest-baseline", *common)
     if status or not ingest:
-        raise SystemExit(f"node-starts: the ingest of {version} start {start} failed; run the same command again to retry")
+        raise SystemExit(f"node-starts: the ingest of {label} start {start} failed; run the same command again to retry")
     races = []
     for run in range(1, args.runs + 1):
         status, race = _make(args, "race", f"CHALLENGE={args.challenge}", *common)
         if status or not race:
-            raise SystemExit(f"node-starts: race {run} of {version} start {start} failed; run the same command again to retry")
+            raise SystemExit(f"node-starts: race {run} of {label} start {start} failed; run the same command again to retry")
         races.append(race)
     return {
-        "version": version,
+        "version": label,  # the arm (state files before arms had labels hold the version here)
+        "es": version,
         "start": start,
         "ingest": ingest,
         "races": races,
@@ -76,7 +97,11 @@ def run_start(args, version, start):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--plan", required=True, help="the plan's name: its tag and its state folder")
-    parser.add_argument("--versions", default="8.17.2,9.5.3", help="comma-separated versions of local-es/esnode.py")
+    parser.add_argument(
+        "--versions",
+        default="8.17.2,8.19.21,9.5.3,8.17.2-aa=8.17.2",
+        help="comma-separated arms: a version of local-es/esnode.py, or LABEL=VERSION",
+    )
     parser.add_argument("--starts", type=int, default=3, help="node starts per version")
     parser.add_argument("--runs", type=int, default=4, help="races of the challenge per node start")
     parser.add_argument("--challenge", default="production-comparison")
@@ -89,7 +114,11 @@ def main(argv=None):
         parser.error(f"--plan {args.plan!r}: letters, digits, '.', '_' and '-' only (it becomes a tag and a folder name)")
     if args.starts < 1 or args.runs < 1:
         parser.error("--starts and --runs take 1 or more")
-    versions = [v for v in args.versions.split(",") if v]
+    try:
+        arm_list = arms(args.versions)
+    except ValueError as e:
+        parser.error(str(e))
+    versions = [v.strip() for v in args.versions.split(",") if v.strip()]
     state_path = Path(args.out) / f"node-starts-{args.plan}" / "state.json"
     state_path.parent.mkdir(parents=True, exist_ok=True)
     design = {
@@ -102,13 +131,15 @@ def main(argv=None):
     state = json.loads(state_path.read_text()) if state_path.is_file() else {"design": design, "done": []}
     if state["design"] != design:
         parser.error(f"plan {args.plan} was begun as {state['design']}; give the same options, or another --plan")
-    for version, start in plan_order(versions, args.starts):
-        if any(d["version"] == version and d["start"] == start for d in state["done"]):
+    for label, version, start in plan_order(arm_list, args.starts):
+        if any(d["version"] == label and d["start"] == start for d in state["done"]):
             continue
-        state["done"].append(run_start(args, version, start))
+        state["done"].append(run_start(args, label, version, start))
         state_path.write_text(json.dumps(state, indent=2))
     print(f"node-starts {args.plan}: {len(state['done'])} node starts done; state in {state_path}")
-    print(f"its history: make trend USER_TAG=node-starts:{args.plan}")
+    print(
+        f"its verdicts: python -m report versions --user-tag node-starts:{args.plan}; its history: make trend USER_TAG=node-starts:{args.plan}"
+    )
     return 0
 
 

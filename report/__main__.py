@@ -5,6 +5,7 @@
     python -m report --race A1,A2,A3                              (a set of repeated races: make repeat)
     python -m report --race A1,A2,A3 --race B1,B2,B3 --compare    (sets, race by race)
     python -m report trend [...]                                   (a team's history: report/history/trend.py)
+    python -m report versions [...]                                (versions by node start: report/history/versions.py)
 
 Races come from Rally's metrics store when the Rally configuration (rally.ini, or rally-NAME.ini) names an
 Elasticsearch one, with every sample's service time (intervals, verdicts); otherwise from race.json files.
@@ -265,6 +266,10 @@ def main(argv=None):
         from report.history import trend
 
         return trend.main(argv[1:])
+    if argv[:1] == ["versions"]:  # versions by node start: report/history/versions.py
+        from report.history import versions
+
+        return versions.main(argv[1:])
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--race", action="append", help="race id (a unique prefix works); repeat for --compare")
     parser.add_argument("--compare", action="store_true")

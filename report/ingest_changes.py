@@ -55,7 +55,7 @@ def load_records(race, record_dir):
             race.ingest_changes[name] = data
 
 
-def _main_baseline(race, name):
+def main_baseline(race, name):
     """True when the baseline of the changes is the race's own ingest (full: the study's ingest, ingest.json, tasks
     bulk-epoch-N), which runs after the changes, rather than ingest-changes' change-baseline ingest."""
     return name == INGEST_CHANGE_BASELINE and name not in race.ingest_changes and bool(race.ingest) and bool(race.ingest_changes)
@@ -71,7 +71,7 @@ def ingests(race):
         for name, prefix in prefixes.items()
         if name in race.ingest_changes
         or (prefix is not None and any(task.startswith(prefix) for task in tasks))
-        or _main_baseline(race, name)
+        or main_baseline(race, name)
     ]
 
 
@@ -95,7 +95,7 @@ def epoch_rows(race, record, prefix):
 
 def change_rows(race, name):
     """epoch_rows of the baseline or one change of ingest-changes."""
-    if _main_baseline(race, name):
+    if main_baseline(race, name):
         return epoch_rows(race, race.ingest, ingest.ingest_prefix(race))
     return epoch_rows(race, race.ingest_changes.get(name), ingest.ingest_prefix(race, change=name))
 
@@ -103,7 +103,7 @@ def change_rows(race, name):
 def change_problem(race, name):
     """Why one ingest of ingest-changes failed, or None: ingest.ingest_problem's reasons under its task prefix, no
     record of its cost, or a document count never checked (its verify-doc-count did not run)."""
-    if _main_baseline(race, name):
+    if main_baseline(race, name):
         return ingest.ingest_problem(race)
     problem = ingest.ingest_problem(race, change=name)
     if problem:

@@ -52,6 +52,19 @@ class Race:
     # task -> (n, failed, {rank: value}): each cell's order statistics as a store's aggregation gives them (a history
     # read from a store: report/history/races.py), in place of `samples`
     order_statistics: dict | None = None
+    # every top-level file of the race's record folder, name -> its text: what record() reads (from files and from a
+    # store alike: a store's race is replayed into a folder that is gone once loaded)
+    record_texts: dict = field(default_factory=dict)
+
+    def record(self, name, default=None):
+        """A record a runner wrote with runners/contracts/records.py: a .jsonl record as its list of lines, any other as
+        its JSON; default when the race has none. How a study's report reads what its runner measured."""
+        text = self.record_texts.get(name)
+        if text is None:
+            return default
+        if name.endswith(".jsonl"):
+            return [json.loads(line) for line in text.splitlines() if line.strip()]
+        return json.loads(text)
 
     @property
     def challenge(self):
@@ -183,6 +196,8 @@ def load(race_dir, data=None):
     ingest_changes.load_records(race, race_dir / records.RECORD_DIR)
     large_source.load_records(race, race_dir / records.RECORD_DIR)
     race.samples = record_samples(race)
+    folder_path = race_dir / records.RECORD_DIR
+    race.record_texts = {p.name: p.read_text() for p in sorted(folder_path.iterdir()) if p.is_file()} if folder_path.is_dir() else {}
     return race
 
 

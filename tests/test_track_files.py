@@ -112,11 +112,56 @@ def test_every_task_is_tagged_with_one_kind_and_at_most_one_study(params):
     for challenge in rendered_track(params)["challenges"]:
         for task in rendered_tasks(challenge):
             tags, name = task.get("tags", []), (challenge["name"], task["operation"]["name"])
-            assert tags and set(tags) <= set(kinds) | set(studies), (name, tags)
-            assert len([t for t in tags if t in kinds]) <= 1, (name, tags)
+            assert tags and set(tags) <= set(kinds) | set(studies), (
+                f"{name}: tags {tags}; a task's tags are one kind tag ({', '.join(kinds)}) and at most one study tag of the "
+                "track README's tables (## Tags): a study tag of its own is a row in its study table, naming its challenges"
+            )
+            assert len([t for t in tags if t in kinds]) <= 1, f"{name}: tags {tags}: one kind tag ({', '.join(kinds)})"
             # a study's challenge tags all of its tasks with that study, and no other challenge's task has a study tag
             expected = [study_of[challenge["name"]]] if challenge["name"] in study_of else []
             assert [t for t in tags if t in studies] == expected, (name, tags)
+
+
+def readme_parameter_rows():
+    """{parameter: the table's heading} of the track README's parameter tables (## Parameters, a table per concern)."""
+    section = (TRACK / "README.md").read_text().split("## Parameters\n", 1)[1].split("\n## ", 1)[0]
+    rows, heading = {}, None
+    for line in section.splitlines():
+        if line.startswith("### "):
+            heading = line.removeprefix("### ").split(":")[0].split(" (")[0]
+        elif line.startswith("| `"):
+            rows.update(dict.fromkeys(re.findall(r"`([a-z0-9_]+)`", line.split("|")[1]), heading))
+    return rows
+
+
+def test_every_track_parameter_has_a_row_in_the_track_readme():
+    from runners.contracts.parameters import DEFAULTS
+
+    rows = readme_parameter_rows()
+    headings = sorted(set(rows.values()))
+    for name in DEFAULTS:
+        assert name in rows, (
+            f"track parameter {name} (track.json) has no row in tracks/cluster-metrics/README.md's parameter tables: add "
+            f"| `{name}` | what it sets | to the table of its concern (one of: {'; '.join(headings)})"
+        )
+    assert not set(rows) - set(
+        DEFAULTS
+    ), f"the track README has rows for parameters track.json does not declare: {sorted(set(rows) - set(DEFAULTS))}"
+
+
+@pytest.mark.parametrize("params", [{}, {"epochs": 2, "layouts": "1S0R,2S1R", "rtt_ms": [0, 50]}])
+def test_every_timed_query_task_names_its_cell(params):
+    """The report finds a measured task by its cell (runners/contracts/cells.py): every task tagged query names one,
+    but a warm-up pass, which measures nothing."""
+    for challenge in rendered_track(params)["challenges"]:
+        for task in rendered_tasks(challenge):
+            operation = task["operation"]
+            if "query" in task.get("tags", []) and operation["operation-type"] != "warm-up-pass":
+                assert "cell" in operation, (
+                    f"challenge {challenge['name']}, task {operation['name']}: a timed query task names its cell, "
+                    f'"cell": {{...}} in its operation (its condition beside its variant and transport, e.g. {{"measure": "..."}}): '
+                    "the report finds the task by it (runners/contracts/cells.py)"
+                )
 
 
 @pytest.mark.parametrize("schedule", ["interleaved", "blocked"])
@@ -140,7 +185,10 @@ def test_cells_that_take_turns_are_one_step_each_group(schedule):
 
 def test_operation_types_and_runner_names_agree():
     for name, operation in OPERATIONS.items():
-        assert repr(operation.runner()) == name
+        assert repr(operation.runner()) == name, (
+            f"the runner of operation type {name!r} ({operation.runner.__module__}.{operation.runner.__name__}) has the repr "
+            f"{repr(operation.runner())!r}: give it def __repr__(self): return {name!r} (Rally registers a runner by that name)"
+        )
     types = {t["operation"]["operation-type"] for c in rendered_track()["challenges"] for t in rendered_tasks(c)}
     rallys_own = {"delete-index", "create-index", "cluster-health", "refresh", "raw-request"}
     assert types <= set(OPERATIONS) | rallys_own, types - set(OPERATIONS) - rallys_own

@@ -22,6 +22,7 @@ from otava.analysis import compute_change_points
 from scipy import stats
 
 from report import uncertainty
+from report.history import series as history_series
 
 # Otava's significance for a candidate (its max_pvalue): measured with the spreads of the real history (docs/history.md,
 # tests/report/history_test.py): looser lets the search over split points name changes in noise (each candidate's
@@ -70,6 +71,12 @@ class Change:
     basis: str = BASIS_STARTS
 
 
+def noise_floor(cell):
+    """The smallest difference of levels a verdict names: the A/A floor of cheap cells in ms; none for a figure in
+    seconds (an ingest's walls), where 5 would be 5 s."""
+    return 0.0 if history_series.in_seconds(cell) else uncertainty.NOISE_FLOOR_MS
+
+
 def start_of(point):
     """The point's unit: its node start, or the race itself when it recorded none."""
     return point.facts.node_start or f"race {point.race_id}"
@@ -80,7 +87,7 @@ def configuration(point):
     return (f.version, f.build, f.jvm, f.heap, f.processors, f.settings)
 
 
-def _start_levels(points):
+def start_levels(points):
     """{start: mean log median of its points} in order of first appearance."""
     levels = {}
     for p in points:
@@ -88,7 +95,7 @@ def _start_levels(points):
     return {start: float(np.mean(v)) for start, v in levels.items()}
 
 
-def _pooled(groups, basis):
+def pooled(groups, basis):
     """The Spread of log values around their group's mean, pooled over the groups of two or more (sd None: none)."""
     kept = [np.asarray(values, dtype=float) for values in groups if len(values) > 1]
     squares, df = sum(float(np.sum((v - v.mean()) ** 2)) for v in kept), sum(len(v) - 1 for v in kept)
@@ -106,19 +113,19 @@ def spread(points, cuts=()):
         by_config = {}
         for i, p in enumerate(points):
             by_config.setdefault(group_of(i), []).append(p)
-        found = _pooled((list(_start_levels(group).values()) for group in by_config.values()), BASIS_STARTS)
+        found = pooled((list(start_levels(group).values()) for group in by_config.values()), BASIS_STARTS)
         if found.df:
             return found
     by_start = {}
     for p in points:
         by_start.setdefault(start_of(p), []).append(math.log(p.median))
-    return _pooled(by_start.values(), BASIS_RACES)
+    return pooled(by_start.values(), BASIS_RACES)
 
 
 def level(points, unit_spread):
     """A side's Level: the geometric mean of its units (starts, or races) with its 95% t-interval."""
-    units = list(_start_levels(points).values()) if unit_spread.basis == BASIS_STARTS else [math.log(p.median) for p in points]
-    mean, starts = float(np.mean(units)), len(_start_levels(points))
+    units = list(start_levels(points).values()) if unit_spread.basis == BASIS_STARTS else [math.log(p.median) for p in points]
+    mean, starts = float(np.mean(units)), len(start_levels(points))
     if unit_spread.sd is None:
         return Level(math.exp(mean), None, None, len(points), starts)
     half = stats.t.ppf(0.975, unit_spread.df) * unit_spread.sd / math.sqrt(len(units))
@@ -128,7 +135,7 @@ def level(points, unit_spread):
 def judge(before, after, unit_spread, floor=uncertainty.NOISE_FLOOR_MS, tail=0.975):
     """After against before: the ratio of levels, its interval (95% two-sided by default) with the units' spread, and
     the verdict."""
-    count = (lambda pts: len(_start_levels(pts))) if unit_spread.basis == BASIS_STARTS else len
+    count = (lambda pts: len(start_levels(pts))) if unit_spread.basis == BASIS_STARTS else len
     a, b = level(before, unit_spread), level(after, unit_spread)
     if unit_spread.sd is None:
         return uncertainty.Comparison(b.median / a.median, None, None, None, "the spread between node starts and races is unknown")
@@ -217,7 +224,7 @@ def fact_cuts(points):
     return [i for i in range(1, len(points)) if configuration(points[i]) != configuration(points[i - 1])]
 
 
-def _judged(points, cuts, family=1):
+def _judged(points, cuts, family=1, floor=uncertainty.NOISE_FLOOR_MS):
     """Each cut judged between its neighbours, with the spread the other cuts leave (the cut judged does not shrink
     the spread it is judged by: it was placed where the two sides differ most). A cut inside one node start (a setting
     changed on a running node) compares that start's races on its two sides, the race as the unit; a cut at a node
@@ -229,9 +236,9 @@ def _judged(points, cuts, family=1):
     for i, cut in enumerate(cuts):
         before, after, others = points[bounds[i] : cut], points[cut : bounds[i + 2]], cuts[:i] + cuts[i + 1 :]
         if start_of(points[cut - 1]) == start_of(points[cut]) and points[cut].facts.node_start:
-            judged.append(judge_within_start(before, after, within_start_spread(points, others), tail=tail))
+            judged.append(judge_within_start(before, after, within_start_spread(points, others), floor, tail))
         else:
-            judged.append(judge(before, after, spread(points, others), tail=tail))
+            judged.append(judge(before, after, spread(points, others), floor, tail))
     return judged
 
 
@@ -255,7 +262,7 @@ def within_start_spread(points, cuts=()):
     for i, p in enumerate(points):
         if p.race_id not in firsts:
             groups.setdefault((start_of(p), next(k for k, bound in enumerate(bounds) if i < bound)), []).append(math.log(p.median))
-    return _pooled(groups.values(), BASIS_RACES)
+    return pooled(groups.values(), BASIS_RACES)
 
 
 def judge_within_start(before, after, race_spread, floor=uncertainty.NOISE_FLOOR_MS, tail=0.975):
@@ -273,12 +280,12 @@ def judge_within_start(before, after, race_spread, floor=uncertainty.NOISE_FLOOR
     )
 
 
-def _beyond_noise(points, cuts, family):
+def _beyond_noise(points, cuts, family, floor):
     """The cuts left when each judged within the noise is dropped, the weakest first (the ratio closest to 1), its
     neighbours judged again with their wider sides: Otava's merge step with the project's verdict."""
     cuts = list(cuts)
     while cuts:
-        judged = _judged(points, cuts, family)
+        judged = _judged(points, cuts, family, floor)
         weak = [i for i, c in enumerate(judged) if c.verdict not in (uncertainty.SLOWER, uncertainty.FASTER)]
         if not weak:
             break
@@ -289,10 +296,11 @@ def _beyond_noise(points, cuts, family):
 def find(cell, points):
     """(changes, spread, outlier race ids) of one cell's series: every change beyond the noise, oldest first; a run of
     changes in one direction that a line explains is one drift, from the first segment's level to the last's."""
+    floor = noise_floor(cell)
     found = sorted(set(candidates(points)) | set(fact_cuts(points)))
-    cuts, outliers = _without_outliers(_beyond_noise(points, found, len(found)), len(points))
-    cuts = _beyond_noise(points, cuts, len(found))
-    judged = _judged(points, cuts, len(found))
+    cuts, outliers = _without_outliers(_beyond_noise(points, found, len(found), floor), len(points))
+    cuts = _beyond_noise(points, cuts, len(found), floor)
+    judged = _judged(points, cuts, len(found), floor)
     drifts = dict(_drift_runs(points, cuts, judged))
     bounds = [0, *cuts, len(points)]
     changes, i = [], 0
@@ -304,7 +312,9 @@ def find(cell, points):
         own = within_start_spread(points, others) if within else spread(points, others)
         if i in drifts:
             first_segment, last_segment = points[bounds[i] : cut], points[cuts[last] : bounds[last + 2]]
-            comparison = judge_within_start(first_segment, last_segment, own) if within else judge(first_segment, last_segment, own)
+            comparison = (
+                judge_within_start(first_segment, last_segment, own, floor) if within else judge(first_segment, last_segment, own, floor)
+            )
             change = Change(
                 cell,
                 cut,
@@ -349,7 +359,7 @@ def _without_outliers(cuts, count):
     return kept, outliers
 
 
-def by_configuration(points, unit_spread):
+def by_configuration(points, unit_spread, floor=uncertainty.NOISE_FLOOR_MS):
     """[(configuration text, Level, Comparison against the first configuration or None)] in order of first appearance:
     each configuration's level over its node starts, judged with the spread between node starts of one configuration."""
     groups = {}
@@ -364,7 +374,7 @@ def by_configuration(points, unit_spread):
         settings = group[0].facts.settings
         if settings and settings != first[0].facts.settings:
             text += ", other cluster settings"
-        rows.append((text, level(group, unit_spread), None if group is first else judge(first, group, unit_spread)))
+        rows.append((text, level(group, unit_spread), None if group is first else judge(first, group, unit_spread, floor)))
     return rows
 
 

@@ -5,10 +5,19 @@ A race that did not finish, or a cell that failed in it, is an exclusion with it
 import json
 from dataclasses import dataclass, field
 
-from report import ingest, outcome, uncertainty
+from report import ingest, ingest_changes, outcome, uncertainty
 from report.history.races import facts_of
 
 INGEST_WALL = "ingest wall (s)"  # a race's baseline ingest: its epochs' walls summed, a figure of its own series
+
+
+def ingest_change_cell(name):
+    """ingest-changes: the baseline's or one change's epochs' walls summed (s), a figure of its own series."""
+    return f"{INGEST_WALL}: {name}"
+
+
+def in_seconds(cell):
+    return cell.startswith(INGEST_WALL)
 
 
 @dataclass(frozen=True)
@@ -83,6 +92,12 @@ def _cell_points(race):
     if rows:
         walls = [row["wall_s"] for row in rows]
         found[INGEST_WALL] = "failed" if ingest.ingest_problem(race) or None in walls else (sum(walls), None, None, len(walls))
+    for name in ingest_changes.ingests(race):
+        if ingest_changes.main_baseline(race, name):
+            continue  # full's baseline is the race's own ingest: INGEST_WALL above
+        change_walls = [row["wall"] for row in ingest_changes.change_rows(race, name)]
+        failed = ingest_changes.change_problem(race, name) or not change_walls or None in change_walls
+        found[ingest_change_cell(name)] = "failed" if failed else (sum(change_walls), None, None, len(change_walls))
     return found
 
 

@@ -166,7 +166,7 @@ def configuration_lines(analysed):
     body = []
     for series, cells in analysed:
         for cell, (points, _, unit_spread) in cells.items():
-            for text, lvl, comparison in change_points.by_configuration(points, unit_spread):
+            for text, lvl, comparison in change_points.by_configuration(points, unit_spread, change_points.noise_floor(cell)):
                 body.append([cell, text, _level_text(lvl, cell), "-" if comparison is None else comparison.text()])
     if not body:
         return []

@@ -15,13 +15,19 @@ recorded as warm-ups (not measured) under "<pass>/<cell>", so no cell's measured
 from runners.contracts import records, rules
 from runners.registry import Need, Operation
 from runners.shared import interleave, results
-from runners.studies import coverage, scope
+from runners.studies import coverage, large_source, scope
 
 WARMS_KEY = "warms"  # operation parameter: the names of the cell tasks the pass warms, in the order it runs them
 CELLS_KEY = "warm-up-cells"  # set by the track processor (bind): each warmed cell's operation parameters
-KIND_KEY = "warm-up-kind"  # in a warmed cell's parameters: its operation type (coverage or fetch-coverage)
+KIND_KEY = "warm-up-kind"  # in a warmed cell's parameters: its operation type (one of WARMED)
 # what the pass leaves out of a cell's parameters: the pass runs each cell once, alone, not taking turns
 NOT_COPIED = (interleave.GROUP_KEY, interleave.ORDER_KEY, interleave.LEAD_KEY, "record-rate")
+# the operation types a pass warms: {type: (its parameter source, its runner)}
+WARMED = {
+    "coverage": (coverage.CoverageParamSource, coverage.Coverage),
+    "fetch-coverage": (coverage.FetchCoverageParamSource, coverage.FetchCoverage),
+    "large-source-fetch": (large_source.LargeSourceFetchParamSource, large_source.LargeSourceFetch),
+}
 
 
 def bind(tasks):
@@ -35,8 +41,10 @@ def bind(tasks):
         cells = []
         for name in task.operation.params[WARMS_KEY]:
             cell = by_name.get(name)
-            if cell is None or cell.operation.type not in ("coverage", "fetch-coverage"):
-                raise ValueError(f"warm-up pass {task.name} warms {name!r}, which is no coverage task of this challenge")
+            if cell is None or cell.operation.type not in WARMED:
+                raise ValueError(
+                    f"warm-up pass {task.name} warms {name!r}, which is no task of this challenge of a type it warms ({', '.join(WARMED)})"
+                )
             params = {k: v for k, v in cell.operation.params.items() if k not in NOT_COPIED}
             cells.append({**params, "name": f"{task.name}/{name}", KIND_KEY: cell.operation.type})
         task.operation.params[CELLS_KEY] = cells
@@ -44,7 +52,7 @@ def bind(tasks):
 
 class WarmUpPassParamSource:
     """Each warmed cell's parameter source (as the cell's own task builds its requests), asked for one coverage of
-    each of the cell's epochs; every coverage a warm-up (not measured). Built on first use: Rally also instantiates
+    each of the cell's epochs (a large fetch: one fetch); every call a warm-up (not measured). Built on first use: Rally also instantiates
     parameter sources where it only looks for the corpora a race uses."""
 
     def __init__(self, track, params, **kwargs):
@@ -56,15 +64,12 @@ class WarmUpPassParamSource:
 
     def params(self):
         if self._sources is None:
-            self._sources = [(cell[KIND_KEY], _source_of(cell)(self._track, cell)) for cell in self._params.get(CELLS_KEY, [])]
+            self._sources = [(cell[KIND_KEY], WARMED[cell[KIND_KEY]][0](self._track, cell)) for cell in self._params.get(CELLS_KEY, [])]
         cells = [
-            [{**source.params(), KIND_KEY: kind, coverage.MEASURED_KEY: False} for _ in source.epochs] for kind, source in self._sources
+            [{**source.params(), KIND_KEY: kind, coverage.MEASURED_KEY: False} for _ in getattr(source, "epochs", (None,))]
+            for kind, source in self._sources
         ]
         return {"name": self._params.get("name"), "cells": cells}
-
-
-def _source_of(cell):
-    return coverage.FetchCoverageParamSource if cell[KIND_KEY] == "fetch-coverage" else coverage.CoverageParamSource
 
 
 class WarmUpPass:
@@ -81,10 +86,12 @@ class WarmUpPass:
     async def __call__(self, es, params):
         failed, passed, meta = [], 0, {}
         for cell in params["cells"]:
-            runner = coverage.FetchCoverage() if cell[0][KIND_KEY] == "fetch-coverage" else coverage.Coverage()
-            async with scope.applied(es["default"] if isinstance(es, dict) else es, cell[0]):  # a remote's registration, as the cell's
+            runner = WARMED[cell[0][KIND_KEY]][1]()
+            default = es["default"] if isinstance(es, dict) else es
+            client = es if getattr(runner, "multi_cluster", False) else default  # what Rally hands the cell's own runner
+            async with scope.applied(default, cell[0]):  # a remote's registration, as the cell's
                 for one in cell:
-                    result = await runner(es, one)
+                    result = await runner(client, one)
                     records.add(meta, {records.META_KEY: result[records.META_KEY]} if records.META_KEY in result else {})
                     if result.get("success", True):
                         passed += 1
@@ -116,5 +123,8 @@ PARAMETER_RULES = {
 
 
 OPERATIONS = {
-    "warm-up-pass": Operation(WarmUpPass, Need("searches the index", index=("read",)), WarmUpPassParamSource, validate_warm_up_pass),
+    # reads no corpus of its own: each cell it warms carries its own context (a large fetch's, of no corpus)
+    "warm-up-pass": Operation(
+        WarmUpPass, Need("searches the index", index=("read",)), WarmUpPassParamSource, validate_warm_up_pass, reads_corpus=False
+    ),
 }

@@ -17,6 +17,7 @@ from report import charts, races
 from report.__main__ import single_report
 from report.charts import plt
 from runners.contracts import records
+from runners.contracts.queries import INGEST_CHANGE_BASELINE
 from runners.processor import CorpusChecks
 from tests.conftest import rendered_challenges
 from tests.fixtures.pack_full_scale import listed_challenges
@@ -123,3 +124,21 @@ def test_the_drift_check_reads_a_tasks_coverages_in_the_order_they_started(unpac
     as_recorded = drifts()
     assert len(as_recorded) >= 36  # every layout's coverages, 4 clients each
     assert drifts(reverse) == as_recorded and drifts(by_end) == as_recorded
+
+
+def test_each_ingest_change_is_a_figure_of_the_history(unpacked):
+    """make trend follows each ingest change's walls (the epochs' summed) as a figure of its own, the baseline's too in
+    ingest-changes; in full the baseline is the race's own ingest, followed as the ingest wall alone."""
+    from report import ingest_changes
+    from report.history import series
+
+    changes = series._cell_points(races.load(unpacked["ingest-changes"]))
+    names = [INGEST_CHANGE_BASELINE, "bulk-size", "clients", "refresh", "translog", "all"]
+    assert [k for k in changes if series.in_seconds(k)] == [series.ingest_change_cell(n) for n in names]
+    race = races.load(unpacked["ingest-changes"])
+    for name in names:
+        assert changes[series.ingest_change_cell(name)][0] == pytest.approx(sum(r["wall"] for r in ingest_changes.change_rows(race, name)))
+    assert changes[series.ingest_change_cell("all")][0] < 0.6 * changes[series.ingest_change_cell(INGEST_CHANGE_BASELINE)][0]
+    full = series._cell_points(races.load(unpacked["full"]))
+    assert series.INGEST_WALL in full and series.ingest_change_cell(INGEST_CHANGE_BASELINE) not in full
+    assert series.ingest_change_cell("all") in full

@@ -14,6 +14,7 @@ from runners.contracts.context import CONTEXT_KEY
 from runners.studies import warm_up
 from runners.studies.coverage import WARMUPS_KEY
 from tests.runners.coverage_test import PERCENTS, answers
+from tests.runners.large_source_test import answer, encoded, params_of, sources  # noqa: F401 (sources: a fixture)
 from tests.runners.stub_client import StubClient
 
 
@@ -54,7 +55,7 @@ def test_the_pass_is_handed_each_cell_as_it_runs_without_its_turns(context):
 
 
 def test_a_pass_naming_no_coverage_task_of_the_challenge_is_refused(context):
-    with pytest.raises(ValueError, match="warms 'memory-X-serial', which is no coverage task"):
+    with pytest.raises(ValueError, match="warms 'memory-X-serial', which is no task of this challenge of a type it warms"):
         bound_pass(context, cell(context, "memory-D_td-serial", "serial"), warms=["memory-D_td-serial", "memory-X-serial"])
     with pytest.raises(ValueError, match="non-empty list"):
         warm_up.validate_warm_up_pass({"warms": []}, 1, context)
@@ -89,3 +90,19 @@ def test_a_failed_coverage_fails_the_sample_naming_it_and_the_others_still_run(c
     assert result["success"] is False and result["weight"] == 3
     assert result["error-description"].startswith("1 of 4 warm-up coverages failed; the first: D_td/msearch")
     assert len(client.sent) == 4
+
+
+def test_a_large_fetch_cell_is_warmed_by_one_fetch_recorded_as_a_warm_up(tmp_path, sources):
+    """source-large's pass: each fetch cell once, as its own task sends it, its answer checked, recorded not measured
+    under the pass's name (the report reads the cells' own lines only)."""
+    cells = [task(f"large-fetch-{mode}-json", "large-source-fetch", **params_of(tmp_path, mode=mode)) for mode in ("returned", "excluded")]
+    client = StubClient([(200, encoded(answer(mode, sources), "json")) for mode in ("returned", "excluded")])
+    warm = bound_pass(None, *cells)
+    params = warm_up.WarmUpPassParamSource(None, {**warm.operation.params, "name": warm.name}).params()
+    result = asyncio.run(warm_up.WarmUpPass()(client, params))
+    assert result["success"] is True and result["weight"] == 2 and client.answers == []
+    lines = [json.loads(line) for line in (tmp_path / records.LARGE_SOURCE_FETCHES).read_text().splitlines()]
+    assert [(line["task"], line["measured"], line["success"]) for line in lines] == [
+        ("warm-up-pass/large-fetch-returned-json", False, True),
+        ("warm-up-pass/large-fetch-excluded-json", False, True),
+    ]

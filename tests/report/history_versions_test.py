@@ -1,0 +1,158 @@
+"""Versions judged with the node start as the unit (report/history/versions.py), on synthetic plans with the spreads the
+real plans measured (docs/versions.md, "By node start"): the design of `make versions` (4 arms: 8.17.2, 8.19.21, 9.5.3
+and the A/A arm; 3 rounds; 4 races a start), a round's level shared by its starts (the machine's state at the time), a
+start's own level beside it, the races of a start around it, the first race of a start slower. Each rate is measured
+over hundreds of plans; the bounds are the issue's."""
+
+import math
+import sys
+
+import numpy as np
+import pytest
+
+from report import ReportError, uncertainty
+from report.history import versions
+from report.history.races import Facts
+from report.history.series import INGEST_WALL, Point
+from tests.conftest import REPO
+
+sys.path.insert(0, str(REPO / "local-es"))
+import node_starts  # noqa: E402
+
+ROUND = 0.09  # log sd of a round's level, shared by its starts (the real plans: see the module's docstring)
+BETWEEN_STARTS = 0.06  # log sd of a start's level once arm and round are taken out
+BETWEEN_RACES = 0.04  # log sd of a race around its start's level
+FIRST_RACE = 0.10  # the first race of a start, log excess
+ARMS = (("8.17.2", "8.17.2"), ("8.19.21", "8.19.21"), ("9.5.3", "9.5.3"), ("8.17.2-aa", "8.17.2"))
+PLANS = 400
+
+
+def facts(version, start):
+    return Facts(
+        version=version,
+        build=f"build-{version}",
+        rally="2.13.0",
+        jvm="jvm",
+        heap="1024 MB",
+        processors="2",
+        settings="{}",
+        node_start=start,
+        uptime_s=100.0,
+        corpus="corpus",
+        shape="1 node(s)",
+    )
+
+
+def plan(rng, effect=None, rounds=3, races=4, drift=0.0, arms=ARMS, level_ms=200.0):
+    """Points of one synthetic plan, in race order: rounds x arms x races, each arm's log level moved by effect[label]."""
+    effect = effect or {}
+    points, when = [], 0
+    for r in range(1, rounds + 1):
+        round_level = rng.normal(0, ROUND)
+        for label, version in arms:
+            start = str(1_800_000_000_000 + 1000 * when)
+            start_level = math.log(level_ms) + round_level + rng.normal(0, BETWEEN_STARTS) + math.log1p(effect.get(label, 0.0))
+            for k in range(races):
+                log_median = start_level + rng.normal(0, BETWEEN_RACES) + (FIRST_RACE if k == 0 else 0.0) + drift * k
+                tags = {node_starts.ARM_TAG: label, "node-start": str(r)}
+                points.append(
+                    Point(f"race-{when:04d}", f"2026{when:010d}", math.exp(log_median), None, None, 15, facts(version, start), tags)
+                )
+                when += 1
+    return points
+
+
+def verdicts_of(points, cell="coverage-D_td-serial"):
+    return {a.arm: a.comparison for a in versions.judge_arms(cell, points).arms[1:]}
+
+
+def rate(outcome, count=PLANS, seed=7, **kwargs):
+    rng = np.random.default_rng(seed)
+    return float(np.mean([outcome(verdicts_of(plan(rng, **kwargs))) for _ in range(count)]))
+
+
+def test_the_tag_of_an_arm_is_the_one_the_plan_writes():
+    assert versions.ARM_TAG == node_starts.ARM_TAG
+    assert "node-start" in node_starts.TAGS and versions.ROUND_TAG == "node-start"
+    assert dict(item.split(":") for item in node_starts.tags("p", "8.17.2-aa", "8.17.2", 2).split(",")) == {
+        "node-starts": "p",
+        "es": "8.17.2",
+        versions.ARM_TAG: "8.17.2-aa",
+        versions.ROUND_TAG: "2",
+    }
+
+
+def test_the_plan_alternates_its_arms_and_names_a_bad_entry():
+    arms = node_starts.arms("8.17.2,9.5.3,8.17.2-aa=8.17.2")
+    assert node_starts.plan_order(arms, 2) == [
+        ("8.17.2", "8.17.2", 1),
+        ("9.5.3", "9.5.3", 1),
+        ("8.17.2-aa", "8.17.2", 1),
+        ("8.17.2", "8.17.2", 2),
+        ("9.5.3", "9.5.3", 2),
+        ("8.17.2-aa", "8.17.2", 2),
+    ]
+    with pytest.raises(ValueError, match="twice"):
+        node_starts.arms("8.17.2,8.17.2")
+    with pytest.raises(ValueError, match="LABEL=VERSION"):
+        node_starts.arms("8.17")
+
+
+def test_no_version_effect_gives_no_difference_in_at_least_95_percent_of_cells():
+    same = rate(lambda found: np.mean([c.verdict == uncertainty.SAME for c in found.values()]))
+    print(f"no effect: {same:.1%} of cells no difference")
+    assert same >= 0.95
+
+
+def test_the_a_a_arm_gives_no_difference_in_at_least_95_percent_of_plans():
+    same = rate(lambda found: found["8.17.2-aa"].verdict == uncertainty.SAME)
+    print(f"A/A arm: {same:.1%} of plans no difference")
+    assert same >= 0.95
+
+
+def test_a_20_percent_version_effect_is_found():
+    found = rate(lambda found: found["9.5.3"].verdict == uncertainty.SLOWER, effect={"9.5.3": 0.20})
+    others = rate(lambda found: found["8.19.21"].verdict == uncertainty.SAME, effect={"9.5.3": 0.20})
+    print(f"20% effect found in {found:.1%} of plans; the other arms no difference in {others:.1%}")
+    assert found >= 0.90 and others >= 0.95
+
+
+def test_without_rounds_the_starts_spread_is_the_unit_and_wider():
+    """A plan whose races carry no round (a team's own starts) is judged with the starts' spread around their arm."""
+    rng = np.random.default_rng(3)
+    points = plan(rng)
+    unrounded = [
+        Point(p.race_id, p.when, p.median, p.low, p.high, p.n, p.facts, {versions.ARM_TAG: p.tags[versions.ARM_TAG]}) for p in points
+    ]
+    paired, unpaired = versions.judge_arms("c", points), versions.judge_arms("c", unrounded)
+    assert paired.unit_spread.basis == versions.BASIS_PAIRED and unpaired.unit_spread is unpaired.spread
+    assert paired.arms[2].comparison.ratio == pytest.approx(unpaired.arms[2].comparison.ratio)
+    assert (
+        unpaired.arms[2].comparison.high - unpaired.arms[2].comparison.low > paired.arms[2].comparison.high - paired.arms[2].comparison.low
+    )
+
+
+def test_a_start_level_leaves_out_its_first_race_and_a_drift_within_starts_is_named():
+    rng = np.random.default_rng(5)
+    steady = versions.judge_arms("c", plan(rng))
+    assert all(s.level.races == 3 and len(s.medians) == 4 for s in steady.starts)
+    assert steady.first_race is not None and steady.first_race[0] > 1.05
+    assert steady.drift.verdict == uncertainty.SAME and not steady.drift.races
+    drifting = versions.judge_arms("c", plan(rng, drift=-0.06))
+    assert drifting.drift.verdict == uncertainty.FASTER and drifting.drift.per_race < 0.97
+    assert len(drifting.drift.races) >= 2 * len(drifting.starts) * 3 // 4  # two races a start, in most starts
+
+
+def test_a_baseline_that_did_not_race_is_named():
+    with pytest.raises(ReportError, match=r"--baseline 7\.0\.0: no race of that arm.*8\.17\.2, 8\.19\.21, 9\.5\.3, 8\.17\.2-aa"):
+        versions.judge_arms("c", plan(np.random.default_rng(1)), baseline="7.0.0")
+
+
+def test_the_ingest_has_no_millisecond_floor_and_the_seed_figures_are_the_seeds():
+    assert versions.seed_figure("coverage-D_td-serial") == 1323 and versions.seed_figure("coverage-D_hdr-msearch") == 101
+    assert versions.seed_figure("coverage-D_hdr-terms") is None
+    assert versions.seed_figure(INGEST_WALL) == pytest.approx(5 * 76.867)
+    # 60 s of ingest 20% slower on one arm, three steady starts each: seconds are not milliseconds under the floor
+    rng = np.random.default_rng(2)
+    found = versions.judge_arms(INGEST_WALL, plan(rng, effect={"9.5.3": 0.5}, races=1, level_ms=60.0))
+    assert {a.arm: a.comparison for a in found.arms[1:]}["9.5.3"].verdict == uncertainty.SLOWER
