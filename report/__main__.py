@@ -17,9 +17,11 @@ import pkgutil
 import sys
 from pathlib import Path
 
-import report as report_package
-from report import ReportError, charts, client_cost, coverage, ingest, network, outcome, races, repeats, scaling, study, tables, uncertainty
+import report.studies as study_package
+from report import ReportError, charts, client_cost, outcome, races, scaling
+from report.shared import tables, uncertainty
 from report.store import Store
+from report.studies import coverage, ingest, network, repeats, study
 
 # the studies' report modules in the order their sections take in a race's report; a report module not named here
 # follows them, in name order (a new study joins the report by declaring SECTIONS, and takes its place by its name here)
@@ -41,10 +43,10 @@ REPORT_ORDER = (
 
 
 def study_modules(order=REPORT_ORDER):
-    """The report package's modules that declare SECTIONS: those `order` names in its order, then the others by name. A
+    """The modules of report/studies/ that declare SECTIONS: those `order` names in its order, then the others by name. A
     name in `order` that is no such module is refused, named (a renamed module would otherwise fall to the end)."""
-    found = (m.name for m in pkgutil.iter_modules(report_package.__path__) if m.name != "__main__")
-    studies = {name: module for name in found if hasattr(module := importlib.import_module(f"report.{name}"), "SECTIONS")}
+    found = (m.name for m in pkgutil.iter_modules(study_package.__path__))
+    studies = {name: module for name in found if hasattr(module := importlib.import_module(f"report.studies.{name}"), "SECTIONS")}
     stale = [name for name in order if name not in studies]
     if stale:
         raise RuntimeError(f"report/__main__.py REPORT_ORDER names {', '.join(stale)}: no report module of that name declares SECTIONS")
@@ -241,7 +243,7 @@ def _ingest_throughput_row(race_list, ingests):
 
 def _cell_comparisons(race_list, cells, key, values):
     """Against the first race: the ratio of medians with its 95% interval and a verdict when both races carry their
-    samples (report/uncertainty.py), else the bare ratio. A failed cell on either side has no verdict."""
+    samples (report/shared/uncertainty.py), else the bare ratio. A failed cell on either side has no verdict."""
     if any(r.samples is None for r in race_list):
         return _ratios(values)
     sides = [None if tables.failed(c.get(key)) else tables.cell_samples(r, key) for r, c in zip(race_list, cells)]

@@ -5,7 +5,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from report import ingest, load, memory, network, tables, uncertainty, widths  # noqa: E402
+from report.shared import tables, uncertainty  # noqa: E402
+from report.studies import ingest, load, memory, network, widths  # noqa: E402
 
 
 def _axes(ax, xlabel, ylabel, title=None, yscale="log", legend=8):

@@ -16,7 +16,7 @@ document count must equal what it sent.
 
 Prints a markdown table: per side and kind, the median with its 95% interval and sample count, and the track's
 per-request excess over plain (the track's median minus plain's, per request), with the ratio's interval
-(report.uncertainty). Writes the same as JSON with --out.
+(report.shared.uncertainty). Writes the same as JSON with --out.
 
     python -m report.client_cost [--target-hosts ...] [--client-options ...] [--cells A/serial,A/msearch]
         [--coverages 30] [--rounds 3] [--bulk-docs N] [--bulk-size 1000] [--out client-cost.json]
@@ -36,7 +36,8 @@ import urllib.parse
 
 from esrally.client import factory
 
-from report import ReportError, cluster, tables, uncertainty
+from report import ReportError, cluster
+from report.shared import tables, uncertainty
 from runners.contracts import corpus, queries
 from runners.studies import coverage
 from runners.studies.ingest import EpochBulk

@@ -17,7 +17,8 @@ from esrally import exceptions as rally_exceptions
 from esrally.client import factory
 from esrally.utils import opts
 
-from report import ReportError, rally_compat
+from report import ReportError
+from report.shared import rally_compat
 from runners.contracts import corpus
 from runners.shared.results import error_reason
 

@@ -9,8 +9,9 @@ configuration, only what failed and, marked partial, what passed before it stopp
 
 from dataclasses import dataclass
 
-from report import coverage, tables, uncertainty
-from report.memory import FLOOR_MEASURE
+from report.shared import tables, uncertainty
+from report.studies import coverage
+from report.studies.memory import FLOOR_MEASURE
 from runners.contracts import records
 
 NOT_FINISHED = "DID NOT FINISH"
@@ -111,7 +112,7 @@ def outcome_lines(race):
 
 
 def _drift_lines(race):
-    """A finished race's cells whose samples drift within the race (report/coverage.py drifting): named first, since
+    """A finished race's cells whose samples drift within the race (report/studies/coverage.py drifting): named first, since
     their figures hold for part of the race only (a cold JVM at the start, a node slowing down)."""
     if not finished(race):
         return []

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from esrally.track import loader
 
-from report import ReportError, ingest, ingest_changes, large_source, widths
+from report import ReportError
+from report.studies import ingest, ingest_changes, large_source, widths
 from runners.contracts import cells, parameters, records
 from runners.contracts.corpus import races_root
 from runners.contracts.queries import SOURCE_MODES

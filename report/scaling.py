@@ -12,12 +12,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from report import layout_seed, layouts, tables
+from report.shared import tables
+from report.studies import layout_seed, layouts
 
 SCALING_NOTE = (
     "cov/s: coverages per second (Rally's median throughput over all search clients), a coverage being one _msearch "
     "with a search per monitored node or one terms search; per data node: the mean ratio to 1S0R on the race with the "
-    "fewest data nodes, divided by the data nodes. The seed's model (report/layout_seed.py) is its q/s on that many data "
+    "fewest data nodes, divided by the data nodes. The seed's model (report/studies/layout_seed.py) is its q/s on that many data "
     "nodes normalized to 1S0R. What one host can show: each data node has a core of its own, but Rally and the "
     "coordinating node run unpinned on the same cores, and disk, memory bandwidth and the page cache are shared; a "
     "ratio here is a lower bound on what a second machine would add, never the seed's three independent machines "

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from report import network as network_report
 from report import races
+from report.studies import network as network_report
 from runners.contracts.parameters import DEFAULTS
 from runners.operations import OPERATIONS
 from runners.shared import restore

@@ -13,8 +13,9 @@ import sys
 
 import pytest
 
-from report import ingest_changes, races
-from report import widths as report_widths
+from report import races
+from report.studies import ingest_changes
+from report.studies import widths as report_widths
 from runners.contracts import corpus, records
 from runners.contracts.parameters import DEFAULTS
 from runners.contracts.queries import INGEST_CHANGE_BASELINE, INGEST_CHANGES

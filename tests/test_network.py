@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from report import network as network_report
 from report import races
+from report.studies import network as network_report
 from runners.contracts.parameters import DEFAULTS
 from runners.shared.toxiproxy import FAULT, FAULTS, PROXIES
 from tests.conftest import (

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from report import large_source as report_large_source
 from report import races
+from report.studies import large_source as report_large_source
 from runners.contracts import records
 from runners.contracts.queries import LARGE_SOURCE_FORMATS, LARGE_SOURCE_INDEX, LARGE_SOURCE_MODES
 from runners.studies.large_source import MIB, document

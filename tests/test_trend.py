@@ -7,9 +7,10 @@ import subprocess
 
 import pytest
 
-from report import races, store, uncertainty
+from report import races, store
 from report.history import races as history_races
 from report.history import series
+from report.shared import uncertainty
 from runners.contracts import records
 from tests.conftest import PYTHON, REPO, SUITE_STORE_PORT, assert_clean, http
 from tests.test_challenges import challenge_race

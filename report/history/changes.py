@@ -21,8 +21,8 @@ import numpy as np
 from otava.analysis import compute_change_points
 from scipy import stats
 
-from report import uncertainty
 from report.history import series as history_series
+from report.shared import uncertainty
 
 # Otava's significance for a candidate (its max_pvalue): measured with the spreads of the real history (docs/history.md,
 # tests/report/history_test.py): looser lets the search over split points name changes in noise (each candidate's

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 
 from report import ReportError
 from report import races as race_files
-from report import uncertainty
+from report.shared import uncertainty
 from runners.contracts import records
 from runners.contracts.corpus import races_root
 from runners.studies.ingest import recount_bulk_tooks

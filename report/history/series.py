@@ -5,8 +5,10 @@ A race that did not finish, or a cell that failed in it, is an exclusion with it
 import json
 from dataclasses import dataclass, field
 
-from report import ingest, ingest_changes, outcome, uncertainty
+from report import outcome
 from report.history.races import facts_of
+from report.shared import uncertainty
+from report.studies import ingest, ingest_changes
 
 INGEST_WALL = "ingest wall (s)"  # a race's baseline ingest: its epochs' walls summed, a figure of its own series
 

@@ -23,11 +23,13 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from report import ReportError, ingest_changes, study, tables, uncertainty
+from report import ReportError
 from report.history import changes as change_points
 from report.history import races as history_races
 from report.history import series as history_series
+from report.shared import tables, uncertainty
 from report.store import Store
+from report.studies import ingest_changes, study
 
 ARM_TAG = "arm"  # the user tag local-es/node_starts.py gives each race (its TAGS); absent: the race's version is its arm
 PLAN_TAG = "node-starts"

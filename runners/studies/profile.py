@@ -3,7 +3,7 @@
 Each iteration of the task sends the same search twice, profile OFF and profile ON, back to back, the order alternating
 from one iteration to the next, so that both see the same cluster state (caches, segments, JIT, the load driver) and
 neither always goes first. Every call is a line of the race's record (records.PROFILE_CALLS); the profile's shares
-(records.PROFILE) come from the measured ON calls. The report (report/profile.py) reads the overhead of profiling
+(records.PROFILE) come from the measured ON calls. The report (report/studies/profile.py) reads the overhead of profiling
 (took ON against OFF) and the seed's single-call phases from these lines.
 """
 
@@ -26,7 +26,7 @@ LOG = logging.getLogger(__name__)
 
 UNIT = "ops"  # one iteration: a pair of calls
 QUERY_PART = "query (filter)"  # the query tree's time: the filter's postings intersection
-# what a part of the profile is, for the seed's phases (report/profile.py): by the aggregator's type
+# what a part of the profile is, for the seed's phases (report/studies/profile.py): by the aggregator's type
 PHASE_FILTER, PHASE_PERCENTILES, PHASE_SUMS, PHASE_OTHER = "filter", "percentiles", "sums", "other aggregations"
 
 

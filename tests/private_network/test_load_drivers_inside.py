@@ -20,11 +20,13 @@ from pathlib import Path
 import pytest
 from esrally.driver.driver import calculate_worker_assignments
 
-from report import coverage
-from report import hosts as host_report
-from report import ingest, races, store, study, tables
+from report import races, store
 from report.__main__ import compare_report
 from report.__main__ import main as report_main
+from report.shared import tables
+from report.studies import coverage
+from report.studies import hosts as host_report
+from report.studies import ingest, study
 from runners.contracts import records
 from runners.contracts.corpus import data_root, races_root
 from runners.contracts.queries import TRANSPORTS

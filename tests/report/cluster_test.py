@@ -9,8 +9,9 @@ import pytest
 from elasticsearch import AuthenticationException
 from esrally.utils import opts
 
-from report import ReportError, accuracy, rally_compat
+from report import ReportError, accuracy
 from report.cluster import Cluster
+from report.shared import rally_compat
 from tests.loopback_es import LoopbackElasticsearch, closed_port
 from tests.secure_stand_in import ADMIN, ADMIN_API_KEY, RESTRICTED, Identity, SecuredStandIn, authorize
 

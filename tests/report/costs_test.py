@@ -2,7 +2,8 @@
 
 from pathlib import Path
 
-from report import charts, costs, memory, races
+from report import charts, races
+from report.studies import costs, memory
 
 
 def op(task, median, error_rate=0.0, duration=None):

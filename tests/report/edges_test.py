@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from report import ingest, races
+from report import races
 from report.__main__ import single_report
-from report.study import NO_SHARE
+from report.studies import ingest
+from report.studies.study import NO_SHARE
 from runners.contracts import records
 from tests.race_shapes import every_cell_failed, every_ingest_failed, fail, no_records, took_zero
 

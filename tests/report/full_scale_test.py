@@ -105,7 +105,7 @@ def test_the_drift_check_reads_a_tasks_coverages_in_the_order_they_started(unpac
     order Rally stamped them; the drift check (first third against last) reads them in the order they started, so a
     race gives one verdict whatever it was read from (make test's store-against-files comparison once differed on
     layout-sweep's 4-client cells, 9.5.3). The record's lines in other orders give the same drifts."""
-    from report import coverage
+    from report.studies import coverage
 
     def drifts(order=None):
         folder = tmp_path / (order.__name__ if order else "as-recorded") / unpacked["layout-sweep"].name
@@ -129,8 +129,8 @@ def test_the_drift_check_reads_a_tasks_coverages_in_the_order_they_started(unpac
 def test_each_ingest_change_is_a_figure_of_the_history(unpacked):
     """make trend follows each ingest change's walls (the epochs' summed) as a figure of its own, the baseline's too in
     ingest-changes; in full the baseline is the race's own ingest, followed as the ingest wall alone."""
-    from report import ingest_changes
     from report.history import series
+    from report.studies import ingest_changes
 
     changes = series._cell_points(races.load(unpacked["ingest-changes"]))
     names = [INGEST_CHANGE_BASELINE, "bulk-size", "clients", "refresh", "translog", "all"]

@@ -14,8 +14,8 @@ import numpy as np
 sys.path.insert(0, ".")
 import ruptures as rpt
 
-from report import uncertainty
 from report.history import changes
+from report.shared import uncertainty
 from tests.report import history_test as h
 
 otava_candidates = changes.candidates

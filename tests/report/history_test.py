@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from report import uncertainty
 from report.history import changes
 from report.history.races import Facts
 from report.history.series import Point
+from report.shared import uncertainty
 
 BETWEEN_STARTS = 0.10  # log sd of a node start's level, one version (the real history: 0.095-0.114 over 4 cells)
 BETWEEN_RACES = 0.04  # log sd of a race around its start's level (the real history: 0.028-0.034 on the steady cells)

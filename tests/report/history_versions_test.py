@@ -10,10 +10,11 @@ import sys
 import numpy as np
 import pytest
 
-from report import ReportError, uncertainty
+from report import ReportError
 from report.history import versions
 from report.history.races import Facts
 from report.history.series import INGEST_WALL, Point
+from report.shared import uncertainty
 from tests.conftest import REPO
 
 sys.path.insert(0, str(REPO / "local-es"))

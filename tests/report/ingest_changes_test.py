@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
-from report import ingest, ingest_changes, races
+from report import races
 from report.__main__ import main as report_main
+from report.studies import ingest, ingest_changes
 from runners.contracts import records
 from runners.contracts.corpus import races_root
 from runners.contracts.queries import INGEST_CHANGE_BASELINE, INGEST_CHANGES

@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from report import large_source, races
+from report import races
 from report.__main__ import single_report
+from report.studies import large_source
 from runners.contracts import records
 from runners.contracts.queries import LARGE_SOURCE_FORMATS, LARGE_SOURCE_MODES
 from runners.studies.large_source import MIB, document, made_of

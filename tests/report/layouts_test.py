@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from report import layout_seed, layouts, races, scaling, single_doc
+from report import races, scaling
 from report.__main__ import main as report_main
+from report.studies import layout_seed, layouts, single_doc
 from runners.contracts import records
 from runners.studies.layouts import record_name
 from runners.studies.search_pool import SEARCH_POOL

@@ -2,7 +2,8 @@
 
 from pathlib import Path
 
-from report import load, races
+from report import races
+from report.studies import load
 
 
 def step(percent, tail, error_rate=0.0, samples=30):
@@ -66,7 +67,7 @@ def test_live_pairs_each_side_with_its_counterpart():
 def test_the_hosts_table_gives_each_host_its_share_of_a_step_and_what_it_reached():
     """Two hosts, one step client each: the target halves, the achieved rates are each host's measured coverages over
     the step's duration, and the all-hosts row sums them; a race on one host has no such table."""
-    from report import hosts
+    from report.studies import hosts
 
     task = "coverage-D_td-msearch-load-50pct"
     r = race([step(50, 100)], PARAMS, [50])  # duration 6,400 ms, target 5/s

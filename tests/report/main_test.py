@@ -10,8 +10,10 @@ from pathlib import Path
 import matplotlib.image
 import pytest
 
-from report import ReportError, coverage, ingest, layouts, races, tables, uncertainty
+from report import ReportError, races
 from report.__main__ import main as report_main
+from report.shared import tables, uncertainty
+from report.studies import coverage, ingest, layouts
 from runners.contracts import records
 from tests.conftest import REPO, TEST_PORT, ensure_test_index
 from tests.race_shapes import stopped_midway
@@ -346,15 +348,15 @@ def test_the_report_sections_are_collected_from_every_study_module_in_the_listed
     listed follows the listed ones, by name (no list to edit for it to join); a listed name with no such module is
     refused, named."""
     from report import __main__ as report_main
-    from report import profile
+    from report.studies import profile
 
-    names = [module.__name__.removeprefix("report.") for module in report_main.STUDIES]
+    names = [module.__name__.removeprefix("report.studies.") for module in report_main.STUDIES]
     listed = [name for name in names if name in report_main.REPORT_ORDER]
     assert listed == list(report_main.REPORT_ORDER)  # the listed ones first, in REPORT_ORDER's order
     assert names == listed + sorted(set(names) - set(listed))  # then a study's module that is not listed, by name
     assert set(profile.SECTIONS) <= set(report_main.SECTIONS)
     unlisted = tuple(name for name in report_main.REPORT_ORDER if name not in ("memory", "coverage"))
-    moved = [module.__name__.removeprefix("report.") for module in report_main.study_modules(unlisted)]
+    moved = [module.__name__.removeprefix("report.studies.") for module in report_main.study_modules(unlisted)]
     assert moved[: len(unlisted)] == list(unlisted) and moved[len(unlisted) :] == sorted(set(names) - set(unlisted))
     with pytest.raises(RuntimeError, match="REPORT_ORDER names memroy: no report module of that name declares SECTIONS"):
         report_main.study_modules(("ingest", "memroy"))

@@ -3,7 +3,8 @@ slope, the model, failed points never measured."""
 
 from pathlib import Path
 
-from report import network, races
+from report import races
+from report.studies import network
 
 
 def op(task, median, error_rate=0.0):

@@ -1,4 +1,4 @@
-"""The report's profile sections (report/profile.py) on fixture races: the real --test-mode profile-breakdown race of
+"""The report's profile sections (report/studies/profile.py) on fixture races: the real --test-mode profile-breakdown race of
 tests/fixtures/races, copied into tmp_path with the calls its runner records (runners/studies/profile.py) written beside it."""
 
 import json
@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from report import profile, races
+from report import races
 from report.__main__ import main as report_main
-from report.uncertainty import median_interval
+from report.shared.uncertainty import median_interval
+from report.studies import profile
 from runners.contracts import records
 
 HOME = Path(__file__).parents[1] / "fixtures" / "races"

@@ -1,10 +1,11 @@
-"""report.rally_compat: each shape of the Rally internals that differ (2.13.0's and master's, as small fakes) gives the
+"""report.shared.rally_compat: each shape of the Rally internals that differ (2.13.0's and master's, as small fakes) gives the
 same answer, and so does the installed Rally, whichever it is (make test-fast, or make test-fast RALLY=<checkout>)."""
 
 import pytest
 from esrally.utils import opts
 
-from report import rally_compat, store
+from report import store
+from report.shared import rally_compat
 
 HOSTS = {"default": [{"host": "es1.example", "port": 9243}], "remote": [{"host": "es9.example", "port": 9200}]}
 

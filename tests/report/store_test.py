@@ -15,7 +15,8 @@ import certifi
 import pytest
 from esrally import config as rally_config
 
-from report import ReportError, races, rally_compat, store
+from report import ReportError, races, store
+from report.shared import rally_compat
 from tests.loopback_es import LoopbackElasticsearch
 from tests.secure_stand_in import Identity, SecuredStandIn, authorize
 
@@ -143,7 +144,7 @@ def test_a_configuration_rally_cannot_read_is_named_without_quoting_it(tmp_path)
 def resolved_in_a_fresh_process(home, **env):
     """The store's client options with RALLY_REPORTING_DATASTORE_* set: Rally reads them when it is imported."""
     show = (
-        "import json, sys; from report import rally_compat, store; "
+        "import json, sys; from report import store; from report.shared import rally_compat; "
         "print(json.dumps(rally_compat.configured_store_options(store.Store.from_config(sys.argv[1]).cluster.client_options)))"
     )
     environment = {**os.environ, **{f"RALLY_REPORTING_DATASTORE_{k}": v for k, v in env.items()}}

@@ -1,4 +1,4 @@
-"""Seed 000's tables in its own terms (report/study.py), on fixture races: a real --test-mode `full` race's race.json
+"""Seed 000's tables in its own terms (report/studies/study.py), on fixture races: a real --test-mode `full` race's race.json
 with coverage records written here (each measured coverage's wall and took, drawn from known distributions), so that
 every figure can be checked against what was put in."""
 
@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from report import coverage, races, study, uncertainty
+from report import races
 from report.__main__ import main as report_main
+from report.shared import uncertainty
+from report.studies import coverage, study
 from runners.contracts import records
 from runners.contracts.queries import TRANSPORTS, VARIANTS
 

@@ -1,4 +1,4 @@
-"""The interval and verdict rules (report/uncertainty.py) on synthetic samples whose truth is known: intervals cover
+"""The interval and verdict rules (report/shared/uncertainty.py) on synthetic samples whose truth is known: intervals cover
 the true median as often as they claim, identical distributions are not called different more often than the stated
 rate, real shifts are found, and a rule that ignores noise fails these same tests."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from report import uncertainty
-from report.uncertainty import FASTER, MIN_SAMPLES, SAME, SLOWER, compare, median_interval
+from report.shared import uncertainty
+from report.shared.uncertainty import FASTER, MIN_SAMPLES, SAME, SLOWER, compare, median_interval
 
 TRIALS = 2000
 # service times: skewed like the coverage cells' (a lognormal with a 10% spread; its median is exp(MU))

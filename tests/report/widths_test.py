@@ -4,7 +4,8 @@ chart show what ran and why the rest did not. Synthetic races with known answers
 import numpy as np
 import pytest
 
-from report import charts, races, widths
+from report import charts, races
+from report.studies import widths
 from runners.studies import search_pool
 from tests.conftest import rendered_challenges, rendered_tasks
 

@@ -262,7 +262,7 @@ def test_track_json_declarations_are_read_as_rally_renders_them():
 
 def test_the_study_challenges_record_every_cell_of_the_vocabulary_once():
     """query-decomposition and full: each (variant, transport) of the vocabulary is one task's cell under no other
-    condition, so the report finds it in the race's cells record (report/tables.study_task); production-comparison
+    condition, so the report finds it in the race's cells record (report/shared/tables.study_task); production-comparison
     races the production variants, each cell once too."""
     rendered = json.loads(loader.render_template_from_file(str(TRACK_DIR / "track.json"), {}))
     study = sorted(cells.key({"variant": v, "transport": t}) for v in VARIANTS for t in TRANSPORTS)

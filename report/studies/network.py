@@ -12,9 +12,9 @@ import math
 
 import numpy as np
 
-from report import tables
-from report.study import TOOK, WALL, median_text
-from report.tables import Section
+from report.shared import tables
+from report.shared.tables import Section
+from report.studies.study import TOOK, WALL, median_text
 from runners.contracts.queries import TRANSPORTS, VARIANTS, rtt_samples
 
 SERIAL_ROUND_TRIPS = 30  # one _search per node of the 30-node coverage

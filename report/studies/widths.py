@@ -1,7 +1,7 @@
 """The report's coverage-width section: each cell's time against the width, the width at which terms overtakes
 _msearch per variant, what bounds _msearch's concurrency on the node, and the ingest per width.
 
-A crossover is named only beyond the noise: at each width, terms against _msearch through report/uncertainty.py's
+A crossover is named only beyond the noise: at each width, terms against _msearch through report/shared/uncertainty.py's
 verdict on the cells' samples (a race from Rally's metrics store); terms "overtakes" at the narrowest width from
 which it is faster at every wider width of the sweep. A failed cell has no verdict, so a crossover never rests on it.
 Without samples (race.json alone) the table shows the ratio of medians and names no crossover.
@@ -9,8 +9,9 @@ Without samples (race.json alone) the table shows the ratio of medians and names
 
 import numpy as np
 
-from report import ingest, tables, uncertainty
-from report.tables import Section
+from report.shared import tables, uncertainty
+from report.shared.tables import Section
+from report.studies import ingest
 from runners.contracts import queries, records
 from runners.contracts.queries import TRANSPORTS, VARIANTS
 from runners.studies.search_pool import SEARCH_POOL

@@ -6,9 +6,9 @@ with an error rate above 0 answered wrongly or not at all, and no overhead or ph
 
 import statistics
 
-from report import tables
-from report.tables import Section
-from report.uncertainty import CONFIDENCE, median_interval, min_samples
+from report.shared import tables
+from report.shared.tables import Section
+from report.shared.uncertainty import CONFIDENCE, median_interval, min_samples
 from runners.studies import profile as runner
 
 # seed 000, D_td, one node's _search: its profile overhead table (mean took per call) and its single-call phases
@@ -129,7 +129,7 @@ def overhead_note(race):
     note = (
         "took: Elasticsearch's own time of each measured call (ms, floored), the same search for the same node and "
         "epoch, once with profile: true and once without in every iteration, the order alternating. 95% interval: the "
-        "order-statistic interval of the median (report/uncertainty.py). overhead: the median over the iterations of "
+        "order-statistic interval of the median (report/shared/uncertainty.py). overhead: the median over the iterations of "
         "took ON / took OFF - 1 (its interval likewise, in %); its mean column: mean ON / mean OFF - 1, as the seed "
         "computed it. seed: study 000's profile overhead table (D_td, mean took per call, 74.8 / 40.8 ms).\n"
     )

@@ -1,5 +1,5 @@
 """The report's core of formatting and cell reading: a race's coverage cells and their service times, a failed cell's
-label, numbers and markdown tables. A study's tables live in the study's module (report/ingest.py, coverage.py,
+label, numbers and markdown tables. A study's tables live in the study's module (report/studies/ingest.py, coverage.py,
 layouts.py, ...).
 
 A cell (task) with an error rate above 0 answered wrongly or not at all: it is marked FAILED in every table and chart

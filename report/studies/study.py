@@ -3,11 +3,12 @@
 Each table puts the seed's figure beside ours in its own column. Our figures come from each measured coverage's
 record (runners/studies/coverage.py: wall-ms, took, took-sum; warm-ups left out), on every path: a race read from its folder
 or from Rally's metrics store. A figure is a median with its 95% order-statistic interval and sample count
-(report/uncertainty.py); a failed cell is FAILED and is never a baseline, a share or a speedup.
+(report/shared/uncertainty.py); a failed cell is FAILED and is never a baseline, a share or a speedup.
 """
 
-from report import coverage, profile, tables, uncertainty
-from report.tables import Section
+from report.shared import tables, uncertainty
+from report.shared.tables import Section
+from report.studies import coverage, profile
 from runners.contracts.queries import TRANSPORTS, VARIANTS
 
 # Seed 000 (Elasticsearch 8.17.2, one node on an 8-core host, 5 x 1,000,000 rows, 15 samples a cell; its means)
@@ -199,7 +200,7 @@ def attribution_note(race):
 
 def transport_saving_table(race):
     """Serial against _msearch wall per variant: each median with its interval, and the saving (1 - msearch / serial)
-    with its 95% interval and verdict (report/uncertainty.py)."""
+    with its 95% interval and verdict (report/shared/uncertainty.py)."""
     cells = _cells(race)
     variants = [v for v in VARIANTS if (v, "serial") in cells and (v, "msearch") in cells]
     if not variants:
@@ -439,7 +440,7 @@ def answer_note(race):
 
 def drift_table(race, baseline):
     """Every cell of this race against the same cell of an earlier race (make report BASELINE=<id>): the ratio of
-    medians with its 95% interval and the verdict rule of report/uncertainty.py; the seed's sanity check is D_td
+    medians with its 95% interval and the verdict rule of report/shared/uncertainty.py; the seed's sanity check is D_td
     serial's drift."""
     keys = tables.in_study_order(set(_cells(race)) & set(_cells(baseline)))
     if not keys:

@@ -1,5 +1,5 @@
 """Repeated races of one challenge (make repeat): each cell's run-to-run spread and pooled interval, and sets of
-races compared race by race (report/uncertainty.py, compare_race_sets).
+races compared race by race (report/shared/uncertainty.py, compare_race_sets).
 
 A set is given as comma-separated race ids: make report RACES=a,b,c; make compare RACES="a1,a2,a3 b1,b2,b3".
 """
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from report import tables, uncertainty
+from report.shared import tables, uncertainty
 
 REPEAT_NOTE = (
     "Race medians: each race's median service time of the cell, in race order. Spread: (max - min) / median of the "

@@ -1,16 +1,16 @@
 """The report's source-large sections (seed 004 at its scale): each fetch cell, a _source mode in a response format,
 from the track's record of every fetch (runners/studies/large_source.py), and the seed's figures beside ours.
 
-Each builder returns (header, rows), or None when the race has no data for it (report/tables.py's contract). A cell
+Each builder returns (header, rows), or None when the race has no data for it (report/shared/tables.py's contract). A cell
 with a failed sample (its error rate in race.json, or a failed fetch in the record) is FAILED: it has no figure, no
 ratio and no place in the comparison with the seed."""
 
 import json
 import statistics
 
-from report import tables
-from report.tables import Section
-from report.uncertainty import median_interval
+from report.shared import tables
+from report.shared.tables import Section
+from report.shared.uncertainty import median_interval
 from runners.contracts import records
 from runners.contracts.queries import LARGE_SOURCE_FORMATS, LARGE_SOURCE_MODES
 from runners.studies.large_source import MIB
@@ -136,7 +136,7 @@ def fetch_note(race):
         "is checked (ids in order, each content's byte length and sha256). wall: first byte sent to last byte received "
         "(decoding and checks after it); took: Elasticsearch's. _source handled: the stored _source of the hits, which a "
         "filtered fetch reads and parses too; MB/s: that over the median wall. 95% interval: the order-statistic "
-        "interval of the median wall (report/uncertainty.py)." + loaded + "\n"
+        "interval of the median wall (report/shared/uncertainty.py)." + loaded + "\n"
     )
 
 

@@ -1,9 +1,9 @@
 """The layout sweep's tables (seed 003): indexing and coverage throughput per layout of shards and replicas, where
 the shards went and which node did the work."""
 
-from report import layout_seed
-from report.ingest import epoch_task, epoch_wall, ingest_prefix, ingest_problem
-from report.tables import Section, failed, normalized, pct
+from report.shared.tables import Section, failed, normalized, pct
+from report.studies import layout_seed
+from report.studies.ingest import epoch_task, epoch_wall, ingest_prefix, ingest_problem
 from runners.studies import layouts as layout_rules
 
 LAYOUT_CELLS = (("D_td", "msearch"), ("D_td", "terms"), ("D_hdr", "msearch"), ("D_hdr", "terms"))
@@ -14,7 +14,7 @@ LAYOUT_BASELINE = "1S0R"
 
 def layout_ops(race):
     """{layout: {task name within the layout: op}} for the layouts the race swept (its track parameter layouts,
-    else the vocabulary's), in sweep order: a layout's tasks share its ingest's prefix (report/ingest.py)."""
+    else the vocabulary's), in sweep order: a layout's tasks share its ingest's prefix (report/studies/ingest.py)."""
     ops = race.op_metrics()
     found = {}
     for layout in race.param("layouts"):
@@ -70,7 +70,7 @@ def layout_data_nodes(race):
 def layout_query_table(race):
     """Coverage throughput (coverages/s, median, all search clients together) per layout and cell; beside the mean
     ratio to 1S0R, seed 003's q/s model on the race's data nodes, normalized to 1S0R as the seed's chart is
-    (report/layout_seed.py)."""
+    (report/studies/layout_seed.py)."""
     found = layout_ops(race)
     if not found:
         return None
@@ -123,7 +123,7 @@ LAYOUT_NOTE = (
     "placement. Elasticsearch 8 also routes searches by adaptive replica selection (load-aware), not the round-robin "
     "the seed describes: the search share column shows where it sent them. The seed 003 column is its q/s model on "
     "this race's data nodes (80 q/s per participating node, ~150 for two, 250 for three), normalized to 1S0R as its "
-    "chart is (report/layout_seed.py). make layout-sweep sends every request through a coordinating-only node, as the "
+    "chart is (report/studies/layout_seed.py). make layout-sweep sends every request through a coordinating-only node, as the "
     "seed's JMeter sent them through its client node; make node-scaling pins each data node to a core of its own.\n"
 )
 

@@ -1,16 +1,16 @@
 """The 30-node coverage's tables: service time per cell, validation counts, speedup against the production query.
 A failed cell is marked FAILED and is never a baseline, a speedup or the fastest cell."""
 
-from report import uncertainty
-from report.memory import FLOOR_MEASURE
-from report.tables import BASELINE, Section, cell_samples, coverage_cells, failed, failed_label, pct, service_ms, valid_median
-from report.uncertainty import median_interval
+from report.shared import uncertainty
+from report.shared.tables import BASELINE, Section, cell_samples, coverage_cells, failed, failed_label, pct, service_ms, valid_median
+from report.shared.uncertainty import median_interval
+from report.studies.memory import FLOOR_MEASURE
 from runners.contracts.queries import TRANSPORTS, VARIANTS
 
 
 def coverage_table(race):
     """Median and p90 per cell; with each sample's service time (a race from a metrics store), the median's 95%
-    interval and the sample count (report/uncertainty.py)."""
+    interval and the sample count (report/shared/uncertainty.py)."""
     cells = coverage_cells(race)
     if not cells:
         return None
@@ -85,7 +85,7 @@ def coverage_note(race):
         )
     return (
         f"95% interval: the order-statistic interval of the median (distribution-free), n measured samples ({race.samples_source}); "
-        f"from {uncertainty.min_samples(uncertainty.CONFIDENCE) - 1} samples or fewer there is none (report/uncertainty.py).\n"
+        f"from {uncertainty.min_samples(uncertainty.CONFIDENCE) - 1} samples or fewer there is none (report/shared/uncertainty.py).\n"
     )
 
 

@@ -1,10 +1,10 @@
 """The layout sweep's single-document indexing (runners/studies/single_doc.py): docs/s per layout, against 1S0R and against
 the same shards unreplicated, beside seed 003's statements."""
 
-from report import layout_seed
-from report.layouts import LAYOUT_BASELINE, layout_ops
-from report.tables import Section, failed, failed_label, normalized
-from report.uncertainty import MIN_SAMPLES, median_interval, ratio_interval
+from report.shared.tables import Section, failed, failed_label, normalized
+from report.shared.uncertainty import MIN_SAMPLES, median_interval, ratio_interval
+from report.studies import layout_seed
+from report.studies.layouts import LAYOUT_BASELINE, layout_ops
 from runners.studies import layouts as layout_rules
 from runners.studies.single_doc import RECORD_KEY
 
@@ -107,7 +107,7 @@ def single_doc_note(race):
         "/<index>/_doc`, every answer checked: created, no shard failure, every copy written). Per second: the documents "
         "acknowledged in each whole second of the task, from the track's records (the first and last partial seconds left "
         "out); the medians' intervals are order-statistic intervals, the ratio's each median's at 97.5% "
-        "(report/uncertainty.py). acknowledged / counted: the documents Elasticsearch acknowledged against the index's "
+        "(report/shared/uncertainty.py). acknowledged / counted: the documents Elasticsearch acknowledged against the index's "
         f"count after the task (they must be equal). {layout_seed.SINGLE_DOC_NOTE}\n"
     )
 

@@ -6,8 +6,9 @@ behind earlier coverages; service time is the coverage alone. Rally keeps a p99 
 the redline uses the largest latency (never below the p99), and the table says which one it used.
 """
 
-from report import hosts, tables
-from report.tables import Section
+from report.shared import tables
+from report.shared.tables import Section
+from report.studies import hosts
 
 
 def tail_latency(op):

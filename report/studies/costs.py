@@ -2,8 +2,9 @@
 
 A failed task is FAILED in its column and takes no part in a ratio."""
 
-from report import ingest, tables
-from report.tables import Section
+from report.shared import tables
+from report.shared.tables import Section
+from report.studies import ingest
 
 SOURCE_BASELINE = "stored"
 

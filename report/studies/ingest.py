@@ -1,7 +1,7 @@
 """The ingest tables: per epoch, its wall, bulk took, the node's indexing, refresh, merge and flush time, and where an
 epoch's wall time goes; each returns (header, rows), None without data, or a sentence saying why it cannot be built."""
 
-from report.tables import Section, failed, pct, ratio
+from report.shared.tables import Section, failed, pct, ratio
 from runners.contracts import records
 
 

@@ -53,7 +53,7 @@ VERDICT_RULE = (
     f"Verdict: faster or slower only when the whole 95% interval of the ratio lies beyond 1, the ratio beyond "
     f"{MARGIN:.0%} and the medians more than {NOISE_FLOOR_MS:g} ms apart (the noise floor of cheap cells, learned from "
     f"A/A pairs of races); otherwise no difference beyond noise. A failed cell, or fewer than {MIN_SAMPLES} samples "
-    f"a side, has no verdict (report/uncertainty.py)."
+    f"a side, has no verdict (report/shared/uncertainty.py)."
 )
 
 FASTER, SLOWER, SAME = "faster", "slower", "no difference beyond noise"

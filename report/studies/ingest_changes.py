@@ -1,7 +1,7 @@
 """The report's ingest-changes sections: seed 000's ingest changes, each measured alone against the baseline (each
 ingest into an index of its own), and where an epoch's wall time goes, beside the seed's segment table.
 
-Each builder returns (header, rows), or None when the race has no data for it (report/tables.py's contract). A failed
+Each builder returns (header, rows), or None when the race has no data for it (report/shared/tables.py's contract). A failed
 ingest (failed bulk requests, a document count other than the corpus's, or none verified) is FAILED and never has a
 saving; a failed baseline gives no change a saving. The seed's figures stay in columns of their own."""
 
@@ -11,9 +11,10 @@ from dataclasses import dataclass
 
 from scipy import stats
 
-from report import ingest, tables
-from report.tables import Section
-from report.uncertainty import CONFIDENCE
+from report.shared import tables
+from report.shared.tables import Section
+from report.shared.uncertainty import CONFIDENCE
+from report.studies import ingest
 from runners.contracts import records
 from runners.contracts.queries import INGEST_CHANGE_BASELINE, INGEST_CHANGES
 

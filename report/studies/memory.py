@@ -1,8 +1,8 @@
 """aggregation-memory's table: per cell its request breaker floor and GC activity beside its time (seed 002's question
 on the query DSL's aggregations)."""
 
-from report import tables
-from report.tables import Section
+from report.shared import tables
+from report.shared.tables import Section
 from runners.contracts import queries
 
 KIB = 1024
