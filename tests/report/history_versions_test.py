@@ -4,6 +4,7 @@ and the A/A arm; 3 rounds; 4 races a start), a round's level shared by its start
 start's own level beside it, the races of a start around it, the first race of a start slower. Each rate is measured
 over hundreds of plans; the bounds are the issue's."""
 
+import json
 import math
 import sys
 
@@ -12,10 +13,10 @@ import pytest
 
 from report import ReportError
 from report.history import versions
-from report.history.races import Facts
 from report.history.series import INGEST_WALL, Point
 from report.shared import uncertainty
 from tests.conftest import REPO
+from tests.report.history_test import facts
 
 sys.path.insert(0, str(REPO / "local-es"))
 import node_starts  # noqa: E402
@@ -26,22 +27,6 @@ BETWEEN_RACES = 0.04  # log sd of a race around its start's level
 FIRST_RACE = 0.10  # the first race of a start, log excess
 ARMS = (("8.17.2", "8.17.2"), ("8.19.21", "8.19.21"), ("9.5.3", "9.5.3"), ("8.17.2-aa", "8.17.2"))
 PLANS = 400
-
-
-def facts(version, start):
-    return Facts(
-        version=version,
-        build=f"build-{version}",
-        rally="2.13.0",
-        jvm="jvm",
-        heap="1024 MB",
-        processors="2",
-        settings="{}",
-        node_start=start,
-        uptime_s=100.0,
-        corpus="corpus",
-        shape="1 node(s)",
-    )
 
 
 def plan(rng, effect=None, rounds=3, races=4, drift=0.0, arms=ARMS, level_ms=200.0):
@@ -157,3 +142,44 @@ def test_the_ingest_has_no_millisecond_floor_and_the_seed_figures_are_the_seeds(
     rng = np.random.default_rng(2)
     found = versions.judge_arms(INGEST_WALL, plan(rng, effect={"9.5.3": 0.5}, races=1, level_ms=60.0))
     assert {a.arm: a.comparison for a in found.arms[1:]}["9.5.3"].verdict == uncertainty.SLOWER
+
+
+FAKE_MAKE = """#!/usr/bin/env python3
+import json, os, sys, uuid
+calls = os.environ["FAKE_MAKE_CALLS"]
+with open(calls, "a") as f:
+    f.write(json.dumps(sys.argv[1:]) + "\\n")
+if "race" in sys.argv and os.environ.get("FAKE_MAKE_FAIL") and sum(1 for _ in open(calls)) >= int(os.environ["FAKE_MAKE_FAIL"]):
+    sys.exit(2)
+if "race" in sys.argv:
+    print(f"[INFO] Race id is [{uuid.uuid4()}]")
+"""
+
+
+def test_the_plan_runs_its_node_starts_alternated_tagged_and_resumes_where_it_stopped(tmp_path, monkeypatch):
+    """local-es/node_starts.py with a make that records what it is asked (the races themselves: docs/versions.md): each
+    start stops the node, ingests, then races, every race tagged; a plan cut short goes on at its first unfinished
+    start, which is raced again from its node start."""
+    make = tmp_path / "make"
+    make.write_text(FAKE_MAKE)
+    make.chmod(0o755)
+    calls = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("FAKE_MAKE_CALLS", str(calls))
+    argv = ["--plan", "t", "--versions", "8.17.2,8.17.2-aa=8.17.2", "--starts", "2", "--runs", "2", "--make", str(make), "--out", str(tmp_path)]
+    monkeypatch.setenv("FAKE_MAKE_FAIL", "8")  # the 8th call (the second start's second race) fails
+    with pytest.raises(SystemExit, match="race 2 of 8.17.2-aa start 1 failed; run the same command again"):
+        node_starts.main(argv)
+    state = json.loads((tmp_path / "node-starts-t" / "state.json").read_text())
+    assert [(d["version"], d["es"], d["start"], len(d["races"])) for d in state["done"]] == [("8.17.2", "8.17.2", 1, 2)]
+    monkeypatch.delenv("FAKE_MAKE_FAIL")
+    assert node_starts.main(argv) == 0
+    state = json.loads((tmp_path / "node-starts-t" / "state.json").read_text())
+    assert [(d["version"], d["start"]) for d in state["done"]] == [("8.17.2", 1), ("8.17.2-aa", 1), ("8.17.2", 2), ("8.17.2-aa", 2)]
+    made = [json.loads(line) for line in calls.read_text().splitlines()]
+    stops = [i for i, call in enumerate(made) if "es-stop" in call]
+    assert len(stops) == 5  # four starts, the cut one twice
+    second = made[stops[1] :]
+    assert "CHALLENGE=ingest-baseline" in second[1] and "ES_VERSION=8.17.2" in second[1]
+    assert "RACE_ARGS=--user-tag=node-starts:t,es:8.17.2,arm:8.17.2-aa,node-start:1" in second[1]
+    with pytest.raises(SystemExit):
+        node_starts.main(["--plan", "t", "--versions", "8.17.2", "--make", str(make), "--out", str(tmp_path)])  # another design
