@@ -286,7 +286,7 @@ def spread_lines(judged):
         first = "-" if v.first_race is None else "{:.2f} [{:.2f}, {:.2f}] over {} starts".format(*v.first_race)
         d = v.drift
         drift_text = "-" if d is None else f"{d.per_race:.3f} [{d.low:.3f}, {d.high:.3f}] a race, {_short(d.verdict)}"
-        named = "-" if d is None or not d.races else ", ".join(r[:8] for r in d.races)
+        named = "-" if d is None or not d.races else f"{len(d.races)} (listed below)"
         body.append([v.cell, v.spread.text(), v.unit_spread.text() if v.unit_spread is not v.spread else "-", first, drift_text, named])
     header = [
         "cell",
@@ -296,7 +296,10 @@ def spread_lines(judged):
         "drift within a start",
         "races it touches",
     ]
-    return tables.markdown(header, body)
+    touched = [
+        f"- {v.cell}, a drift within starts touches: {', '.join(r[:8] for r in v.drift.races)}" for v in judged if v.drift and v.drift.races
+    ]
+    return "\n".join([tables.markdown(header, body), *([""] + touched if touched else [])])
 
 
 def plan_of(selection):
