@@ -301,7 +301,7 @@ params: venv
 privileges: venv
 	@$(VPY) -m runners.studies.privileges $(if $(TRACK_PARAMS),--track-params="$(TRACK_PARAMS)")
 
-# unit tests only (no node, no race): seconds
+# unit tests only (no node, no race): about 80 s on 2 cores, lint included
 test-fast: venv lint
 	$(VPY) -m pytest -n $(TEST_JOBS) -m 'not integration' tests
 
