@@ -48,6 +48,7 @@ from report import __main__ as report_main
 from runners.contracts import records
 from runners.contracts.context import CONTEXT_KEY, RaceContext
 from runners.studies import doc_count
+from tests.report.races_test import StoreForm
 from tests.runners.stub_client import StubClient
 
 out = Path(sys.argv[1])
@@ -65,25 +66,8 @@ for answer in (90, 90, 90):
     metas.append(result[records.META_KEY])
 
 
-class StoreForm:
-    # what report/races.py from_store asks of Rally's metrics store, answered from what the samples carried
-    address = "a store's form of the race"
-
-    def race(self, race_id, track=None):
-        return data
-
-    def record_operations(self, race_id):
-        return metas
-
-    def service_times(self, race_id):
-        return {}
-
-    def host_samples(self, race_id):
-        return {}
-
-
 section = next(s for s in report_main.SECTIONS if s.build.__module__ == "report.studies.doc_count")
-for form, race in (("files", races.load(race_dir)), ("store", races.from_store(StoreForm()))):
+for form, race in (("files", races.load(race_dir)), ("store", races.from_store(StoreForm(data, metas)))):
     table = section.build(race)
     print(form, json.dumps(table))
     report_main.single_report(race, out / form)
