@@ -8,7 +8,8 @@ ratio's 95% interval is Student's t with the spread between node starts of one c
 JVM, heap, processors and settings), pooled over the series. A node start that runs several races is one unit, so two
 starts of one version that differ by 10% do not make a 10% change. A candidate within that spread is dropped and its
 neighbours judged again (as Otava's merge step drops weak points), until every change left is beyond the noise by
-uncertainty.verdict. A change that a straight line over its two segments fits better than a step is a drift.
+uncertainty.verdict, over every place the search could have put it (a search's best split makes a plain interval too
+narrow). A change that a straight line over its two segments fits better than a step is a drift.
 
 Where a series has no two starts of one configuration, the spread between starts is unknown: the race is the unit, and
 the change says so (it may be a node start's, not the cluster's).
@@ -24,9 +25,8 @@ from scipy import stats
 from report.history import series as history_series
 from report.shared import uncertainty
 
-# Otava's significance for a candidate (its max_pvalue): measured with the spreads of the real history (docs/history.md,
-# tests/report/history_test.py): looser lets the search over split points name changes in noise (each candidate's
-# verdict at 95% alone: 0.05 named one in 28% of nightly histories without one; 0.01: 18%; 0.001: 2.5%).
+# Otava's significance for a candidate (its max_pvalue), chosen with the spreads of the real history (docs/history.md,
+# "Why Otava"): the verdict over every place a candidate could be (_judged) is what holds the rate without a change.
 CANDIDATE_PVALUE = 0.001
 WINDOW = 50  # Otava's sliding window (races)
 STEP, DRIFT = "step", "drift"
@@ -140,17 +140,36 @@ def judge(before, after, unit_spread, floor=uncertainty.NOISE_FLOOR_MS, tail=0.9
     if unit_spread.sd is None:
         return uncertainty.Comparison(b.median / a.median, None, None, None, "the spread between node starts and races is unknown")
     diff = math.log(b.median) - math.log(a.median)
-    half = stats.t.ppf(tail, unit_spread.df) * unit_spread.sd * math.sqrt(1 / count(before) + 1 / count(after))
+    half = _half(tail, unit_spread.df, unit_spread.sd * math.sqrt(1 / count(before) + 1 / count(after)))
     return uncertainty.verdict(math.exp(diff), math.exp(diff - half), math.exp(diff + half), uncertainty.MARGIN, b.median - a.median, floor)
 
 
+def _half(tail, df, error):
+    """The half width of a log interval: Student's t at `tail` times the error, at most 50 (e^50: as good as unbounded,
+    where a family's tail with one degree of freedom would overflow math.exp)."""
+    return min(50.0, float(stats.t.ppf(tail, df)) * error)
+
+
 def candidates(points):
-    """Otava's change points on the log medians: indexes of the first point after each."""
-    if len(points) < 3:
+    """Otava's change points on the log medians: indexes of the first point after each. Searched over the whole series,
+    and over each node start's own races (its first left out, a node just started), where the starts' levels do not
+    hide a setting changed on a running node."""
+    found = set(_otava([math.log(p.median) for p in points]))
+    by_start = {}
+    for i, p in enumerate(points):
+        if p.facts.node_start:
+            by_start.setdefault(p.facts.node_start, []).append(i)
+    for indexes in by_start.values():
+        later = indexes[1:]
+        found.update(later[k] for k in _otava([math.log(points[i].median) for i in later]))
+    return sorted(found)
+
+
+def _otava(logs):
+    if len(logs) < 3:
         return []
-    logs = [math.log(p.median) for p in points]
     found, _ = compute_change_points(logs, window_len=WINDOW, max_pvalue=CANDIDATE_PVALUE)
-    return sorted(int(cp.index) for cp in found)
+    return [int(cp.index) for cp in found]
 
 
 def _is_drift(points, cuts, direction):
@@ -220,21 +239,24 @@ def what_changed(last, first):
 
 def fact_cuts(points):
     """Where the recorded configuration changes (version, build, JVM, heap, processors, settings; a node start alone is
-    not one): candidates known before any search, judged with Otava's in one family."""
+    not one): candidates known before any search, judged as a family of their own (_judged)."""
     return [i for i in range(1, len(points)) if configuration(points[i]) != configuration(points[i - 1])]
 
 
-def _judged(points, cuts, family=1, floor=uncertainty.NOISE_FLOOR_MS):
+def _judged(points, cuts, known=(), floor=uncertainty.NOISE_FLOOR_MS):
     """Each cut judged between its neighbours, with the spread the other cuts leave (the cut judged does not shrink
     the spread it is judged by: it was placed where the two sides differ most). A cut inside one node start (a setting
     changed on a running node) compares that start's races on its two sides, the race as the unit; a cut at a node
-    start compares node starts. Each at 95% over the `family` of candidates the cell had (Bonferroni's): a long
-    history has more of them, and each judged at 95% alone would name a change in most cells without one."""
+    start compares node starts. Each at 95% over its family (Bonferroni's): the cuts `known` from the facts are a
+    family of their number; a cut the search placed is one of the n - 1 places it could have put one in n races, so a
+    long history, with more places, names no more changes without one than a short one (judged at 95% over the
+    candidates alone, 100 nightly races named one in 6% of histories without one; 5 node starts of 20 races, 17%)."""
     bounds = [0, *cuts, len(points)]
-    tail = 1 - (1 - uncertainty.CONFIDENCE) / 2 / max(1, family)
     judged = []
     for i, cut in enumerate(cuts):
         before, after, others = points[bounds[i] : cut], points[cut : bounds[i + 2]], cuts[:i] + cuts[i + 1 :]
+        family = max(1, len(known)) if cut in known else max(1, len(points) - 1)
+        tail = 1 - (1 - uncertainty.CONFIDENCE) / 2 / family
         if start_of(points[cut - 1]) == start_of(points[cut]) and points[cut].facts.node_start:
             judged.append(judge_within_start(before, after, within_start_spread(points, others), floor, tail))
         else:
@@ -273,19 +295,19 @@ def judge_within_start(before, after, race_spread, floor=uncertainty.NOISE_FLOOR
     if not a or not b or race_spread.sd is None:
         return uncertainty.Comparison(None, None, None, None, "too few races of the node start on a side")
     la, lb = float(np.mean([math.log(p.median) for p in a])), float(np.mean([math.log(p.median) for p in b]))
-    half = stats.t.ppf(tail, race_spread.df) * race_spread.sd * math.sqrt(1 / len(a) + 1 / len(b))
+    half = _half(tail, race_spread.df, race_spread.sd * math.sqrt(1 / len(a) + 1 / len(b)))
     diff = lb - la
     return uncertainty.verdict(
         math.exp(diff), math.exp(diff - half), math.exp(diff + half), uncertainty.MARGIN, math.exp(lb) - math.exp(la), floor
     )
 
 
-def _beyond_noise(points, cuts, family, floor):
+def _beyond_noise(points, cuts, known, floor):
     """The cuts left when each judged within the noise is dropped, the weakest first (the ratio closest to 1), its
     neighbours judged again with their wider sides: Otava's merge step with the project's verdict."""
     cuts = list(cuts)
     while cuts:
-        judged = _judged(points, cuts, family, floor)
+        judged = _judged(points, cuts, known, floor)
         weak = [i for i, c in enumerate(judged) if c.verdict not in (uncertainty.SLOWER, uncertainty.FASTER)]
         if not weak:
             break
@@ -297,10 +319,11 @@ def find(cell, points):
     """(changes, spread, outlier race ids) of one cell's series: every change beyond the noise, oldest first; a run of
     changes in one direction that a line explains is one drift, from the first segment's level to the last's."""
     floor = noise_floor(cell)
-    found = sorted(set(candidates(points)) | set(fact_cuts(points)))
-    cuts, outliers = _without_outliers(_beyond_noise(points, found, len(found), floor), len(points))
-    cuts = _beyond_noise(points, cuts, len(found), floor)
-    judged = _judged(points, cuts, len(found), floor)
+    known = set(fact_cuts(points))
+    found = sorted(set(candidates(points)) | known)
+    cuts, outliers = _without_outliers(_beyond_noise(points, found, known, floor), len(points))
+    cuts = _beyond_noise(points, cuts, known, floor)
+    judged = _judged(points, cuts, known, floor)
     drifts = dict(_drift_runs(points, cuts, judged))
     bounds = [0, *cuts, len(points)]
     changes, i = [], 0

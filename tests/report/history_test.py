@@ -57,16 +57,22 @@ def rate(histories):
 
 
 def test_histories_without_a_change_name_one_in_at_most_5_percent_of_cells():
-    """Three shapes, 300 histories each: two versions with no difference alternated, 3 node starts each of 4 races
+    """Short shapes, 300 histories each: two versions with no difference alternated, 3 node starts each of 4 races
     (the real history's); a nightly history of 30 races, each on a node started for it; 3 long-lived node starts of 10
-    races each."""
+    races each. Long ones, 100 each: 100 nightly races; 5 node starts of 20 races; 20 node starts of 10 races."""
     rng = np.random.default_rng(7)
     rates = (
         rate([history(rng, 6, 4, version=lambda s: ("8.17.2", "9.5.3")[s % 2]) for _ in range(300)]),
         rate([history(rng, 30, 1) for _ in range(300)]),
         rate([history(rng, 3, 10) for _ in range(300)]),
+        rate([history(rng, 100, 1) for _ in range(100)]),
+        rate([history(rng, 5, 20) for _ in range(100)]),
+        rate([history(rng, 20, 10) for _ in range(100)]),
     )
-    print("null histories naming a change: alternated %.1f%%, nightly %.1f%%, long-lived %.1f%%" % tuple(100 * r for r in rates))
+    print(
+        "null histories naming a change: alternated %.1f%%, nightly %.1f%%, long-lived %.1f%%; 100 nightly %.1f%%, 5 x 20 %.1f%%, "
+        "20 x 10 %.1f%%" % tuple(100 * r for r in rates)
+    )
     assert max(rates) <= 0.05
 
 
@@ -83,7 +89,7 @@ def test_a_20_percent_step_with_5_races_after_it_is_found_in_90_percent_of_histo
     recorded = sum(found_at(history(rng, 2, 15, **step, settings=lambda n: "{}" if n < 25 else '{"a": 1}'), 25) for _ in range(300)) / 300
     unexplained = sum(found_at(history(rng, 2, 15, **step), 25) for _ in range(300)) / 300
     print(f"20% steps on a running node found: with the setting recorded {recorded:.1%}, with nothing recorded {unexplained:.1%}")
-    assert recorded >= 0.90 and unexplained >= 0.75
+    assert recorded >= 0.90 and unexplained >= 0.90
 
 
 def test_a_step_at_a_node_start_is_judged_against_the_spread_between_starts():
@@ -93,10 +99,10 @@ def test_a_step_at_a_node_start_is_judged_against_the_spread_between_starts():
     rng = np.random.default_rng(13)
     nightly = sum(found_at(history(rng, 30, 1, level=lambda s, n: math.log(1.2) if n >= 25 else 0.0), 25) for _ in range(200)) / 200
     upgrade = sum(found_at(history(rng, 7, 4, level=lambda s, n: math.log(1.2) if s == 6 else 0.0), 24) for _ in range(200)) / 200
-    print(f"20% step found: nightly {nightly:.1%}, on one node start of 4 races {upgrade:.1%}")
-    assert 0.2 < nightly < 0.9 and upgrade < 0.5
-    # twice as large a step at a node start is found mostly
-    assert sum(found_at(history(rng, 30, 1, level=lambda s, n: math.log(1.5) if n >= 25 else 0.0), 25) for _ in range(100)) >= 90
+    # 2.5 times as large a step at a node start is found mostly
+    large = sum(found_at(history(rng, 30, 1, level=lambda s, n: math.log(1.5) if n >= 25 else 0.0), 25) for _ in range(100)) / 100
+    print(f"20% step found: nightly {nightly:.1%}, on one node start of 4 races {upgrade:.1%}; 50% step, nightly {large:.1%}")
+    assert 0.1 < nightly < 0.9 and upgrade < 0.5 and large >= 0.9
 
 
 def test_a_slow_drift_is_reported_as_a_drift_not_a_step():
