@@ -182,7 +182,8 @@ NODE_START_RUNS ?= 4
 NODE_START_CHALLENGE ?= production-comparison
 node-starts: venv corpus
 	$(PYTHON) local-es/node_starts.py --plan $(PLAN) --versions $(NODE_START_VERSIONS) --starts $(NODE_STARTS) --runs $(NODE_START_RUNS) \
-	  --challenge $(NODE_START_CHALLENGE) --http-port $(PORT) $(if $(TRACK_PARAMS),--track-params "$(TRACK_PARAMS)")
+	  --challenge $(NODE_START_CHALLENGE) --http-port $(PORT) $(if $(TRACK_PARAMS),--track-params "$(TRACK_PARAMS)") \
+	  $(if $(RACE_ARGS),--race-args="$(RACE_ARGS)")
 
 # versions judged by node start (docs/versions.md): make node-starts over VERSIONS (8.17.2, 8.19.21, 9.5.3 and the A/A
 # arm, a second label of 8.17.2), 3 node starts each, then their verdicts (report/history/versions.py); unattended at
@@ -277,6 +278,8 @@ test: venv lint
 LOOPBACK_ONLY = $(VPY) tests/loopback_only.py
 it: venv toxiproxy
 	$(PYTHON) local-es/esnode.py build
+	$(PYTHON) local-es/esnode.py build --version $(NEWEST_ES)
+	$(PYTHON) local-es/esnode.py build --version $(LAST_8X_ES)
 	$(LOOPBACK_ONLY) $(VPY) -m pytest -m 'integration and not smoke' --durations=25 tests
 	$(MAKE) --no-print-directory it-versions
 # the version tier: every challenge's race (its test marked versions) on the newest 9.x, into the store too; the smoke

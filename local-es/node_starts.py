@@ -7,7 +7,7 @@ the arm and the node start (node-starts:<plan>, es:<version>, arm:<label>, node-
 `make trend USER_TAG=node-starts:<plan>` reads them back as one history and `python -m report versions` judges the arms.
 
     python3 local-es/node_starts.py --plan NAME [--versions 8.17.2,8.19.21,9.5.3,8.17.2-aa=8.17.2] [--starts 3]
-        [--runs 4] [--challenge production-comparison] [--http-port 9200] [--make make]
+        [--runs 4] [--challenge production-comparison] [--http-port 9200] [--race-args=--test-mode] [--make make]
 
 Resumable: the plan's state (reports/node-starts-<plan>/state.json) lists each finished node start and its races;
 run the same command again and it goes on at the first start not finished (a start cut short is raced again from
@@ -72,7 +72,8 @@ def run_start(args, label, version, start):
     status, _ = _make(args, "es-stop", port)
     if status:
         raise SystemExit(f"node-starts: could not stop the node on port {args.http_port}")
-    common = [port, f"ES_VERSION={version}", f"RACE_ARGS=--user-tag={tags(args.plan, label, version, start)}"]
+    race_args = " ".join([*args.race_args.split(), f"--user-tag={tags(args.plan, label, version, start)}"])
+    common = [port, f"ES_VERSION={version}", f"RACE_ARGS={race_args}"]
     if args.track_params:
         common.append(f"TRACK_PARAMS={args.track_params}")
     status, ingest = _make(args, "race", "CHALLENGE=ingest-baseline", *common)
@@ -106,6 +107,7 @@ def main(argv=None):
     parser.add_argument("--runs", type=int, default=4, help="races of the challenge per node start")
     parser.add_argument("--challenge", default="production-comparison")
     parser.add_argument("--track-params", default="")
+    parser.add_argument("--race-args", default="", help="more arguments of each esrally race (make's RACE_ARGS), e.g. --test-mode")
     parser.add_argument("--http-port", type=int, default=9200)
     parser.add_argument("--make", default=os.environ.get("MAKE", "make"))
     parser.add_argument("--out", default=str(ROOT / "reports"))
@@ -114,6 +116,8 @@ def main(argv=None):
         parser.error(f"--plan {args.plan!r}: letters, digits, '.', '_' and '-' only (it becomes a tag and a folder name)")
     if args.starts < 1 or args.runs < 1:
         parser.error("--starts and --runs take 1 or more")
+    if "--user-tag" in args.race_args:
+        parser.error(f"--race-args {args.race_args!r} gives --user-tag: the plan tags each race itself (node-starts, es, arm, node-start)")
     try:
         arm_list = arms(args.versions)
     except ValueError as e:
@@ -128,6 +132,8 @@ def main(argv=None):
         "challenge": args.challenge,
         "track-params": args.track_params,
     }
+    if args.race_args:  # a plan begun in test mode is not resumed at full scale (state files before it have no key)
+        design["race-args"] = args.race_args
     state = json.loads(state_path.read_text()) if state_path.is_file() else {"design": design, "done": []}
     if state["design"] != design:
         parser.error(f"plan {args.plan} was begun as {state['design']}; give the same options, or another --plan")
