@@ -73,8 +73,8 @@ class Change:
 
 def noise_floor(cell):
     """The smallest difference of levels a verdict names: the A/A floor of cheap cells in ms; none for a figure in
-    seconds (an ingest's walls), where 5 would be 5 s."""
-    return 0.0 if history_series.in_seconds(cell) else uncertainty.NOISE_FLOOR_MS
+    another unit (an ingest's walls in s, where 5 would be 5 s; a width; round trips)."""
+    return uncertainty.NOISE_FLOOR_MS if history_series.unit(cell) == "ms" else 0.0
 
 
 def start_of(point):
@@ -243,7 +243,7 @@ def fact_cuts(points):
     return [i for i in range(1, len(points)) if configuration(points[i]) != configuration(points[i - 1])]
 
 
-def _judged(points, cuts, known=(), floor=uncertainty.NOISE_FLOOR_MS):
+def _judged(points, cuts, known=(), floor=uncertainty.NOISE_FLOOR_MS, discrete=False):
     """Each cut judged between its neighbours, with the spread the other cuts leave (the cut judged does not shrink
     the spread it is judged by: it was placed where the two sides differ most). A cut inside one node start (a setting
     changed on a running node) compares that start's races on its two sides, the race as the unit; a cut at a node
@@ -254,7 +254,7 @@ def _judged(points, cuts, known=(), floor=uncertainty.NOISE_FLOOR_MS):
     bounds = [0, *cuts, len(points)]
     judged = []
     for i, cut in enumerate(cuts):
-        before, after, others = points[bounds[i] : cut], points[cut : bounds[i + 2]], cuts[:i] + cuts[i + 1 :]
+        before, after, others = points[bounds[i] : cut], points[cut : bounds[i + 2]], _others(cuts, i, i, discrete)
         family = max(1, len(known)) if cut in known else max(1, len(points) - 1)
         tail = 1 - (1 - uncertainty.CONFIDENCE) / 2 / family
         if start_of(points[cut - 1]) == start_of(points[cut]) and points[cut].facts.node_start:
@@ -302,12 +302,19 @@ def judge_within_start(before, after, race_spread, floor=uncertainty.NOISE_FLOOR
     )
 
 
-def _beyond_noise(points, cuts, known, floor):
+def _others(cuts, first, last, discrete):
+    """The cuts whose segments the spread for judging cuts[first..last] is taken within: the others, so that a cut,
+    placed where the two sides differ most, does not shrink the spread it is judged by; for a discrete figure (a
+    width of the sweep, without noise of its own) all of them, or a clean move would be judged by its own size."""
+    return list(cuts) if discrete else cuts[:first] + cuts[last + 1 :]
+
+
+def _beyond_noise(points, cuts, known, floor, discrete=False):
     """The cuts left when each judged within the noise is dropped, the weakest first (the ratio closest to 1), its
     neighbours judged again with their wider sides: Otava's merge step with the project's verdict."""
     cuts = list(cuts)
     while cuts:
-        judged = _judged(points, cuts, known, floor)
+        judged = _judged(points, cuts, known, floor, discrete)
         weak = [i for i, c in enumerate(judged) if c.verdict not in (uncertainty.SLOWER, uncertainty.FASTER)]
         if not weak:
             break
@@ -320,16 +327,22 @@ def find(cell, points):
     changes in one direction that a line explains is one drift, from the first segment's level to the last's."""
     floor = noise_floor(cell)
     known = set(fact_cuts(points))
-    found = sorted(set(candidates(points)) | known)
-    cuts, outliers = _without_outliers(_beyond_noise(points, found, known, floor), len(points))
-    cuts = _beyond_noise(points, cuts, known, floor)
-    judged = _judged(points, cuts, known, floor)
+    found = set(candidates(points)) | known
+    discrete = history_series.unit(cell) == "nodes"
+    if discrete:
+        # a crossover width: one of the sweep's widths, without noise for Otava's test to weigh a move against; every
+        # move is a candidate, and a single race's is an outlier
+        found |= {i for i in range(1, len(points)) if points[i].median != points[i - 1].median}
+    found = sorted(found)
+    cuts, outliers = _without_outliers(_beyond_noise(points, found, known, floor, discrete), len(points))
+    cuts = _beyond_noise(points, cuts, known, floor, discrete)
+    judged = _judged(points, cuts, known, floor, discrete)
     drifts = dict(_drift_runs(points, cuts, judged))
     bounds = [0, *cuts, len(points)]
     changes, i = [], 0
     while i < len(cuts):
         last = drifts.get(i, i)
-        cut, others = cuts[i], cuts[:i] + cuts[last + 1 :]
+        cut, others = cuts[i], _others(cuts, i, last, discrete)
         before, after = points[bounds[i] : cut], points[cut : bounds[last + 2]]
         within = start_of(points[cut - 1]) == start_of(points[cut]) and points[cut].facts.node_start
         own = within_start_spread(points, others) if within else spread(points, others)

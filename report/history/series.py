@@ -8,9 +8,14 @@ from dataclasses import dataclass, field
 from report import outcome
 from report.history.races import facts_of
 from report.shared import uncertainty
-from report.studies import ingest, ingest_changes
+from report.studies import ingest, ingest_changes, large_source, network, widths
 
 INGEST_WALL = "ingest wall (s)"  # a race's baseline ingest: its epochs' walls summed, a figure of its own series
+CROSSOVER = "crossover width (nodes)"  # coverage-width: the width from which terms beats an _msearch (report/studies/widths)
+ROUND_TRIPS = "round trips (ms per ms of RTT)"  # rtt-sweep: the fitted slope of a coverage's time (report/studies/network)
+LARGE_FETCH = "large fetch wall (ms)"  # source-large: a fetch's wall per _source mode and format (report/studies/large_source)
+# a figure's unit by its name's start; a coverage cell's is ms
+UNITS = ((INGEST_WALL, "s"), (CROSSOVER, "nodes"), (ROUND_TRIPS, "ms/ms"))
 
 
 def ingest_change_cell(name):
@@ -18,8 +23,24 @@ def ingest_change_cell(name):
     return f"{INGEST_WALL}: {name}"
 
 
+def unit(cell):
+    return next((u for prefix, u in UNITS if cell.startswith(prefix)), "ms")
+
+
 def in_seconds(cell):
-    return cell.startswith(INGEST_WALL)
+    return unit(cell) == "s"
+
+
+def is_time(cell):
+    """A figure that is a cost (ms, s, ms per ms of RTT): up is slower. A crossover width is a place, not a cost."""
+    return unit(cell) != "nodes"
+
+
+def verdict_text(cell, verdict):
+    """A change's verdict as its figure says it: a width goes higher or lower, a cost slower or faster."""
+    if is_time(cell):
+        return verdict
+    return {uncertainty.SLOWER: "higher", uncertainty.FASTER: "lower"}.get(verdict, verdict)
 
 
 @dataclass(frozen=True)
@@ -100,6 +121,26 @@ def _cell_points(race):
         change_walls = [row["wall"] for row in ingest_changes.change_rows(race, name)]
         failed = ingest_changes.change_problem(race, name) or not change_walls or None in change_walls
         found[ingest_change_cell(name)] = "failed" if failed else (sum(change_walls), None, None, len(change_walls))
+    found.update(_headline_figures(race))
+    return found
+
+
+def _headline_figures(race):
+    """Other studies' headline figures: the crossover width (between the width before it and it: its interval) or why
+    there is none; the round trips each RTT sweep cell waited for, with the fit's interval; each large fetch's wall."""
+    found = {}
+    for (variant, msearch), (width, before, statement) in widths.crossover_widths(race).items():
+        cell = f"{CROSSOVER}: {variant} terms against {msearch}"
+        found[cell] = statement if width is None else (float(width), float(before or width), float(width), 1)
+    for (variant, transport), (slope, low, high, points) in network.round_trips(race).items():
+        found[f"{ROUND_TRIPS}: {variant} {transport}"] = (slope, low, high, points)
+    if getattr(race, "large_source", None):
+        for (mode, fmt), fetch in large_source.cells(race).items():
+            if fetch["failed"]:
+                found[f"{LARGE_FETCH}: {mode} {fmt}"] = fetch["failed"]
+                continue
+            wall = uncertainty.median_interval([line["wall-ms"] for line in fetch["measured"]])
+            found[f"{LARGE_FETCH}: {mode} {fmt}"] = (wall.median, wall.low, wall.high, wall.n)
     return found
 
 

@@ -58,13 +58,15 @@ def analyse(series_list, order="race"):
     return found
 
 
-def _ms(value, cell):
-    return f"{value:,.2f} s" if cell == history_series.INGEST_WALL else f"{value:,.1f} ms"
+def _value(value, cell):
+    """A level in its figure's unit (history_series.unit)."""
+    unit = history_series.unit(cell)
+    return f"{value:,.2f} s" if unit == "s" else f"{value:,.0f} nodes" if unit == "nodes" else f"{value:,.1f} {unit}"
 
 
 def _level_text(lvl, cell):
     interval = f" [{lvl.low:,.1f}, {lvl.high:,.1f}]" if lvl.low is not None else ""
-    return f"{_ms(lvl.median, cell)}{interval} ({lvl.races} races, {lvl.starts} node starts)"
+    return f"{_value(lvl.median, cell)}{interval} ({lvl.races} races, {lvl.starts} node starts)"
 
 
 def change_rows(analysed):
@@ -87,7 +89,7 @@ def changes_table(rows):
             _level_text(c.before, c.cell),
             _level_text(c.after, c.cell),
             f"{c.comparison.ratio:.3f} [{c.comparison.low:.3f}, {c.comparison.high:.3f}]",
-            c.comparison.verdict,
+            history_series.verdict_text(c.cell, c.comparison.verdict),
             "; ".join(c.what_changed) or "-",
         ]
         for _, _, c in rows
@@ -111,7 +113,7 @@ def points_table(cell, points):
     for p in points:
         start = starts.setdefault(change_points.start_of(p), len(starts) + 1)
         interval = f" [{p.low:,.1f}, {p.high:,.1f}]" if p.low is not None else ""
-        body.append([p.race_id[:8], p.when, p.facts.version or "?", start, f"{_ms(p.median, cell)}{interval}", p.n])
+        body.append([p.race_id[:8], p.when, p.facts.version or "?", start, f"{_value(p.median, cell)}{interval}", p.n])
     return header, body
 
 
@@ -217,19 +219,21 @@ def console_line(rows, analysed):
     if rows:
         worst = max(rows, key=lambda r: abs(math.log(r[2].comparison.ratio)))[2]
         line += (
-            f"; the largest: {worst.cell} {worst.comparison.ratio:.2f}x {worst.comparison.verdict} "
+            f"; the largest: {worst.cell} {worst.comparison.ratio:.2f}x {history_series.verdict_text(worst.cell, worst.comparison.verdict)} "
             f"from race {worst.race_id[:8]} ({'; '.join(worst.what_changed) or worst.kind})"
         )
     return line
 
 
 def alerts(analysed, within):
-    """The slower step changes that begin among the newest `within` races of their series."""
+    """The slower step changes of a cost (not a crossover width) that begin among the newest `within` races of their
+    series."""
     found = []
     for series, cells in analysed:
         for cell, (points, cell_changes, _) in cells.items():
             for c in cell_changes:
-                if c.comparison.verdict == uncertainty.SLOWER and c.kind == change_points.STEP and len(points) - c.index <= within:
+                slower = c.comparison.verdict == uncertainty.SLOWER and history_series.is_time(cell)
+                if slower and c.kind == change_points.STEP and len(points) - c.index <= within:
                     found.append(c)
     return found
 

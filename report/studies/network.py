@@ -11,6 +11,7 @@ the number of round trips the coverage really waited for.
 import math
 
 import numpy as np
+from scipy import stats
 
 from report.shared import tables
 from report.shared.tables import Section
@@ -42,6 +43,27 @@ def _slope(points):
     if len({r for r, _ in points}) < 2:
         return None
     return float(np.polyfit([r for r, _ in points], [m for _, m in points], 1)[0])
+
+
+def round_trips(race):
+    """The RTT sweep's headline figure, for the history: {(variant, transport): (slope, low, high, points)}, the
+    least-squares ms of coverage time per ms of RTT over the valid points (the round trips the coverage waited for)
+    with its 95% t-interval (None with fewer than three RTTs)."""
+    found = {}
+    for key, points in rtt_series(race).items():
+        valid = [(r, _median(op)) for r, op in points if _median(op) is not None]
+        slope = _slope(valid)
+        if slope is None:
+            continue
+        x, y = np.array([r for r, _ in valid], dtype=float), np.array([m for _, m in valid], dtype=float)
+        low = high = None
+        if len(valid) > 2:
+            residual = y - np.polyval(np.polyfit(x, y, 1), x)
+            error = math.sqrt(float(residual @ residual) / (len(valid) - 2) / float(((x - x.mean()) ** 2).sum()))
+            half = float(stats.t.ppf(0.975, len(valid) - 2)) * error
+            low, high = slope - half, slope + half
+        found[key] = (slope, low, high, len(valid))
+    return found
 
 
 def rtt_series(race):

@@ -164,6 +164,22 @@ def crossover(race, cells, variant, msearch):
     return first, statement + (f" ({caveat})" if caveat else "")
 
 
+def crossover_widths(race):
+    """The sweep's headline figure, for the history: {(variant, msearch label): (crossover width or None, the width
+    before it or None, statement)} per variant and msearch setting; the crossover lies between the two widths."""
+    cells = width_cells(race)
+    if not cells or "terms" not in transports_of(cells):
+        return {}
+    widths = widths_of(cells)
+    found = {}
+    for v in variants_of(cells):
+        for m in (t for t in transports_of(cells) if t.startswith("msearch")):
+            first, statement = crossover(race, cells, v, m)
+            before = widths[widths.index(first) - 1] if first is not None and widths.index(first) > 0 else None
+            found[(v, _label(m))] = (first, before, statement)
+    return found
+
+
 def crossover_note(race):
     """What the cells and the crossover column say, and once why a figure has no verdict."""
     why = (

@@ -142,3 +142,43 @@ def test_each_ingest_change_is_a_figure_of_the_history(unpacked):
     full = series._cell_points(races.load(unpacked["full"]))
     assert series.INGEST_WALL in full and series.ingest_change_cell(INGEST_CHANGE_BASELINE) not in full
     assert series.ingest_change_cell("all") in full
+
+
+def test_the_crossover_width_the_round_trips_and_the_large_fetches_are_figures_of_the_history(unpacked):
+    """make trend follows the width sweep's crossover (per variant and msearch setting: the width from which terms is
+    faster, between the width before it and it), the RTT sweep's round trips (the fitted ms per ms of RTT with its
+    interval) and each large fetch's wall: the same figures the race's own report gives."""
+    from report.history import series
+    from report.studies import large_source, network, widths
+
+    race = races.load(unpacked["coverage-width"])
+    figures = series._cell_points(race)
+    crossovers = {k: v for k, v in figures.items() if k.startswith(series.CROSSOVER)}
+    _, rows = widths.crossover_answer(race)
+    assert len(crossovers) == len(rows) > 0
+    for variant, against, statement in rows:
+        value = crossovers[f"{series.CROSSOVER}: {variant} terms against {against}"]
+        if isinstance(value, str):  # no crossover in the sweep: never a point, its statement the reason
+            assert value == statement and "does not overtake" in statement
+        else:
+            width, before, at, _ = value
+            assert (
+                width == at
+                and before <= width
+                and (f"faster from {width:.0f} on" in statement or f"narrowest width, {width:.0f}" in statement)
+            )
+    sweep = races.load(unpacked["rtt-sweep"])
+    trips = {k: v for k, v in series._cell_points(sweep).items() if k.startswith(series.ROUND_TRIPS)}
+    note = network.rtt_note(sweep)
+    assert len(trips) == len(network.rtt_series(sweep)) > 0
+    for cell, (slope, low, high, points) in trips.items():
+        variant, transport = cell.rsplit(": ", 1)[1].split()
+        assert low < slope < high and points == len(sweep.param("rtt_ms")) and f"{variant} {transport}: {slope:.1f} ms per ms" in note
+        # the model's round trips (30 for serial, 1 else) within 10% of the interval: the sweep at full scale fits it
+        assert low * 0.9 <= network.model_round_trips(transport) <= high * 1.1, (cell, low, high)
+    large = races.load(unpacked["source-large"])
+    fetches = {k: v for k, v in series._cell_points(large).items() if k.startswith(series.LARGE_FETCH)}
+    assert len(fetches) == len(large_source.cells(large)) == 6
+    for (mode, fmt), fetch in large_source.cells(large).items():
+        wall, low, high, n = fetches[f"{series.LARGE_FETCH}: {mode} {fmt}"]
+        assert wall == large_source.figures(fetch)["wall"] and low <= wall <= high and n == len(fetch["measured"])

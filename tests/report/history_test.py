@@ -142,3 +142,17 @@ def test_one_node_start_for_every_race_uses_the_race_as_the_unit_and_says_so(bas
     rng = np.random.default_rng(29)
     points = history(rng, 1 if basis == changes.BASIS_RACES else 4, 10 if basis == changes.BASIS_RACES else 3)
     assert changes.spread(points).basis == basis
+
+
+def test_a_moved_crossover_width_is_a_change_higher_or_lower_and_never_an_alert():
+    """A figure that is a width, not a cost: no 5 ms floor, said "higher" or "lower", and no --fail-on slower alert."""
+    from report.history import series, trend
+
+    cell = f"{series.CROSSOVER}: D_td terms against msearch (default concurrency)"
+    points = [Point(f"race-{n:04d}", f"2026{n:010d}", 300.0 if n < 8 else 1000.0, 100.0, 300.0, 1, facts("8.17.2", n)) for n in range(12)]
+    (change,), _, _ = changes.find(cell, points)
+    assert change.index == 8 and change.comparison.verdict == uncertainty.SLOWER
+    assert series.verdict_text(cell, change.comparison.verdict) == "higher" and changes.noise_floor(cell) == 0.0
+    assert series.verdict_text("coverage-D_td-serial", change.comparison.verdict) == uncertainty.SLOWER
+    fake = [(None, {cell: (points, [change], None)})]
+    assert trend.alerts(fake, 5) == [] and trend.alerts([(None, {"coverage-D_td-serial": (points, [change], None)})], 5) == [change]
