@@ -8,12 +8,13 @@ from dataclasses import dataclass, field
 from report import outcome
 from report.history.races import facts_of
 from report.shared import uncertainty
-from report.studies import ingest, ingest_changes, large_source, network, widths
+from report.studies import ingest, ingest_changes, large_source, network, profile, widths
 
 INGEST_WALL = "ingest wall (s)"  # a race's baseline ingest: its epochs' walls summed, a figure of its own series
 CROSSOVER = "crossover width (nodes)"  # coverage-width: the width from which terms beats an _msearch (report/studies/widths)
 ROUND_TRIPS = "round trips (ms per ms of RTT)"  # rtt-sweep: the fitted slope of a coverage's time (report/studies/network)
 LARGE_FETCH = "large fetch wall (ms)"  # source-large: a fetch's wall per _source mode and format (report/studies/large_source)
+PROFILE_TOOK = "profile took (ms)"  # profile-breakdown: the took of its calls, profile ON and OFF (report/studies/profile)
 # a figure's unit by its name's start; a coverage cell's is ms
 UNITS = ((INGEST_WALL, "s"), (CROSSOVER, "nodes"), (ROUND_TRIPS, "ms/ms"))
 
@@ -127,7 +128,8 @@ def _cell_points(race):
 
 def _headline_figures(race):
     """Other studies' headline figures: the crossover width (between the width before it and it: its interval) or why
-    there is none; the round trips each RTT sweep cell waited for, with the fit's interval; each large fetch's wall."""
+    there is none; the round trips each RTT sweep cell waited for, with the fit's interval; each large fetch's wall;
+    the took of profile-breakdown's calls, profile ON and OFF."""
     found = {}
     for (variant, msearch), (width, before, statement) in widths.crossover_widths(race).items():
         cell = f"{CROSSOVER}: {variant} terms against {msearch}"
@@ -141,6 +143,13 @@ def _headline_figures(race):
                 continue
             wall = uncertainty.median_interval([line["wall-ms"] for line in fetch["measured"]])
             found[f"{LARGE_FETCH}: {mode} {fmt}"] = (wall.median, wall.low, wall.high, wall.n)
+    tooks = profile.took_figures(race)
+    for switch in ("ON", "OFF"):
+        if isinstance(tooks, str):
+            found[f"{PROFILE_TOOK}: profile {switch}"] = tooks
+        elif tooks.get(switch):
+            interval = uncertainty.median_interval(tooks[switch])
+            found[f"{PROFILE_TOOK}: profile {switch}"] = (interval.median, interval.low, interval.high, interval.n)
     return found
 
 

@@ -144,12 +144,13 @@ def test_each_ingest_change_is_a_figure_of_the_history(unpacked):
     assert series.ingest_change_cell("all") in full
 
 
-def test_the_crossover_width_the_round_trips_and_the_large_fetches_are_figures_of_the_history(unpacked):
+def test_other_studies_headline_figures_are_figures_of_the_history(unpacked):
     """make trend follows the width sweep's crossover (per variant and msearch setting: the width from which terms is
     faster, between the width before it and it), the RTT sweep's round trips (the fitted ms per ms of RTT with its
-    interval) and each large fetch's wall: the same figures the race's own report gives."""
+    interval), each large fetch's wall and profile-breakdown's took ON and OFF: the same figures the race's own report
+    gives."""
     from report.history import series
-    from report.studies import large_source, network, widths
+    from report.studies import large_source, network, profile, widths
 
     race = races.load(unpacked["coverage-width"])
     figures = series._cell_points(race)
@@ -182,3 +183,7 @@ def test_the_crossover_width_the_round_trips_and_the_large_fetches_are_figures_o
     for (mode, fmt), fetch in large_source.cells(large).items():
         wall, low, high, n = fetches[f"{series.LARGE_FETCH}: {mode} {fmt}"]
         assert wall == large_source.figures(fetch)["wall"] and low <= wall <= high and n == len(fetch["measured"])
+    profiled = races.load(unpacked["profile-breakdown"])
+    tooks = {k: v for k, v in series._cell_points(profiled).items() if k.startswith(series.PROFILE_TOOK)}
+    _, rows = profile.overhead_table(profiled)
+    assert [tooks[f"{series.PROFILE_TOOK}: profile {switch}"][::3] for switch in ("ON", "OFF")] == [(row[1], row[3]) for row in rows[:2]]
