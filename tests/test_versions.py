@@ -17,7 +17,7 @@ from tests.conftest import ACTOR_SYSTEM, LAUNCHER, PYTHON, REPO, SMALL_CORPUS, w
 # make it builds the node homes of the versions it races before its tests (the namespace it runs them in has no network)
 pytestmark = pytest.mark.integration
 
-STUDY_PORT = 9291  # a node of the study's own, beside the suite's (TEST_PORT) and its store's
+STUDY_PORT = 9310  # a node of the study's own (transport 9410), beside the suite's nodes, proxies and store
 # the study's baseline (local-es/esnode.py's default) and the newest version the suite races (the Makefile's NEWEST_ES)
 ARMS = ("8.17.2", re.search(r"^NEWEST_ES := (\S+)$", (REPO / "Makefile").read_text(), re.M).group(1))
 VERDICT_LINE = r"{cell}: {arm} / {base} [0-9.]+ \[[0-9.]+, [0-9.]+\] (same|slower|faster)"
