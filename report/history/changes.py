@@ -30,6 +30,9 @@ from report.shared import uncertainty
 CANDIDATE_PVALUE = 0.001
 WINDOW = 50  # Otava's sliding window (races)
 STEP, DRIFT = "step", "drift"
+# a crossover width's move must hold this many races and one more to be a change (tests/report/history_test.py: with a
+# race's width off by a step one time in ten, moves of two races named a change in 11% of 30-race histories without one)
+WIDTH_EPISODE = 2
 BASIS_STARTS, BASIS_RACES = "node starts", "races"
 
 
@@ -243,7 +246,7 @@ def fact_cuts(points):
     return [i for i in range(1, len(points)) if configuration(points[i]) != configuration(points[i - 1])]
 
 
-def _judged(points, cuts, known=(), floor=uncertainty.NOISE_FLOOR_MS, discrete=False):
+def _judged(points, cuts, known=(), floor=uncertainty.NOISE_FLOOR_MS):
     """Each cut judged between its neighbours, with the spread the other cuts leave (the cut judged does not shrink
     the spread it is judged by: it was placed where the two sides differ most). A cut inside one node start (a setting
     changed on a running node) compares that start's races on its two sides, the race as the unit; a cut at a node
@@ -254,7 +257,7 @@ def _judged(points, cuts, known=(), floor=uncertainty.NOISE_FLOOR_MS, discrete=F
     bounds = [0, *cuts, len(points)]
     judged = []
     for i, cut in enumerate(cuts):
-        before, after, others = points[bounds[i] : cut], points[cut : bounds[i + 2]], _others(cuts, i, i, discrete)
+        before, after, others = points[bounds[i] : cut], points[cut : bounds[i + 2]], cuts[:i] + cuts[i + 1 :]
         family = max(1, len(known)) if cut in known else max(1, len(points) - 1)
         tail = 1 - (1 - uncertainty.CONFIDENCE) / 2 / family
         if start_of(points[cut - 1]) == start_of(points[cut]) and points[cut].facts.node_start:
@@ -302,19 +305,12 @@ def judge_within_start(before, after, race_spread, floor=uncertainty.NOISE_FLOOR
     )
 
 
-def _others(cuts, first, last, discrete):
-    """The cuts whose segments the spread for judging cuts[first..last] is taken within: the others, so that a cut,
-    placed where the two sides differ most, does not shrink the spread it is judged by; for a discrete figure (a
-    width of the sweep, without noise of its own) all of them, or a clean move would be judged by its own size."""
-    return list(cuts) if discrete else cuts[:first] + cuts[last + 1 :]
-
-
-def _beyond_noise(points, cuts, known, floor, discrete=False):
+def _beyond_noise(points, cuts, known, floor):
     """The cuts left when each judged within the noise is dropped, the weakest first (the ratio closest to 1), its
     neighbours judged again with their wider sides: Otava's merge step with the project's verdict."""
     cuts = list(cuts)
     while cuts:
-        judged = _judged(points, cuts, known, floor, discrete)
+        judged = _judged(points, cuts, known, floor)
         weak = [i for i, c in enumerate(judged) if c.verdict not in (uncertainty.SLOWER, uncertainty.FASTER)]
         if not weak:
             break
@@ -328,21 +324,22 @@ def find(cell, points):
     floor = noise_floor(cell)
     known = set(fact_cuts(points))
     found = set(candidates(points)) | known
-    discrete = history_series.unit(cell) == "nodes"
-    if discrete:
-        # a crossover width: one of the sweep's widths, without noise for Otava's test to weigh a move against; every
-        # move is a candidate, and a single race's is an outlier
+    run = 1
+    if history_series.unit(cell) == "nodes":
+        # a crossover width: one of the sweep's few widths, where a race's width moves by a whole step or not at all
+        # (Otava's t-test weighs no such series): every move is a candidate, and a move of two races is an episode
         found |= {i for i in range(1, len(points)) if points[i].median != points[i - 1].median}
+        run = WIDTH_EPISODE
     found = sorted(found)
-    cuts, outliers = _without_outliers(_beyond_noise(points, found, known, floor, discrete), len(points))
-    cuts = _beyond_noise(points, cuts, known, floor, discrete)
-    judged = _judged(points, cuts, known, floor, discrete)
+    cuts, outliers = _without_outliers(_beyond_noise(points, found, known, floor), len(points), run)
+    cuts = _beyond_noise(points, cuts, known, floor)
+    judged = _judged(points, cuts, known, floor)
     drifts = dict(_drift_runs(points, cuts, judged))
     bounds = [0, *cuts, len(points)]
     changes, i = [], 0
     while i < len(cuts):
         last = drifts.get(i, i)
-        cut, others = cuts[i], _others(cuts, i, last, discrete)
+        cut, others = cuts[i], cuts[:i] + cuts[last + 1 :]
         before, after = points[bounds[i] : cut], points[cut : bounds[last + 2]]
         within = start_of(points[cut - 1]) == start_of(points[cut]) and points[cut].facts.node_start
         own = within_start_spread(points, others) if within else spread(points, others)
@@ -381,13 +378,13 @@ def find(cell, points):
     return changes, spread(points, cuts), [points[i].race_id for i in outliers]
 
 
-def _without_outliers(cuts, count):
-    """A race alone between two changes (up, then back) is an outlier race, not two changes: both cuts are dropped and
-    the race named. The newest race alone after a change is kept as a change: it may be the start of one."""
+def _without_outliers(cuts, count, run=1):
+    """Races alone between two changes (up, then back), at most `run` of them, are outlier races, not two changes: both
+    cuts are dropped and the races named. The newest races after a change are kept as a change: they may start one."""
     kept, outliers, i = [], [], 0
     while i < len(cuts):
-        if i + 1 < len(cuts) and cuts[i + 1] - cuts[i] == 1:
-            outliers.append(cuts[i])
+        if i + 1 < len(cuts) and cuts[i + 1] - cuts[i] <= run:
+            outliers.extend(range(cuts[i], cuts[i + 1]))
             i += 2
             continue
         kept.append(cuts[i])
