@@ -204,7 +204,7 @@ def width_lines(race, path):
                     yerr=[[p[2] for p in points], [p[3] for p in points]],
                     fmt="o-",
                     capsize=3,
-                    label=widths._label(t),
+                    label=widths.label(t),
                 )
         ax.set_xscale("log")
         _axes(ax, "monitored nodes (width)", "median per coverage (ms)", v, legend=7)

@@ -132,25 +132,23 @@ def _headline_figures(race):
     the took of profile-breakdown's calls, profile ON and OFF."""
     found = {}
     for (variant, msearch), (width, before, statement) in widths.crossover_widths(race).items():
-        cell = f"{CROSSOVER}: {variant} terms against {msearch}"
+        cell = f"{CROSSOVER}: {variant} terms against {widths.label(msearch)}"
         found[cell] = statement if width is None else (float(width), float(before or width), float(width), 1)
-    for (variant, transport), (slope, low, high, points) in network.round_trips(race).items():
-        found[f"{ROUND_TRIPS}: {variant} {transport}"] = (slope, low, high, points)
-    if getattr(race, "large_source", None):
-        for (mode, fmt), fetch in large_source.cells(race).items():
-            if fetch["failed"]:
-                found[f"{LARGE_FETCH}: {mode} {fmt}"] = fetch["failed"]
-                continue
-            wall = uncertainty.median_interval([line["wall-ms"] for line in fetch["measured"]])
-            found[f"{LARGE_FETCH}: {mode} {fmt}"] = (wall.median, wall.low, wall.high, wall.n)
+    for (variant, transport), figure in network.round_trips(race).items():
+        found[f"{ROUND_TRIPS}: {variant} {transport}"] = figure
+    for (mode, fmt), fetch in large_source.cells(race).items() if race.large_source else ():
+        found[f"{LARGE_FETCH}: {mode} {fmt}"] = fetch["failed"] or _median_figure([line["wall-ms"] for line in fetch["measured"]])
     tooks = profile.took_figures(race)
     for switch in ("ON", "OFF"):
-        if isinstance(tooks, str):
-            found[f"{PROFILE_TOOK}: profile {switch}"] = tooks
-        elif tooks.get(switch):
-            interval = uncertainty.median_interval(tooks[switch])
-            found[f"{PROFILE_TOOK}: profile {switch}"] = (interval.median, interval.low, interval.high, interval.n)
+        if isinstance(tooks, str) or tooks.get(switch):
+            found[f"{PROFILE_TOOK}: profile {switch}"] = tooks if isinstance(tooks, str) else _median_figure(tooks[switch])
     return found
+
+
+def _median_figure(values):
+    """(median, low, high, n): the values' median with its 95% order-statistic interval."""
+    interval = uncertainty.median_interval(values)
+    return interval.median, interval.low, interval.high, interval.n
 
 
 def build(races):

@@ -47,22 +47,16 @@ def _slope(points):
 
 def round_trips(race):
     """The RTT sweep's headline figure, for the history: {(variant, transport): (slope, low, high, points)}, the
-    least-squares ms of coverage time per ms of RTT over the valid points (the round trips the coverage waited for)
-    with its 95% t-interval (None with fewer than three RTTs)."""
+    least-squares ms of coverage time per ms of RTT over the valid points (the round trips the coverage waited for;
+    _slope's fit) with its 95% t-interval (None with fewer than three RTTs)."""
     found = {}
     for key, points in rtt_series(race).items():
         valid = [(r, _median(op)) for r, op in points if _median(op) is not None]
-        slope = _slope(valid)
-        if slope is None:
+        if len({r for r, _ in valid}) < 2:
             continue
-        x, y = np.array([r for r, _ in valid], dtype=float), np.array([m for _, m in valid], dtype=float)
-        low = high = None
-        if len(valid) > 2:
-            residual = y - np.polyval(np.polyfit(x, y, 1), x)
-            error = math.sqrt(float(residual @ residual) / (len(valid) - 2) / float(((x - x.mean()) ** 2).sum()))
-            half = float(stats.t.ppf(0.975, len(valid) - 2)) * error
-            low, high = slope - half, slope + half
-        found[key] = (slope, low, high, len(valid))
+        fit = stats.linregress([r for r, _ in valid], [m for _, m in valid])
+        half = float(stats.t.ppf(0.975, len(valid) - 2)) * fit.stderr if len(valid) > 2 else None
+        found[key] = (float(fit.slope), None if half is None else fit.slope - half, None if half is None else fit.slope + half, len(valid))
     return found
 
 

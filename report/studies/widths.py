@@ -81,7 +81,7 @@ def width_table(race):
     if not cells:
         return None
     transports = transports_of(cells)
-    header = ["variant", "width (nodes)"] + [f"{_label(t)} (ms)" for t in transports]
+    header = ["variant", "width (nodes)"] + [f"{label(t)} (ms)" for t in transports]
     body = []
     for v in variants_of(cells):
         for w in widths_of(cells):
@@ -113,7 +113,7 @@ def _not_run(race, width, variant, transport):
     return "-"
 
 
-def _label(transport):
+def label(transport):
     """msearch-msc-1 -> "msearch (max_concurrent_searches 1)"; plain msearch is Elasticsearch's default."""
     base, _, concurrency = transport.partition("-msc-")
     if concurrency:
@@ -164,10 +164,10 @@ def crossover(race, cells, variant, msearch):
     return first, statement + (f" ({caveat})" if caveat else "")
 
 
-def crossover_widths(race):
-    """The sweep's headline figure, for the history: {(variant, msearch label): (crossover width or None, the width
-    before it or None, statement)} per variant and msearch setting; the crossover lies between the two widths."""
-    cells = width_cells(race)
+def crossover_widths(race, cells=None):
+    """The sweep's headline figure: {(variant, msearch transport): (crossover width or None, the width before it or
+    None, statement)} per variant and msearch setting; the crossover lies between the two widths."""
+    cells = width_cells(race) if cells is None else cells
     if not cells or "terms" not in transports_of(cells):
         return {}
     widths = widths_of(cells)
@@ -176,7 +176,7 @@ def crossover_widths(race):
         for m in (t for t in transports_of(cells) if t.startswith("msearch")):
             first, statement = crossover(race, cells, v, m)
             before = widths[widths.index(first) - 1] if first is not None and widths.index(first) > 0 else None
-            found[(v, _label(m))] = (first, before, statement)
+            found[(v, m)] = (first, before, statement)
     return found
 
 
@@ -199,16 +199,12 @@ def crossover_note(race):
 def crossover_table(race):
     """Per variant and msearch setting: the crossover width and, at each width, terms / msearch with its verdict."""
     cells = width_cells(race)
-    msearches = [t for t in transports_of(cells) if t.startswith("msearch")]
-    if not cells or "terms" not in transports_of(cells) or not msearches:
+    found = crossover_widths(race, cells)
+    if not found:
         return None
     widths = widths_of(cells)
     header = ["variant", "against", "crossover"] + [f"terms / msearch at {w}" for w in widths]
-    body = []
-    for v in variants_of(cells):
-        for m in msearches:
-            _, statement = crossover(race, cells, v, m)
-            body.append([v, _label(m), statement] + [_against(race, cells, w, v, m)[1] for w in widths])
+    body = [[v, label(m), statement] + [_against(race, cells, w, v, m)[1] for w in widths] for (v, m), (_, _, statement) in found.items()]
     return header, body
 
 
