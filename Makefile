@@ -282,9 +282,9 @@ it: venv toxiproxy
 	$(PYTHON) local-es/esnode.py build --version $(LAST_8X_ES)
 	$(LOOPBACK_ONLY) $(VPY) -m pytest -m 'integration and not smoke' --durations=25 tests
 	$(MAKE) --no-print-directory it-versions
-# the version tier: every challenge's race (its test marked versions) on the newest 9.x, into the store too; the smoke
-# set on the last 8.x, files only (versions of local-es/esnode.py's VERSIONS; make test and the rest of make it run the
-# study's 8.17.2)
+# the version tier: every challenge's race (its test marked versions) on the newest 9.x, into the store too (versions
+# of local-es/esnode.py's VERSIONS; make test and the rest of make it run the study's 8.17.2, and the last 8.x in the
+# version study's test-mode form, tests/test_versions.py, through make race as a user's races)
 NEWEST_ES := 9.5.3
 # the unit tier's workers (pytest-xdist): one per core
 TEST_JOBS ?= auto
@@ -294,7 +294,6 @@ it-versions: venv toxiproxy
 	$(PYTHON) local-es/esnode.py build --version $(NEWEST_ES)
 	$(PYTHON) local-es/esnode.py build --version $(LAST_8X_ES)
 	TEST_ES_VERSION=$(NEWEST_ES) TEST_METRICS_STORE=yes $(LOOPBACK_ONLY) $(VPY) -m pytest -m versions --durations=10 tests
-	TEST_ES_VERSION=$(LAST_8X_ES) $(LOOPBACK_ONLY) $(VPY) -m pytest -m smoke --durations=10 tests
 
 # every track parameter with its default (declared at track.json's top) and what it accepts
 params: venv
