@@ -15,7 +15,9 @@ Where a series has no two starts of one configuration, the spread between starts
 the change says so (it may be a node start's, not the cluster's).
 """
 
+import functools
 import math
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,15 +27,32 @@ from scipy import stats
 from report.history import series as history_series
 from report.shared import uncertainty
 
-# Otava's significance for a candidate (its max_pvalue), chosen with the spreads of the real history (docs/history.md,
-# "Why Otava"): the verdict over every place a candidate could be (_judged) is what holds the rate without a change.
-CANDIDATE_PVALUE = 0.001
+# Otava's significance for a candidate (its max_pvalue): loose, since the verdict (_judged, calibrated for the largest t
+# a search finds in noise) is what holds the rate without a change; at 0.001 Otava proposed no candidate at a real
+# 1.8x step with 3 races after it (p = 0.005-0.007: docs/history.md)
+CANDIDATE_PVALUE = float(os.environ.get("CANDIDATE_P", "0.05"))
 WINDOW = 50  # Otava's sliding window (races)
 STEP, DRIFT = "step", "drift"
 # a crossover width's move must hold this many races and one more to be a change (tests/report/history_test.py: with a
 # race's width off by a step one time in ten, moves of two races named a change in 11% of 30-race histories without one)
 WIDTH_EPISODE = 2
 BASIS_STARTS, BASIS_RACES = "node starts", "races"
+BASIS_WITHIN = "races of one node start"  # a change on a running node: its races on each side the unit
+# the null distribution of a search's largest t (max_t_critical): simulated histories of this many, from a fixed seed,
+# so a report is the same on every run; its 95th percentile moves by about 1% between seeds
+SIMULATIONS = 20000
+TAIL_SIMULATIONS, MAX_SIMULATIONS = 1000, 200_000
+GRID_FROM, GRID_STEP = 40, 1.15  # series longer than GRID_FROM units share the critical value of a grid's next size
+# a searched change is judged with this many units (races of a node start, or node starts) on each side at least: one
+# race alone on a side is as likely an outlier (docs/history.md: single races of 1.8x among a start's) as a change's
+# start, and the search over places with one on a side needs a far higher bar (at 5 units: t 5.4 against 4.2)
+LEAST_SIDE = 2
+SIMULATION_SEED = 20261128
+# other groups' degrees of freedom beyond this add nothing a verdict can see (chi-square / df within 1% of its mean)
+MAX_EXTRA_DF = 200
+import os
+
+SEARCHED_OVER = os.environ.get("SEARCHED_OVER", "interval")
 
 
 @dataclass(frozen=True)
@@ -135,22 +154,85 @@ def level(points, unit_spread):
     return Level(math.exp(mean), math.exp(mean - half), math.exp(mean + half), len(points), starts)
 
 
+def units_of(points, unit_spread):
+    """The log values a side is judged by: its node starts' levels, or its races' log medians."""
+    if unit_spread.basis == BASIS_STARTS:
+        return list(start_levels(points).values())
+    return [math.log(p.median) for p in points]
+
+
 def judge(before, after, unit_spread, floor=uncertainty.NOISE_FLOOR_MS, tail=0.975):
-    """After against before: the ratio of levels, its interval (95% two-sided by default) with the units' spread, and
-    the verdict."""
-    count = (lambda pts: len(start_levels(pts))) if unit_spread.basis == BASIS_STARTS else len
-    a, b = level(before, unit_spread), level(after, unit_spread)
+    """After against before: the ratio of levels, its interval (95% two-sided by default: Student's t at `tail`) with
+    the units' spread, and the verdict."""
     if unit_spread.sd is None:
+        a, b = level(before, unit_spread), level(after, unit_spread)
         return uncertainty.Comparison(b.median / a.median, None, None, None, "the spread between node starts and races is unknown")
-    diff = math.log(b.median) - math.log(a.median)
-    half = _half(tail, unit_spread.df, unit_spread.sd * math.sqrt(1 / count(before) + 1 / count(after)))
-    return uncertainty.verdict(math.exp(diff), math.exp(diff - half), math.exp(diff + half), uncertainty.MARGIN, b.median - a.median, floor)
+    return ratio_verdict(
+        units_of(before, unit_spread), units_of(after, unit_spread), unit_spread, float(stats.t.ppf(tail, unit_spread.df)), floor
+    )
 
 
-def _half(tail, df, error):
-    """The half width of a log interval: Student's t at `tail` times the error, at most 50 (e^50: as good as unbounded,
-    where a family's tail with one degree of freedom would overflow math.exp)."""
-    return min(50.0, float(stats.t.ppf(tail, df)) * error)
+def ratio_verdict(a, b, unit_spread, critical, floor):
+    """The one judge of a ratio: B's mean log value against A's, the interval the difference +- critical x its standard
+    error (a Student's t quantile, or a search's calibrated max_t_critical), and the project's verdict on it. The
+    interval's half width is at most 50 (e^50: as good as unbounded, where math.exp would overflow)."""
+    if unit_spread.sd is None or not a or not b:
+        return uncertainty.Comparison(None, None, None, None, "too few node starts or races on a side to judge")
+    la, lb = float(np.mean(a)), float(np.mean(b))
+    diff = lb - la
+    half = min(50.0, critical * unit_spread.sd * math.sqrt(1 / len(a) + 1 / len(b)))
+    return uncertainty.verdict(
+        math.exp(diff), math.exp(diff - half), math.exp(diff + half), uncertainty.MARGIN, math.exp(lb) - math.exp(la), floor
+    )
+
+
+def largest_t(y, extra_squares=0.0, extra_df=0):
+    """Per row of y (units in order), the largest |t| over every place one change could be put with LEAST_SIDE units
+    or more on each side: the two sides' difference of means over its standard error, the spread pooled within both
+    sides plus `extra_squares` (a sum of squares with `extra_df` degrees of freedom from other groups). y: a 2-d
+    array; the result one value a row (0 where no place has LEAST_SIDE units a side)."""
+    y = np.asarray(y, dtype=float)
+    units = y.shape[1]
+    if units < 2 * LEAST_SIDE:
+        return np.zeros(len(y))
+    left = np.arange(LEAST_SIDE, units - LEAST_SIDE + 1, dtype=float)
+    right = units - left
+    sums, squares = np.cumsum(y, axis=1), np.cumsum(y * y, axis=1)
+    at = left.astype(int) - 1  # the last unit of the left side
+    left_sum, left_squares, total, total_squares = sums[:, at], squares[:, at], sums[:, -1:], squares[:, -1:]
+    right_sum = total - left_sum
+    within = left_squares - left_sum**2 / left + (total_squares - left_squares) - right_sum**2 / right
+    extra = np.reshape(extra_squares, (-1, 1)) if np.ndim(extra_squares) else extra_squares
+    sd = np.sqrt(np.maximum(within + extra, 0.0) / (units - 2 + extra_df))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.abs(right_sum / right - left_sum / left) / (sd * np.sqrt(1 / left + 1 / right))
+    return np.nan_to_num(t, nan=0.0, posinf=np.inf).max(axis=1)
+
+
+def max_t_critical(units, extra_df, confidence):
+    """The critical value of a searched change: the `confidence` quantile of the largest |t| (largest_t) over every
+    place a search could put one change among `units` units that differ by noise alone (independent, normal: each t
+    is then free of their level and spread, so one simulation serves every series), the spread pooled within both
+    sides plus `extra_df` degrees of freedom from other segments and node starts. A search puts its change where |t|
+    is largest, so a plain t quantile at that place would name changes in noise (inf: too few units to judge)."""
+    if units < 2 * LEAST_SIDE or units - 2 + extra_df < 1:
+        return math.inf
+    if units > GRID_FROM:  # a long series: the next size of a coarse grid (the value grows slowly with it: conservative)
+        units = max(units, round(GRID_FROM * GRID_STEP ** math.ceil(math.log(units / GRID_FROM, GRID_STEP))))
+    return _simulated_critical(units, extra_df, round(confidence, 9))
+
+
+@functools.lru_cache(maxsize=None)
+def _simulated_critical(units, extra_df, confidence):
+    # at least TAIL_SIMULATIONS beyond the quantile: a search among many (1 - confidence small) reads far in the tail
+    count = min(MAX_SIMULATIONS, max(SIMULATIONS, math.ceil(TAIL_SIMULATIONS / (1 - confidence))))
+    rng = np.random.default_rng(SIMULATION_SEED)
+    extra = rng.chisquare(extra_df, count) if extra_df else np.zeros(count)
+    largest = [
+        largest_t(rng.standard_normal((min(500, count - first), units)), extra[first : first + 500], extra_df)
+        for first in range(0, count, 500)
+    ]
+    return float(np.quantile(np.concatenate(largest), confidence))
 
 
 def candidates(points):
@@ -191,11 +273,37 @@ def _is_drift(points, cuts, direction):
     design = np.column_stack([np.array([g == key for g in group], dtype=float) for key in dict.fromkeys(group)] + [x])
     if len(y) <= design.shape[1] + 2 or np.linalg.matrix_rank(design) < design.shape[1]:
         return False
+    slope, rss, error = _slope_fit(design, y)
+    if error > 0 and slope / error * direction > 2:
+        return True
+    # or the staircase is a line: a search cuts a slow drift into many steps whose segments are too short to slope. A
+    # line through the run (a level per node start) that fits its races better than any one of its steps does, its
+    # slope beyond noise in the direction, makes the run a drift (a real step fits better than a line)
+    levels = [
+        np.array([(start_of(points[i]) if firsts else None) == key for i in kept], dtype=float)
+        for key in dict.fromkeys(group_start(points, kept, firsts))
+    ]
+    line = np.column_stack(levels + [x])
+    if len(cuts) < 2 or len(y) <= line.shape[1] + 2 or np.linalg.matrix_rank(line) < line.shape[1]:
+        return False
+    line_slope, line_rss, line_error = _slope_fit(line, y)
+    steps = [np.column_stack(levels + [(x >= cut).astype(float)]) for cut in cuts]
+    step_rss = [_slope_fit(step, y)[1] for step in steps if np.linalg.matrix_rank(step) == step.shape[1]]
+    return bool(step_rss) and line_error > 0 and line_slope / line_error * direction > 2 and line_rss < min(step_rss)
+
+
+def group_start(points, kept, firsts):
+    """Each kept point's node start where starts hold several races (firsts), else one group."""
+    return [start_of(points[i]) if firsts else None for i in kept]
+
+
+def _slope_fit(design, y):
+    """(slope, residual sum of squares, the slope's standard error) of a least-squares fit whose last column is x."""
     coef = np.linalg.lstsq(design, y, rcond=None)[0]
     residual = y - design @ coef
-    sigma2 = float(residual @ residual) / (len(y) - design.shape[1])
-    error = math.sqrt(sigma2 * float(np.linalg.inv(design.T @ design)[-1, -1]))
-    return error > 0 and coef[-1] / error * direction > 2
+    rss = float(residual @ residual)
+    sigma2 = rss / (len(y) - design.shape[1])
+    return float(coef[-1]), rss, math.sqrt(sigma2 * float(np.linalg.inv(design.T @ design)[-1, -1]))
 
 
 def _drift_runs(points, cuts, judged):
@@ -230,6 +338,8 @@ def what_changed(last, first):
             said.append(f"{name} {x or '?'} -> {y or '?'}")
     if a.settings != b.settings:
         said.append("cluster settings changed" if a.settings and b.settings else "cluster settings recorded from here on")
+    if not said:
+        said.append("nothing recorded changed")
     if b.node_start is None:
         said.append("node start not recorded")
     elif a.node_start != b.node_start:
@@ -246,24 +356,107 @@ def fact_cuts(points):
     return [i for i in range(1, len(points)) if configuration(points[i]) != configuration(points[i - 1])]
 
 
-def _judged(points, cuts, known=(), floor=uncertainty.NOISE_FLOOR_MS):
-    """Each cut judged between its neighbours, with the spread the other cuts leave (the cut judged does not shrink
-    the spread it is judged by: it was placed where the two sides differ most). A cut inside one node start (a setting
-    changed on a running node) compares that start's races on its two sides, the race as the unit; a cut at a node
-    start compares node starts. Each at 95% over its family (Bonferroni's): the cuts `known` from the facts are a
-    family of their number; a cut the search placed is one of the n - 1 places it could have put one in n races, so a
-    long history, with more places, names no more changes without one than a short one (judged at 95% over the
-    candidates alone, 100 nightly races named one in 6% of histories without one; 5 node starts of 20 races, 17%)."""
+def searches(points):
+    """{search: its units' log values in order}: the searches that place candidates. None: the whole series, its units
+    node starts (or races, when no configuration has two starts); a node start's id: that start's races after its
+    first (a node just started), where the starts' levels do not hide a change on a running node. A series of one node
+    start is searched as that start alone."""
+    recorded = {p.facts.node_start for p in points}
+    # one node start all along: its own search is the series' (less the node's first race)
+    found = {} if len(recorded) == 1 and None not in recorded else {None: units_of(points, spread(points))}
+    by_start = {}
+    for p in points:
+        if p.facts.node_start:
+            by_start.setdefault(p.facts.node_start, []).append(math.log(p.median))
+    found.update({start: logs[1:] for start, logs in by_start.items() if len(logs) - 1 >= 2})
+    return found
+
+
+def error_rates(points, known):
+    """(each fact candidate's, each search's) chance of naming a change where there is none: together at most 5%
+    (Bonferroni's): half for the facts' candidates, known before any search, shared among them, and half shared among
+    the searches (searches); all of it to the searches where the facts changed nowhere."""
+    alpha, count = 1 - uncertainty.CONFIDENCE, max(1, len(searches(points)))
+    if not known:
+        return alpha, alpha / count
+    return alpha / 2 / len(known), alpha / 2 / count
+
+
+def searches_that_found(points, search_alpha):
+    """The searches whose largest t over all their places is beyond what a search finds in noise, each at
+    `search_alpha` (error_rates). A candidate of any other search is not judged: a history without a change then
+    names one in at most 5%, however many candidates the searches put in it, and however they would shrink each
+    other's spread (judged each with the spread all cuts leave, spurious cuts held each other up)."""
+    found = searches(points)
+    fired = set()
+    for search, values in found.items():
+        if len(values) < 2:
+            continue
+        others = [np.asarray(v) for k, v in found.items() if k is not None and k != search and len(v) > 1] if search is not None else []
+        extra_squares = sum(float(np.sum((v - v.mean()) ** 2)) for v in others)
+        extra_df = sum(len(v) - 1 for v in others)
+        critical = max_t_critical(len(values), min(MAX_EXTRA_DF, extra_df), 1 - search_alpha)
+        if float(largest_t(np.array([values]), extra_squares, extra_df)[0]) > critical:
+            fired.add(search)
+    return fired
+
+
+def search_of(points, cut):
+    """The search a candidate belongs to: its node start's, when it lies inside one, else the whole series'."""
+    return start_of(points[cut]) if _within_start(points, cut) else None
+
+
+def _within_start(points, cut):
+    return bool(points[cut].facts.node_start) and start_of(points[cut - 1]) == start_of(points[cut])
+
+
+def _judged(points, cuts, known=(), floor=uncertainty.NOISE_FLOOR_MS, discrete=False, rates=(0.05, 0.05)):
+    """Each cut judged between its neighbours. A cut inside one node start (a setting changed on a running node, or a
+    neighbour's load) compares that start's races on its two sides, its first race left out, with the spread between
+    races of one start; a cut at a node start compares node starts, with the spread between starts of one
+    configuration. The spread is pooled within the segments that every cut leaves, the cut judged among them: a step
+    is not noise (judged with the spread the step itself makes, a step of any size widened its own interval as fast as
+    it grew, and a 1.8x step with 3 races after it went unnamed). What holds the rate without a change is the critical
+    value: a cut the search placed is judged against the largest t a search finds in noise among the units between
+    its neighbours (max_t_critical), at 95% over the searches (searches); a cut `known` from the facts, placed before
+    any search, against Student's t at 95% over their number.
+    `discrete` (a crossover width, which moves by a whole step or not at all, every move a candidate): a segment
+    without a move has no spread, so each cut is judged with the spread the other cuts leave, over the n - 1 places."""
     bounds = [0, *cuts, len(points)]
     judged = []
     for i, cut in enumerate(cuts):
-        before, after, others = points[bounds[i] : cut], points[cut : bounds[i + 2]], cuts[:i] + cuts[i + 1 :]
-        family = max(1, len(known)) if cut in known else max(1, len(points) - 1)
-        tail = 1 - (1 - uncertainty.CONFIDENCE) / 2 / family
-        if start_of(points[cut - 1]) == start_of(points[cut]) and points[cut].facts.node_start:
-            judged.append(judge_within_start(before, after, within_start_spread(points, others), floor, tail))
+        before, after = points[bounds[i] : cut], points[cut : bounds[i + 2]]
+        segments = cuts[:i] + cuts[i + 1 :] if discrete else cuts
+        if _within_start(points, cut):
+            unit_spread = within_start_spread(points, segments)
+            firsts = _first_races(points)
+            start = start_of(points[cut])
+            a = [math.log(p.median) for p in _later_races(before, start, firsts)]
+            b = [math.log(p.median) for p in _later_races(after, start, firsts)]
         else:
-            judged.append(judge(before, after, spread(points, others), floor, tail))
+            unit_spread = spread(points, segments)
+            a, b = units_of(before, unit_spread), units_of(after, unit_spread)
+        if unit_spread.sd is None or not a or not b:
+            judged.append(ratio_verdict(a, b, unit_spread, math.inf, floor))
+            continue
+        if cut in known or discrete:
+            alpha = rates[0] if cut in known else (1 - uncertainty.CONFIDENCE) / max(1, len(points) - 1)
+            critical = float(stats.t.ppf(1 - alpha / 2, unit_spread.df))
+        elif min(len(a), len(b)) < LEAST_SIDE:
+            # its ratio kept: the merge drops the weakest candidate first, and this one may be the strong one of a pair
+            ratio = math.exp(float(np.mean(b)) - float(np.mean(a)))
+            judged.append(uncertainty.Comparison(ratio, None, None, None, f"fewer than {LEAST_SIDE} units on a side"))
+            continue
+        else:
+            units = len(a) + len(b)
+            if SEARCHED_OVER == "whole":
+                if _within_start(points, cut):
+                    units = sum(1 for p in points if start_of(p) == start_of(points[cut])) - 1
+                else:
+                    units = len(units_of(points, unit_spread))
+            extra = min(MAX_EXTRA_DF, max(0, unit_spread.df - (units - 2)))
+            critical = max_t_critical(units, extra, 1 - rates[1])
+        judged.append(ratio_verdict(a, b, unit_spread, critical, floor))
     return judged
 
 
@@ -294,23 +487,19 @@ def judge_within_start(before, after, race_spread, floor=uncertainty.NOISE_FLOOR
     """A cut inside one node start: its races after against its races before (the start's first race left out)."""
     start = start_of(after[0])
     firsts = _first_races(before + after)
-    a, b = _later_races(before, start, firsts), _later_races(after, start, firsts)
+    a = [math.log(p.median) for p in _later_races(before, start, firsts)]
+    b = [math.log(p.median) for p in _later_races(after, start, firsts)]
     if not a or not b or race_spread.sd is None:
         return uncertainty.Comparison(None, None, None, None, "too few races of the node start on a side")
-    la, lb = float(np.mean([math.log(p.median) for p in a])), float(np.mean([math.log(p.median) for p in b]))
-    half = _half(tail, race_spread.df, race_spread.sd * math.sqrt(1 / len(a) + 1 / len(b)))
-    diff = lb - la
-    return uncertainty.verdict(
-        math.exp(diff), math.exp(diff - half), math.exp(diff + half), uncertainty.MARGIN, math.exp(lb) - math.exp(la), floor
-    )
+    return ratio_verdict(a, b, race_spread, float(stats.t.ppf(tail, race_spread.df)), floor)
 
 
-def _beyond_noise(points, cuts, known, floor):
+def _beyond_noise(points, cuts, known, floor, discrete=False, rates=(0.05, 0.05)):
     """The cuts left when each judged within the noise is dropped, the weakest first (the ratio closest to 1), its
     neighbours judged again with their wider sides: Otava's merge step with the project's verdict."""
     cuts = list(cuts)
     while cuts:
-        judged = _judged(points, cuts, known, floor)
+        judged = _judged(points, cuts, known, floor, discrete, rates)
         weak = [i for i, c in enumerate(judged) if c.verdict not in (uncertainty.SLOWER, uncertainty.FASTER)]
         if not weak:
             break
@@ -324,16 +513,21 @@ def find(cell, points):
     floor = noise_floor(cell)
     known = set(fact_cuts(points))
     found = set(candidates(points)) | known
-    run = 1
-    if history_series.unit(cell) == "nodes":
+    run, discrete = 1, history_series.unit(cell) == "nodes"
+    if discrete:
         # a crossover width: one of the sweep's few widths, where a race's width moves by a whole step or not at all
         # (Otava's t-test weighs no such series): every move is a candidate, and a move of two races is an episode
         found |= {i for i in range(1, len(points)) if points[i].median != points[i - 1].median}
         run = WIDTH_EPISODE
+    else:
+        # each search's candidates only where the search found more than noise does (searches_that_found)
+        fired = searches_that_found(points, error_rates(points, known)[1])
+        found = known | {c for c in found if search_of(points, c) in fired}
     found = sorted(found)
-    cuts, outliers = _without_outliers(_beyond_noise(points, found, known, floor), len(points), run)
-    cuts = _beyond_noise(points, cuts, known, floor)
-    judged = _judged(points, cuts, known, floor)
+    rates = ((1 - uncertainty.CONFIDENCE) / max(1, len(known)), None) if discrete else error_rates(points, known)
+    cuts, outliers = _without_outliers(_beyond_noise(points, found, known, floor, discrete, rates), len(points), run)
+    cuts = _beyond_noise(points, cuts, known, floor, discrete, rates)
+    judged = _judged(points, cuts, known, floor, discrete, rates)
     drifts = dict(_drift_runs(points, cuts, judged))
     bounds = [0, *cuts, len(points)]
     changes, i = [], 0
@@ -341,41 +535,55 @@ def find(cell, points):
         last = drifts.get(i, i)
         cut, others = cuts[i], cuts[:i] + cuts[last + 1 :]
         before, after = points[bounds[i] : cut], points[cut : bounds[last + 2]]
-        within = start_of(points[cut - 1]) == start_of(points[cut]) and points[cut].facts.node_start
-        own = within_start_spread(points, others) if within else spread(points, others)
+        within = _within_start(points, cut)
+        # a step's sides as it was judged (every cut a segment's bound); a drift's slope within its run is its spread
+        segments = others if i in drifts or discrete else cuts
+        own = within_start_spread(points, segments) if within else spread(points, segments)
+        basis = BASIS_WITHIN if within else own.basis
         if i in drifts:
             first_segment, last_segment = points[bounds[i] : cut], points[cuts[last] : bounds[last + 2]]
             comparison = (
                 judge_within_start(first_segment, last_segment, own, floor) if within else judge(first_segment, last_segment, own, floor)
             )
+            first_side, last_side = _sides(points, cut, first_segment, last_segment, within)
             change = Change(
                 cell,
                 cut,
                 points[cut].race_id,
                 points[cut].when,
-                level(first_segment, own),
-                level(last_segment, own),
+                level(first_side, own),
+                level(last_side, own),
                 comparison,
                 DRIFT,
                 [],
-                own.basis,
+                basis,
             )
         else:
+            before_side, after_side = _sides(points, cut, before, after, within)
             change = Change(
                 cell,
                 cut,
                 points[cut].race_id,
                 points[cut].when,
-                level(before, own),
-                level(after, own),
+                level(before_side, own),
+                level(after_side, own),
                 judged[i],
                 STEP,
                 what_changed(points[cut - 1], points[cut]),
-                own.basis,
+                basis,
             )
         changes.append(change)
         i = last + 1
     return changes, spread(points, cuts), [points[i].race_id for i in outliers]
+
+
+def _sides(points, cut, before, after, within):
+    """The races a change's levels are of: inside one node start, that start's races on each side (its first left
+    out), as it was judged; else the segments on each side."""
+    if not within:
+        return before, after
+    start, firsts = start_of(points[cut]), _first_races(points)
+    return _later_races(before, start, firsts) or before, _later_races(after, start, firsts) or after
 
 
 def _without_outliers(cuts, count, run=1):

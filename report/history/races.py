@@ -6,7 +6,8 @@ import json
 import os
 import tempfile
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 from report import ReportError
 from report import races as race_files
@@ -66,10 +67,17 @@ def parse_tags(texts):
     return tags
 
 
-def parse_date(text, name):
+def parse_date(text, name, end_of_day=False):
+    """A date given as YYYY-MM-DD (the whole day: its start, or with end_of_day its last second, so that --until DAY
+    holds that day's races), YYYY-MM-DDTHH:MM:SS or Rally's race timestamp, UTC."""
     if text is None:
         return None
-    for fmt in ("%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", RALLY_TIMESTAMP):
+    try:
+        day = datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=timezone.utc)
+        return day + timedelta(days=1, microseconds=-1) if end_of_day else day
+    except ValueError:
+        pass
+    for fmt in ("%Y-%m-%dT%H:%M:%S", RALLY_TIMESTAMP):
         try:
             return datetime.strptime(text, fmt).replace(tzinfo=timezone.utc)
         except ValueError:
@@ -77,8 +85,33 @@ def parse_date(text, name):
     raise ReportError(f"{name} {text!r}: give a date as YYYY-MM-DD (or YYYY-MM-DDTHH:MM:SS, UTC)")
 
 
+def date_range(since, until):
+    """(since, until) of --since and --until: --until DAY holds the whole day; a range that ends before it begins is
+    refused, naming both."""
+    first, last = parse_date(since, "--since"), parse_date(until, "--until", end_of_day=True)
+    if first and last and last < first:
+        raise ReportError(f"--since {since} is after --until {until}: the range is reversed; swap them")
+    return first, last
+
+
 def timestamp(data):
     return datetime.strptime(data["race-timestamp"], RALLY_TIMESTAMP).replace(tzinfo=timezone.utc)
+
+
+def malformed(data):
+    """Why a race document cannot be part of a history (not an object, no race id, no parseable race timestamp), or
+    None."""
+    if not isinstance(data, dict):
+        return f"race.json holds a {type(data).__name__}, not Rally's race document (an object)"
+    if not isinstance(data.get("race-id"), str) or not data["race-id"]:
+        return "race.json has no race-id"
+    if not isinstance(data.get("race-timestamp"), str):
+        return "race.json has no race-timestamp"
+    try:
+        timestamp(data)
+    except ValueError:
+        return f"race.json's race-timestamp {data['race-timestamp']!r} is not Rally's form ({RALLY_TIMESTAMP})"
+    return None
 
 
 @dataclass(frozen=True)
@@ -134,14 +167,27 @@ class Found:
     skipped: dict  # why the track's other races were not selected -> how many
     other_tracks: int  # races of other tracks in the same place
     where: str
+    # (where: a race's folder or id, why): races left out of the history because their records cannot be read or are
+    # malformed, and races counted once because another holds the same race (its id, or identical samples)
+    left_out: list = field(default_factory=list)
+
+    def left_out_text(self):
+        return "; ".join(f"{where}: {why}" for where, why in self.left_out)
+
+
+# a malformed record raises one of these when it is loaded: the race is left out with it, never a traceback
+RECORD_ERRORS = (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError, ReportError)
 
 
 def _selected(documents, selection, where, load):
-    """Found: of (race document, its source) pairs, this track's races that the selection takes, each loaded."""
-    selected, skipped, other = [], {}, 0
-    for data, source in documents:
-        if data is None:
-            skipped[source] = skipped.get(source, 0) + 1  # an unreadable document: its reason
+    """Found: of (race document, its source) triples, this track's races that the selection takes, each loaded; a race
+    whose document or records are unreadable or malformed is left out with its folder and why, and a race that
+    another already holds (the same race id, or identical samples under another id) counts once."""
+    selected, skipped, other, left_out = [], {}, 0, []
+    for data, source, problem in documents:
+        problem = problem or malformed(data)
+        if problem:
+            left_out.append((str(source), problem))
             continue
         if not records.is_our_track(data.get("track")):
             other += 1
@@ -151,21 +197,76 @@ def _selected(documents, selection, where, load):
             skipped[why] = skipped.get(why, 0) + 1
             continue
         selected.append((data, source))
-    selected.sort(key=lambda pair: pair[0]["race-timestamp"])
-    return Found([load(data, source) for data, source in selected], skipped, other, where)
+    selected.sort(key=lambda pair: (pair[0]["race-timestamp"], str(pair[1])))
+    loaded, ids = [], {}
+    for data, source in selected:
+        if data["race-id"] in ids:
+            left_out.append((str(source), f"the same race-id as {ids[data['race-id']]}: counted once"))
+            continue
+        race = loaded_or_why(load, data, source)
+        if isinstance(race, str):
+            left_out.append((str(source), race))
+            continue
+        ids[data["race-id"]] = source
+        loaded.append(race)
+    return Found(loaded, skipped, other, where, left_out)
+
+
+def loaded_or_why(load, *args):
+    """load(*args), or why a malformed record made it fail."""
+    try:
+        return load(*args)
+    except RECORD_ERRORS as e:
+        return f"its records cannot be read ({e.__class__.__name__}: {str(e)[:160]})"
+
+
+def counted_once(found):
+    """The found races less those whose samples another race already holds under another race-id (a race folder
+    copied): each named in found.left_out."""
+    kept, fingerprints = [], {}
+    for race in found.races:
+        samples = race.samples if race.samples else race.order_statistics
+        fingerprint = json.dumps(samples, sort_keys=True, default=str) if samples else None
+        if fingerprint in fingerprints:
+            found.left_out.append(
+                (race.race_id, f"the same samples as race {fingerprints[fingerprint]} under another race-id: counted once")
+            )
+            continue
+        if fingerprint:
+            fingerprints[fingerprint] = race.race_id
+        kept.append(race)
+    found.races = kept
+    return found
 
 
 def _read(path):
+    """(document, folder, None), or (None, folder, why) for a race.json that cannot be read."""
     try:
-        return json.loads(path.read_text()), path.parent
+        return json.loads(path.read_text()), path.parent, None
     except (OSError, ValueError) as e:
-        return None, f"unreadable race.json ({e.__class__.__name__})"
+        return None, path.parent, f"unreadable race.json ({e.__class__.__name__}: {str(e)[:120]})"
+
+
+def rally_home_of(rally_home):
+    """The Rally home the history reads: the one given (checked: it exists and is a folder, not empty text), or the
+    user's. Its absence is named with the fix, not mistaken for a home without races."""
+    if rally_home is None:
+        return None
+    if not str(rally_home).strip():
+        raise ReportError("--rally-home is empty: give the folder that holds .rally (your home: --rally-home ~), or leave it out")
+    home = Path(rally_home).expanduser()
+    if not home.exists():
+        raise ReportError(f"--rally-home {rally_home}: no such folder; give the folder that holds .rally (e.g. --rally-home ~)")
+    if not home.is_dir():
+        raise ReportError(f"--rally-home {rally_home} is a file: give the folder that holds .rally (e.g. --rally-home ~)")
+    return str(home)
 
 
 def from_files(selection, rally_home=None):
-    root = races_root(rally_home)
+    root = races_root(rally_home_of(rally_home))
     documents = (_read(path) for path in sorted(root.glob("*/race.json")))
-    return _selected(documents, selection, f"the Rally home's races under {root}", lambda data, folder: race_files.load(folder, data))
+    found = _selected(documents, selection, f"the Rally home's races under {root}", lambda data, folder: race_files.load(folder, data))
+    return counted_once(found)
 
 
 STORE_BATCH = 100  # races a store is asked about at once: 100 races x 100 cells stay within search.max_buckets (65,536)
@@ -175,7 +276,10 @@ def from_store(selection, store):
     """The store's race documents (rally-races-*) of this track, selected here as from files; each selected race read
     with bounded queries, a batch of races at a time: its records other than its coverages' validation lines (cells,
     cluster facts, the ingest), and each cell's sample count, failure and order statistics by aggregation."""
-    documents = ((data, None) for data in store.race_documents())
+    documents = (
+        (data, f"race {(data or {}).get('race-id', '?') if isinstance(data, dict) else '?'} in the store", None)
+        for data in store.race_documents()
+    )
     found = _selected(documents, selection, f"Rally's metrics store at {store.address}", lambda data, _: data)
     loaded = []
     for first in range(0, len(found.races), STORE_BATCH):
@@ -183,24 +287,35 @@ def from_store(selection, store):
         texts = store.records_beside_coverages(batch)
         statistics = store.order_statistics(batch, uncertainty.interval_ranks)
         for race_id, data in batch.items():
-            with tempfile.TemporaryDirectory(prefix="cluster-metrics-race-") as race_dir:
-                record_dir = os.path.join(race_dir, records.RECORD_DIR)
-                records.replay(record_dir, texts[race_id])
-                recount_bulk_tooks(record_dir)
-                race = race_files.load(race_dir, data)
+            race = loaded_or_why(_replayed, data, texts.get(race_id, []))
+            if isinstance(race, str):
+                found.left_out.append((f"race {race_id} in the store", race))
+                continue
             race.path, race.samples, race.source = None, None, found.where
             race.order_statistics = statistics.get(race_id, {})
             loaded.append(race)
     found.races = loaded
-    return found
+    return counted_once(found)
+
+
+def _replayed(data, texts):
+    """A store's race loaded from its record operations, replayed into a folder that is gone once loaded."""
+    with tempfile.TemporaryDirectory(prefix="cluster-metrics-race-") as race_dir:
+        record_dir = os.path.join(race_dir, records.RECORD_DIR)
+        records.replay(record_dir, texts)
+        recount_bulk_tooks(record_dir)
+        return race_files.load(race_dir, data)
 
 
 def check_found(found, selection):
     """A clear message when nothing is left to make a history of, naming what was found."""
     if found.races:
         return
+    left_out = f"; left out: {found.left_out_text()}" if found.left_out else ""
+    if found.left_out and not found.skipped:
+        raise ReportError(f"no race in {found.where} could be read{left_out}")
     if not found.skipped:
         others = f" (it holds {found.other_tracks} race(s) of other tracks)" if found.other_tracks else ""
         raise ReportError(f"no race of the {records.TRACK_NAME} track in {found.where}{others}: race it first (make race), then make trend")
     seen = "; ".join(f"{n} x {why}" for why, n in sorted(found.skipped.items(), key=lambda kv: -kv[1])[:6])
-    raise ReportError(f"no race in {found.where} matches {selection.text()}: the track's races there have {seen}")
+    raise ReportError(f"no race in {found.where} matches {selection.text()}: the track's races there have {seen}{left_out}")

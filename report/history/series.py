@@ -3,6 +3,7 @@ parameters, cluster shape), and in each series a point per race and cell: the ra
 A race that did not finish, or a cell that failed in it, is an exclusion with its reason, never a point."""
 
 import json
+import math
 from dataclasses import dataclass, field
 
 from report import outcome
@@ -17,6 +18,10 @@ LARGE_FETCH = "large fetch wall (ms)"  # source-large: a fetch's wall per _sourc
 PROFILE_TOOK = "profile took (ms)"  # profile-breakdown: the took of its calls, profile ON and OFF (report/studies/profile)
 # a figure's unit by its name's start; a coverage cell's is ms
 UNITS = ((INGEST_WALL, "s"), (CROSSOVER, "nodes"), (ROUND_TRIPS, "ms/ms"))
+# no sample of a race can take longer than an hour: the track's slowest coverage takes seconds at full scale (a
+# 3,000-node serial sweep about 30 s), and each of its requests times out at request-timeout (120 s by default); a
+# sample is also never longer than its task's duration in race.json. A wall beyond either is a broken record.
+PLAUSIBLE_WALL_MS = 3_600_000.0
 
 
 def ingest_change_cell(name):
@@ -95,8 +100,29 @@ def how_they_differ(a, b):
     )
 
 
+def implausible(values, bound, unit="ms"):
+    """Why these samples cannot be times (one that is not a number, not finite, not above 0, or beyond `bound`), or
+    None: such a sample is failed, never part of a figure."""
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"a sample of {value!r} is not a number"
+        if not math.isfinite(value) or value <= 0:
+            return f"a sample of {value!r} {unit} is not a finite time above 0"
+        if value > bound:
+            return f"a sample of {value:,.0f} {unit} is beyond any plausible time ({bound:,.0f} {unit})"
+    return None
+
+
+def _wall_bound_ms(op):
+    """The longest a sample of this task can have taken: its task's duration (race.json, ms) and at most an hour."""
+    duration = (op or {}).get("duration")
+    usable = isinstance(duration, (int, float)) and math.isfinite(duration) and duration > 0
+    return min(PLAUSIBLE_WALL_MS, duration) if usable else PLAUSIBLE_WALL_MS
+
+
 def _cell_points(race):
-    """{cell: (median, low, high, n)} of a finished race; {cell: why} for a cell that failed or has no samples."""
+    """{cell: (median, low, high, n)} of a finished race; {cell: why} for a cell that failed, has no samples, or has a
+    sample that cannot be a time (implausible)."""
     found = {}
     for task in sorted(task for task, cell in race.cells.items() if "variant" in cell and "transport" in cell):  # a coverage cell
         op = race.op_metrics().get(task)
@@ -110,18 +136,27 @@ def _cell_points(race):
         if samples is None or samples == "absent" or not samples:
             found[task] = "failed" if samples is None or (op and (op.get("error_rate") or 0) > 0) else "no samples recorded"
             continue
+        problem = implausible(list(samples.values()) if isinstance(samples, dict) else samples, _wall_bound_ms(op))
+        if problem:
+            found[task] = f"failed: {problem}"
+            continue
         interval = uncertainty.median_interval_of(n, samples) if isinstance(samples, dict) else uncertainty.median_interval(samples)
         found[task] = (interval.median, interval.low, interval.high, interval.n)
     rows = ingest.ingest_rows(race)
     if rows:
         walls = [row["wall_s"] for row in rows]
-        found[INGEST_WALL] = "failed" if ingest.ingest_problem(race) or None in walls else (sum(walls), None, None, len(walls))
+        problem = None if None in walls else implausible(walls, PLAUSIBLE_WALL_MS / 1000, "s")
+        failed = ingest.ingest_problem(race) or None in walls
+        found[INGEST_WALL] = "failed" if failed else f"failed: {problem}" if problem else (sum(walls), None, None, len(walls))
     for name in ingest_changes.ingests(race):
         if ingest_changes.main_baseline(race, name):
             continue  # full's baseline is the race's own ingest: INGEST_WALL above
         change_walls = [row["wall"] for row in ingest_changes.change_rows(race, name)]
         failed = ingest_changes.change_problem(race, name) or not change_walls or None in change_walls
-        found[ingest_change_cell(name)] = "failed" if failed else (sum(change_walls), None, None, len(change_walls))
+        problem = None if failed else implausible(change_walls, PLAUSIBLE_WALL_MS / 1000, "s")
+        found[ingest_change_cell(name)] = (
+            "failed" if failed else f"failed: {problem}" if problem else (sum(change_walls), None, None, len(change_walls))
+        )
     found.update(_headline_figures(race))
     return found
 
@@ -137,27 +172,47 @@ def _headline_figures(race):
     for (variant, transport), figure in network.round_trips(race).items():
         found[f"{ROUND_TRIPS}: {variant} {transport}"] = figure
     for (mode, fmt), fetch in large_source.cells(race).items() if race.large_source else ():
-        found[f"{LARGE_FETCH}: {mode} {fmt}"] = fetch["failed"] or _median_figure([line["wall-ms"] for line in fetch["measured"]])
+        walls = [line.get("wall-ms") for line in fetch["measured"]]
+        found[f"{LARGE_FETCH}: {mode} {fmt}"] = fetch["failed"] or _failed_or_median(walls)
     tooks = profile.took_figures(race)
     for switch in ("ON", "OFF"):
         if isinstance(tooks, str) or tooks.get(switch):
-            found[f"{PROFILE_TOOK}: profile {switch}"] = tooks if isinstance(tooks, str) else _median_figure(tooks[switch])
+            found[f"{PROFILE_TOOK}: profile {switch}"] = tooks if isinstance(tooks, str) else _failed_or_median(tooks[switch])
     return found
 
 
-def _median_figure(values):
-    """(median, low, high, n): the values' median with its 95% order-statistic interval."""
+def _failed_or_median(values):
+    """(median, low, high, n): the values' median with its 95% order-statistic interval; why not, when a value cannot be
+    a time."""
+    problem = implausible(values, PLAUSIBLE_WALL_MS)
+    if problem:
+        return f"failed: {problem}"
     interval = uncertainty.median_interval(values)
     return interval.median, interval.low, interval.high, interval.n
 
 
-def build(races):
-    """[Series] of the races (oldest first), in the order their first race ran; each race's points in its series."""
+def not_a_figure(value):
+    """Why a figure cannot be a point on the history's log scale (not finite, not above 0), or None."""
+    median, low, high, _ = value
+    for name, x in (("figure", median), ("interval's low end", low), ("interval's high end", high)):
+        if x is not None and (not isinstance(x, (int, float)) or not math.isfinite(x) or (name == "figure" and x <= 0)):
+            return f"failed: its {name} {x!r} is not a finite number above 0"
+    return None
+
+
+def build(races, left_out=None):
+    """[Series] of the races (oldest first), in the order their first race ran; each race's points in its series. A race
+    whose facts cannot be read is left out: (race id, why) appended to `left_out`."""
     by_key = {}
     pending_unrecorded = []
     for race in races:
-        facts = facts_of(race)
-        key = series_key(race, facts)
+        try:
+            facts = facts_of(race)
+            key = series_key(race, facts)
+        except (ValueError, TypeError, KeyError, AttributeError) as e:
+            if left_out is not None:
+                left_out.append((race.race_id, f"its cluster facts cannot be read ({e.__class__.__name__}: {str(e)[:160]})"))
+            continue
         if key[1] is None:
             pending_unrecorded.append((race, facts, key))
             continue
@@ -178,10 +233,16 @@ def build(races):
 
 def _add(series, race, facts):
     series.races.append((race.race_id, race.data["race-timestamp"], facts))
-    if not outcome.finished(race):
-        series.excluded.append((race.race_id, None, outcome.NOT_FINISHED))
+    try:
+        if not outcome.finished(race):
+            series.excluded.append((race.race_id, None, outcome.NOT_FINISHED))
+            return
+        points = _cell_points(race)
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, ZeroDivisionError) as e:
+        series.excluded.append((race.race_id, None, f"its records cannot be read ({e.__class__.__name__}: {str(e)[:160]})"))
         return
-    for cell, value in _cell_points(race).items():
+    for cell, value in points.items():
+        value = value if isinstance(value, str) else not_a_figure(value) or value
         if isinstance(value, str):
             series.excluded.append((race.race_id, cell, value))
             continue

@@ -79,13 +79,19 @@ def change_rows(analysed):
     return rows
 
 
+BASIS_TEXT = {
+    change_points.BASIS_RACES: " (race as the unit: one node start)",
+    change_points.BASIS_WITHIN: " on a running node (its races the unit)",
+}
+
+
 def changes_table(rows):
     header = ["cell", "race (date)", "kind", "before", "after", "ratio [95%]", "verdict", "what changed with it"]
     body = [
         [
             c.cell,
             f"{c.race_id[:8]} ({c.when[:8]})",
-            c.kind + ("" if c.basis == change_points.BASIS_STARTS else " (race as the unit: one node start)"),
+            c.kind + BASIS_TEXT.get(c.basis, ""),
             _level_text(c.before, c.cell),
             _level_text(c.after, c.cell),
             f"{c.comparison.ratio:.3f} [{c.comparison.low:.3f}, {c.comparison.high:.3f}]",
@@ -117,19 +123,34 @@ def points_table(cell, points):
     return header, body
 
 
-def _draw(ax, cell, points, cell_changes, unit_spread):
+def _draw(ax, cell, points, cell_changes, unit_spread, ticks=6):
     x = list(range(len(points)))
     y = [p.median for p in points]
     low = [p.median - (p.low if p.low is not None else p.median) for p in points]
     high = [(p.high if p.high is not None else p.median) - p.median for p in points]
     ax.errorbar(x, y, yerr=[low, high], fmt="o", ms=3, lw=0.8, color="tab:blue")
     for first, end in change_points.segments(points, cell_changes):
-        lvl = change_points.level(points[first:end], unit_spread)
-        ax.hlines(lvl.median, first - 0.4, end - 0.6, colors="tab:orange", lw=1.5)
+        # the segment's level in each node start it spans: a start is the unit, and its level is its own
+        pieces = [first] + [i for i in range(first + 1, end) if change_points.start_of(points[i]) != change_points.start_of(points[i - 1])]
+        for lo, hi in zip(pieces, pieces[1:] + [end]):
+            lvl = change_points.level(points[lo:hi], unit_spread)
+            ax.hlines(lvl.median, lo - 0.4, hi - 0.6, colors="tab:orange", lw=1.5)
+    for i in range(1, len(points)):
+        if change_points.start_of(points[i]) != change_points.start_of(points[i - 1]) and points[i].facts.node_start:
+            ax.axvline(i - 0.5, color="0.75", ls=":", lw=0.8)  # a node start: the unit the verdicts count
     for c in cell_changes:
         ax.axvline(c.index - 0.5, color="tab:red" if c.comparison.verdict == uncertainty.SLOWER else "tab:green", ls="--", lw=1)
     ax.set_title(cell, fontsize=8)
+    ax.set_ylabel(f"race median ({history_series.unit(cell)})", fontsize=6)
+    shown = sorted({round(k * (len(points) - 1) / (ticks - 1)) for k in range(ticks)}) if len(points) > ticks else x
+    ax.set_xticks(shown)
+    ax.set_xticklabels([f"{_date(points[i].when)}\n{points[i].race_id[:8]}" for i in shown], fontsize=5)
     ax.tick_params(labelsize=6)
+
+
+def _date(when):
+    """A race timestamp (Rally's 20261128T181917Z) as 11-28 18:19."""
+    return f"{when[4:6]}-{when[6:8]} {when[9:11]}:{when[11:13]}" if len(when) >= 13 else when
 
 
 def charts(analysed, out):
@@ -142,7 +163,10 @@ def charts(analysed, out):
                 continue
             fig, ax = plt.subplots(figsize=(7, 3))
             _draw(ax, cell, points, cell_changes, unit_spread)
-            ax.set_xlabel("race (oldest first)")
+            ax.set_xlabel(
+                "race (oldest first: date, id); dotted: a node start; dashed: a change; orange: each segment's level in each node start",
+                fontsize=6,
+            )
             name = f"change-{n + 1}-{_slug(cell)}.png"
             fig.tight_layout()
             fig.savefig(out / name, dpi=100)
@@ -153,7 +177,7 @@ def charts(analysed, out):
         rows = math.ceil(len(rest) / cols)
         fig, axes = plt.subplots(rows, cols, figsize=(3 * cols, 2.2 * rows), squeeze=False)
         for ax, (cell, points, cell_changes, unit_spread) in zip(axes.flat, rest):
-            _draw(ax, cell, points, cell_changes, unit_spread)
+            _draw(ax, cell, points, cell_changes, unit_spread, ticks=3)
         for ax in list(axes.flat)[len(rest) :]:
             ax.axis("off")
         fig.tight_layout()
@@ -212,10 +236,18 @@ def _slug(text):
     return "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in text)[:60]
 
 
-def console_line(rows, analysed):
+def console_line(rows, analysed, left_out=()):
     race_count = sum(len(series.races) for series, _ in analysed)
     cells = {(id(series), c.cell) for _, series, c in rows}
     line = f"trend: {len(rows)} change(s) in {len(cells)} cell(s) over {race_count} race(s) in {len(analysed)} series"
+    unjudged = unjudged_cells(analysed)
+    total = sum(len(cells) for _, cells in analysed)
+    if unjudged and unjudged == total:
+        line += f"; nothing could be judged: {NOT_JUDGED}"
+    elif unjudged:
+        line += f"; {unjudged} of {total} cell(s) could not be judged ({NOT_JUDGED})"
+    if left_out:
+        line += f"; {len(left_out)} race(s) left out (see the report's first lines)"
     if rows:
         worst = max(rows, key=lambda r: abs(math.log(r[2].comparison.ratio)))[2]
         line += (
@@ -225,32 +257,59 @@ def console_line(rows, analysed):
     return line
 
 
+NOT_JUDGED = "no two node starts of one configuration and no two races of one node start to measure the noise by"
+
+
+def unjudged_cells(analysed):
+    """How many cells have no spread to judge a change by (one race; one race a configuration)."""
+    return sum(1 for _, cells in analysed for points, _, _ in cells.values() if change_points.spread(points).sd is None)
+
+
 def alerts(analysed, within):
-    """The slower step changes of a cost (not a crossover width) that begin among the newest `within` races of their
-    series."""
+    """The slower changes of a cost (not a crossover width) that the newest races are in: a step that begins among the
+    newest `within` races of its series, or a drift up that goes on to the newest race."""
     found = []
     for series, cells in analysed:
         for cell, (points, cell_changes, _) in cells.items():
-            for c in cell_changes:
-                slower = c.comparison.verdict == uncertainty.SLOWER and history_series.is_time(cell)
-                if slower and c.kind == change_points.STEP and len(points) - c.index <= within:
+            for k, c in enumerate(cell_changes):
+                if c.comparison.verdict != uncertainty.SLOWER or not history_series.is_time(cell):
+                    continue
+                newest = c.kind == change_points.STEP and len(points) - c.index <= within
+                ongoing = c.kind == change_points.DRIFT and k == len(cell_changes) - 1
+                if newest or ongoing:
                     found.append(c)
     return found
+
+
+def alert_line(c):
+    """An alert as a nightly job prints it: the cell, the race it begins at, the ratio with its interval, what changed."""
+    what = "; ".join(c.what_changed) or (
+        "a drift up over the newest races" if c.kind == change_points.DRIFT else "nothing recorded changed"
+    )
+    return (
+        f"ALERT: {c.cell} {c.comparison.ratio:.2f}x [{c.comparison.low:.2f}, {c.comparison.high:.2f}] slower, a {c.kind} from race "
+        f"{c.race_id[:8]} ({c.when}): {what}"
+    )
 
 
 def write_report(analysed, found, selection, out_root, order):
     digest = hashlib.sha256((found.where + selection.text() + order).encode()).hexdigest()[:8]
     out = Path(out_root) / f"trend-{digest}"
     out.mkdir(parents=True, exist_ok=True)
+    for stale in out.glob("*.png"):  # a chart of an earlier run of the same selection, whose cell may have no change now
+        stale.unlink()
     rows = change_rows(analysed)
     parts = [
         "# cluster-metrics: the trend over a team's races",
         "",
         f"{sum(len(s.races) for s, _ in analysed)} race(s) from {found.where}; selected: {selection.text()}; order: {order}.",
         "",
-        "## Changes, newest first",
-        "",
     ]
+    if found.left_out:
+        parts += ["Left out (never a point):", ""] + [f"- {where}: {why}" for where, why in found.left_out] + [""]
+    if unjudged_cells(analysed):
+        parts += [f"Could not be judged: {unjudged_cells(analysed)} cell(s), {NOT_JUDGED}.", ""]
+    parts += ["## Changes, newest first", ""]
     parts += [tables.markdown(*changes_table(rows)), ""] if rows else ["_No change beyond the noise in any cell._", ""]
     parts += [CHANGE_NOTE, ""]
     parts += configuration_lines(analysed)
@@ -281,17 +340,20 @@ def write_report(analysed, found, selection, out_root, order):
         parts += ["Not selected: " + "; ".join(f"{n} x {why}" for why, n in sorted(found.skipped.items())) + ".", ""]
     path = out / "report.md"
     path.write_text("\n".join(parts))
-    return path, console_line(rows, analysed)
+    return path, console_line(rows, analysed, found.left_out)
 
 
 CHANGE_NOTE = (
     "A change: where Apache Otava's E-divisive (its t-test at p < "
-    f"{change_points.CANDIDATE_PVALUE}) places a candidate in a cell's log race medians, kept only when the levels on its "
-    "two sides differ beyond the noise with the node start as the unit: each side's level is the geometric mean of its "
-    "node starts' levels, and the ratio's 95% interval is Student's t with the spread between node starts of one "
-    "configuration, pooled over the series (docs/history.md). " + uncertainty.VERDICT_RULE + " A drift: a change that a "
-    "straight line over its two segments fits better than a step. What changed with it: the facts of the last race "
-    "before against the first after (runners/shared/cluster_facts.py)."
+    f"{change_points.CANDIDATE_PVALUE}) places a candidate in a cell's log race medians, or where the recorded "
+    "configuration changes, kept only when the levels on its two sides differ beyond the noise: at a node start, node "
+    "starts are the unit (each side's level the geometric mean of its starts' levels); inside one node start, its races "
+    "(its first race left out). The spread is pooled within the segments the changes leave (a step is not noise), and "
+    "the ratio's 95% interval is as wide as the largest t a search finds among as many units without a change (over "
+    "the searches made), or Student's t where the facts placed the change (docs/history.md). "
+    + uncertainty.VERDICT_RULE
+    + " A drift: a run of changes in one direction whose segments slope too. What changed with it: the facts of the last "
+    "race before against the first after (runners/shared/cluster_facts.py)."
 )
 
 
@@ -315,17 +377,14 @@ def main(argv=None):
         parser.error(f"--order {args.order!r}: race, version or tag:KEY")
     if args.alert_within < 1:
         parser.error("--alert-within takes 1 or more races")
-    selection = history_races.Selection(
-        tuple(args.challenge),
-        history_races.parse_tags(args.user_tag),
-        args.es_version,
-        history_races.parse_date(args.since, "--since"),
-        history_races.parse_date(args.until, "--until"),
-    )
-    store = Store.from_config(args.rally_home, args.configuration_name)
-    found = history_races.from_store(selection, store) if store else history_races.from_files(selection, args.rally_home)
+    since, until = history_races.date_range(args.since, args.until)
+    selection = history_races.Selection(tuple(args.challenge), history_races.parse_tags(args.user_tag), args.es_version, since, until)
+    check_out(args.out)
+    rally_home = history_races.rally_home_of(args.rally_home)
+    store = Store.from_config(rally_home, args.configuration_name)
+    found = history_races.from_store(selection, store) if store else history_races.from_files(selection, rally_home)
     history_races.check_found(found, selection)
-    analysed = analyse(history_series.build(found.races), args.order)
+    analysed = analyse(history_series.build(found.races, found.left_out), args.order)
     if not any(cells for _, cells in analysed):
         raise ReportError(
             f"{len(found.races)} race(s) selected, but none has a cell with samples to follow: "
@@ -336,5 +395,13 @@ def main(argv=None):
     print(f"report: {path}")
     raised = alerts(analysed, args.alert_within) if args.fail_on else []
     for c in raised:
-        print(f"ALERT: {c.cell} {c.comparison.ratio:.2f}x slower from race {c.race_id[:8]} ({'; '.join(c.what_changed)})")
+        print(alert_line(c))
     return ALERT_EXIT if raised else 0
+
+
+def check_out(out):
+    """--out names a folder (made if missing), not a file, and not empty text: said with the fix before any work."""
+    if not str(out).strip():
+        raise ReportError("--out is empty: give a folder for the report (default: reports)")
+    if Path(out).exists() and not Path(out).is_dir():
+        raise ReportError(f"--out {out} is a file: give a folder for the report (default: reports)")
