@@ -1,15 +1,17 @@
 """Changes in a cell's series of race medians: where they begin, by how much, whether beyond the noise, and what changed
 in the cluster with them.
 
-Found by Apache Otava's E-divisive means with its t-test (otava.analysis.compute_change_points, the method of Fleming
-et al., "Hunter", ICPE 2023) on the log race medians: the candidates. Judged by the project's rule with the node start
-as the unit (docs/history.md): the two sides' levels are the geometric means of their node starts' levels, and the
-ratio's 95% interval is Student's t with the spread between node starts of one configuration (same version, build,
-JVM, heap, processors and settings), pooled over the series. A node start that runs several races is one unit, so two
-starts of one version that differ by 10% do not make a 10% change. A candidate within that spread is dropped and its
-neighbours judged again (as Otava's merge step drops weak points), until every change left is beyond the noise by
-uncertainty.verdict, over every place the search could have put it (a search's best split makes a plain interval too
-narrow). A change that a straight line over its two segments fits better than a step is a drift.
+Candidates: Apache Otava's E-divisive means with its t-test (otava.analysis.compute_change_points, the method of
+Fleming et al., "Hunter", ICPE 2023) on the log race medians, over the whole series and over each node start's own
+races, and every race where the recorded configuration changes. The verdict is the project's, with the node start as
+the unit (docs/history.md): a change at a node start compares node starts (each side's level the geometric mean of its
+starts' levels), a change inside one node start compares that start's races. The spread is pooled within the segments
+the changes leave (a step is not noise). What holds the rate of changes named where there is none is the bar: a
+search's candidates are judged only where the search found more than a search finds in noise (searches_that_found),
+and each against the largest t a search finds in noise among as many units (max_t_critical, simulated), at 5% over all
+the searches and the facts' candidates (Bonferroni's). A candidate within the noise is dropped and its neighbours
+judged again (as Otava's merge step drops weak points). A run of changes in one direction whose segments slope, or
+that a line fits better than any one of its steps, is a drift.
 
 Where a series has no two starts of one configuration, the spread between starts is unknown: the race is the unit, and
 the change says so (it may be a node start's, not the cluster's).
@@ -17,7 +19,6 @@ the change says so (it may be a node start's, not the cluster's).
 
 import functools
 import math
-import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,7 +31,7 @@ from report.shared import uncertainty
 # Otava's significance for a candidate (its max_pvalue): loose, since the verdict (_judged, calibrated for the largest t
 # a search finds in noise) is what holds the rate without a change; at 0.001 Otava proposed no candidate at a real
 # 1.8x step with 3 races after it (p = 0.005-0.007: docs/history.md)
-CANDIDATE_PVALUE = float(os.environ.get("CANDIDATE_P", "0.05"))
+CANDIDATE_PVALUE = 0.05
 WINDOW = 50  # Otava's sliding window (races)
 STEP, DRIFT = "step", "drift"
 # a crossover width's move must hold this many races and one more to be a change (tests/report/history_test.py: with a
@@ -50,9 +51,6 @@ LEAST_SIDE = 2
 SIMULATION_SEED = 20261128
 # other groups' degrees of freedom beyond this add nothing a verdict can see (chi-square / df within 1% of its mean)
 MAX_EXTRA_DF = 200
-import os
-
-SEARCHED_OVER = os.environ.get("SEARCHED_OVER", "interval")
 
 
 @dataclass(frozen=True)
@@ -263,6 +261,10 @@ def _is_drift(points, cuts, direction):
     direction. Steps leave flat segments; a slow drift cut into a staircase by the search leaves sloped ones. With
     several races a node start, each start has its level too, and its first race is left out (first_race_effect)."""
     firsts = _first_races(points) if len({start_of(p) for p in points}) < len(points) else set()
+    if firsts and len({start_of(p) for p in points}) > 1:
+        # node starts of several races: a run that spans starts joins a change in one start to another's, through the
+        # starts between (whose levels may have gone back): those are steps, each named
+        return False
     kept = [i for i, p in enumerate(points) if p.race_id not in firsts]
     y = np.log([points[i].median for i in kept])
     x = np.array(kept, dtype=float)
@@ -279,12 +281,12 @@ def _is_drift(points, cuts, direction):
     # or the staircase is a line: a search cuts a slow drift into many steps whose segments are too short to slope. A
     # line through the run (a level per node start) that fits its races better than any one of its steps does, its
     # slope beyond noise in the direction, makes the run a drift (a real step fits better than a line)
-    levels = [
-        np.array([(start_of(points[i]) if firsts else None) == key for i in kept], dtype=float)
-        for key in dict.fromkeys(group_start(points, kept, firsts))
-    ]
+    # (within one node start, or where each race is a start of its own: across starts of several races a line would
+    # join a step in one start to another's, through the starts between)
+    starts = list(dict.fromkeys(group_start(points, kept, firsts)))
+    levels = [np.array([(start_of(points[i]) if firsts else None) == key for i in kept], dtype=float) for key in starts]
     line = np.column_stack(levels + [x])
-    if len(cuts) < 2 or len(y) <= line.shape[1] + 2 or np.linalg.matrix_rank(line) < line.shape[1]:
+    if len(starts) > 1 or len(cuts) < 2 or len(y) <= line.shape[1] + 2 or np.linalg.matrix_rank(line) < line.shape[1]:
         return False
     line_slope, line_rss, line_error = _slope_fit(line, y)
     steps = [np.column_stack(levels + [(x >= cut).astype(float)]) for cut in cuts]
@@ -449,11 +451,6 @@ def _judged(points, cuts, known=(), floor=uncertainty.NOISE_FLOOR_MS, discrete=F
             continue
         else:
             units = len(a) + len(b)
-            if SEARCHED_OVER == "whole":
-                if _within_start(points, cut):
-                    units = sum(1 for p in points if start_of(p) == start_of(points[cut])) - 1
-                else:
-                    units = len(units_of(points, unit_spread))
             extra = min(MAX_EXTRA_DF, max(0, unit_spread.df - (units - 2)))
             critical = max_t_critical(units, extra, 1 - rates[1])
         judged.append(ratio_verdict(a, b, unit_spread, critical, floor))
@@ -545,6 +542,9 @@ def find(cell, points):
             comparison = (
                 judge_within_start(first_segment, last_segment, own, floor) if within else judge(first_segment, last_segment, own, floor)
             )
+            if comparison.verdict not in (uncertainty.SLOWER, uncertainty.FASTER):
+                i = last + 1  # its first segment against its last is within the noise: steps of a slope too gentle to name
+                continue
             first_side, last_side = _sides(points, cut, first_segment, last_segment, within)
             change = Change(
                 cell,

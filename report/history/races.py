@@ -139,6 +139,8 @@ def _joined(values):
 
 def facts_of(race):
     recorded = race.cluster_facts
+    if recorded is not None and not isinstance(recorded, dict):
+        raise ValueError(f"{records.CLUSTER_FACTS} holds a {type(recorded).__name__}, not the facts the track records")
     cluster = race.data.get("cluster") or {}
     nodes = list(((recorded or {}).get("nodes") or {}).values())
     settings = (recorded or {}).get("settings")

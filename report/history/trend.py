@@ -276,6 +276,12 @@ def alerts(analysed, within):
                     continue
                 newest = c.kind == change_points.STEP and len(points) - c.index <= within
                 ongoing = c.kind == change_points.DRIFT and k == len(cell_changes) - 1
+                # a change on a running node that a later node start ended is not the newest races'
+                ended = c.basis == change_points.BASIS_WITHIN and change_points.start_of(points[-1]) != change_points.start_of(
+                    points[c.index]
+                )
+                if ended:
+                    continue
                 if newest or ongoing:
                     found.append(c)
     return found

@@ -2,6 +2,7 @@
 traceback, and nothing counted into a series where it does not belong."""
 
 import json
+import shutil
 import zlib
 
 import pytest
@@ -150,3 +151,145 @@ def test_points_ordered_by_version_or_by_a_tag_when_asked(tmp_path):
     assert [p.race_id for p in trend.order_points(points, "tag:build")] == ["a3", "a1", "a2"]
     with pytest.raises(SystemExit):
         run(tmp_path, tmp_path, "--order", "colour")
+
+
+def race_folder(home, race_id):
+    return home / ".rally" / "benchmarks" / "races" / race_id
+
+
+def history_of(home, count=6, **kwargs):
+    """`count` races of one node start, a day apart from 2026-11-01, each its own walls around 400 ms."""
+    for day in range(1, count + 1):
+        write_race(home, f"r{day:02d}", f"202611{day:02d}T120000Z", samples=[400.0 + i + (day * 7 % 5) for i in range(8)], **kwargs)
+
+
+@pytest.mark.parametrize(
+    "walls, why",
+    [
+        ([1e12] * 8, "beyond any plausible time"),
+        ([400.0] * 7 + [-15.0], "not a finite time above 0"),
+        ([400.0] * 7 + [float("nan")], "not a finite time above 0"),
+        ([400.0] * 7 + [float("inf")], "not a finite time above 0"),
+        ([0.0] * 8, "not a finite time above 0"),
+        ([400.0] * 7 + ["fast"], "is not a number"),
+    ],
+)
+def test_a_wall_that_cannot_be_a_time_fails_its_cell_with_the_reason(tmp_path, capsys, walls, why):
+    """A wall that is not a finite time above 0, or beyond any plausible time, makes its cell failed in that race with
+    the reason: never a point, never a traceback, and the other races' points stand."""
+    history_of(tmp_path, 4)
+    folder = race_folder(tmp_path, "r04")
+    lines = [json.loads(line) for line in (folder / records.RECORD_DIR / records.VALIDATION).read_text().splitlines()]
+    text = "".join(json.dumps({**line, "wall-ms": wall}) + "\n" for line, wall in zip(lines, walls))
+    (folder / records.RECORD_DIR / records.VALIDATION).write_text(text)
+    assert run(tmp_path, tmp_path, "--fail-on", "slower") == 0
+    (built,) = series.build(races.from_files(races.Selection(), tmp_path).races)
+    assert [p.race_id for p in built.cells[CELL]] == ["r01", "r02", "r03"]
+    ((race_id, cell, reason),) = built.excluded
+    assert (race_id, cell) == ("r04", CELL) and reason.startswith("failed: ") and why in reason
+
+
+def test_a_wall_longer_than_its_task_ran_is_implausible(tmp_path):
+    """A sample cannot have taken longer than its task's duration in race.json (ms)."""
+    history_of(tmp_path, 2)
+    path = race_folder(tmp_path, "r02") / "race.json"
+    data = json.loads(path.read_text())
+    data["results"]["op_metrics"][0]["duration"] = 300.0  # the walls are 404-411 ms
+    path.write_text(json.dumps(data))
+    (built,) = series.build(races.from_files(races.Selection(), tmp_path).races)
+    assert built.excluded == [("r02", CELL, "failed: a sample of 404 ms is beyond any plausible time (300 ms)")]
+
+
+@pytest.mark.parametrize(
+    "spoil, why",
+    [
+        (lambda folder: (folder / "race.json").write_text("[1, 2]"), "race.json holds a list"),
+        (lambda folder: (folder / "race.json").write_text((folder / "race.json").read_text()[:40]), "unreadable race.json"),
+        (lambda folder: _edit(folder, lambda d: d.pop("race-timestamp")), "race.json has no race-timestamp"),
+        (lambda folder: _edit(folder, lambda d: d.pop("race-id")), "race.json has no race-id"),
+        (lambda folder: _edit(folder, lambda d: d.update({"race-timestamp": "yesterday"})), "is not Rally's form"),
+        (lambda folder: _truncate(folder / records.RECORD_DIR / records.VALIDATION), "its records cannot be read"),
+        (lambda folder: _truncate(folder / records.RECORD_DIR / records.CELLS), "its records cannot be read"),
+        (lambda folder: (folder / records.RECORD_DIR / records.VALIDATION).write_text('{"task": 3}\n[1]\n'), "its records cannot be read"),
+        (lambda folder: (folder / records.RECORD_DIR / records.CLUSTER_FACTS).write_text("[]"), "cannot be read"),
+    ],
+)
+def test_a_malformed_race_is_left_out_with_its_folder_and_reason(tmp_path, capsys, spoil, why):
+    """A race whose race.json or records cannot be read, or are not what Rally and the track write, is left out: its
+    folder (or id) and the reason on the console's line and the report's first screen, no traceback, and the other
+    races make the history."""
+    history_of(tmp_path, 4)
+    spoil(race_folder(tmp_path, "r03"))
+    assert run(tmp_path, tmp_path) == 0
+    out = capsys.readouterr().out
+    assert "over 3 race(s)" in out and "1 race(s) left out" in out
+    report = (tmp_path / "out").glob("trend-*/report.md")
+    first_screen = next(report).read_text().split("## Changes")[0]
+    assert "Left out (never a point):" in first_screen and why in first_screen and "r03" in first_screen
+
+
+def _edit(folder, change):
+    data = json.loads((folder / "race.json").read_text())
+    change(data)
+    (folder / "race.json").write_text(json.dumps(data))
+
+
+def _truncate(path):
+    """Cut within a line, as a disk that filled up leaves a record."""
+    path.write_text(path.read_text()[: len(path.read_text()) // 2 - 3])
+
+
+def test_a_race_copied_counts_once_and_is_named(tmp_path, capsys):
+    """A race folder copied under another name (the same race-id inside), or with a new race-id but the same samples,
+    counts once: the copy is named with the race it copies, and no verdict moves for it."""
+    history_of(tmp_path, 4)
+    shutil.copytree(race_folder(tmp_path, "r04"), race_folder(tmp_path, "r04-copy"))
+    shutil.copytree(race_folder(tmp_path, "r03"), race_folder(tmp_path, "r05"))
+    _edit(race_folder(tmp_path, "r05"), lambda d: d.update({"race-id": "r05", "race-timestamp": "20261105T120000Z"}))
+    found = races.from_files(races.Selection(), tmp_path)
+    assert [race.race_id for race in found.races] == ["r01", "r02", "r03", "r04"]
+    said = dict(found.left_out)
+    assert said[str(race_folder(tmp_path, "r04-copy"))].startswith("the same race-id as")
+    assert said["r05"] == "the same samples as race r03 under another race-id: counted once"
+    assert run(tmp_path, tmp_path) == 0 and "over 4 race(s)" in capsys.readouterr().out
+
+
+def test_until_holds_its_whole_day_and_a_reversed_range_is_named(tmp_path, capsys):
+    history_of(tmp_path, 3)
+    assert run(tmp_path, tmp_path, "--until", "2026-11-03") == 0
+    assert "over 3 race(s)" in capsys.readouterr().out  # r03 ran at noon on 2026-11-03
+    assert run(tmp_path, tmp_path, "--since", "2026-11-02", "--until", "2026-11-02") == 0
+    assert "over 1 race(s)" in capsys.readouterr().out
+    with pytest.raises(ReportError, match=r"--since 2026-11-03 is after --until 2026-11-01: the range is reversed; swap them"):
+        run(tmp_path, tmp_path, "--since", "2026-11-03", "--until", "2026-11-01")
+
+
+def test_a_home_or_an_out_that_cannot_be_is_named_with_its_fix(tmp_path):
+    history_of(tmp_path, 2)
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(ReportError, match=r"--rally-home .*missing: no such folder; give the folder that holds .rally"):
+        trend.main(["--rally-home", str(tmp_path / "missing"), "--out", str(tmp_path / "out")])
+    with pytest.raises(ReportError, match=r"--rally-home .*a-file is a file: give the folder that holds .rally"):
+        trend.main(["--rally-home", str(tmp_path / "a-file"), "--out", str(tmp_path / "out")])
+    with pytest.raises(ReportError, match=r"--rally-home is empty"):
+        trend.main(["--rally-home", "", "--out", str(tmp_path / "out")])
+    with pytest.raises(ReportError, match=r"--out .*a-file is a file: give a folder for the report"):
+        trend.main(["--rally-home", str(tmp_path), "--out", str(tmp_path / "a-file")])
+
+
+def test_a_reused_out_keeps_no_chart_of_an_earlier_run(tmp_path):
+    history_of(tmp_path, 3)
+    assert run(tmp_path, tmp_path) == 0
+    (folder,) = (tmp_path / "out").glob("trend-*")
+    (folder / "change-1-stale.png").write_bytes(b"an earlier run's chart")
+    assert run(tmp_path, tmp_path) == 0
+    assert sorted(p.name for p in folder.iterdir()) == ["report.md", "unchanged.png"]
+
+
+@pytest.mark.parametrize("versions", [("8.17.2",), ("8.17.2", "9.5.3")])
+def test_a_history_with_nothing_to_judge_says_so(tmp_path, capsys, versions):
+    """One race, or two versions with one race each: no spread to judge by, said on the console's line."""
+    for day, version in enumerate(versions, start=1):
+        write_race(tmp_path, f"r{day:02d}", f"202611{day:02d}T120000Z", version=version, start=day)
+    assert run(tmp_path, tmp_path, "--fail-on", "slower") == 0
+    assert "nothing could be judged: no two node starts of one configuration" in capsys.readouterr().out
