@@ -413,48 +413,75 @@ def _within_start(points, cut):
 
 
 def _judged(points, cuts, known=(), floor=uncertainty.NOISE_FLOOR_MS, discrete=False, rates=(0.05, 0.05)):
-    """Each cut judged between its neighbours. A cut inside one node start (a setting changed on a running node, or a
-    neighbour's load) compares that start's races on its two sides, its first race left out, with the spread between
-    races of one start; a cut at a node start compares node starts, with the spread between starts of one
-    configuration. The spread is pooled within the segments that every cut leaves, the cut judged among them: a step
-    is not noise (judged with the spread the step itself makes, a step of any size widened its own interval as fast as
-    it grew, and a 1.8x step with 3 races after it went unnamed). What holds the rate without a change is the critical
-    value: a cut the search placed is judged against the largest t a search finds in noise among the units between
-    its neighbours (max_t_critical), at 95% over the searches (searches); a cut `known` from the facts, placed before
-    any search, against Student's t at 95% over their number.
-    `discrete` (a crossover width, which moves by a whole step or not at all, every move a candidate): a segment
-    without a move has no spread, so each cut is judged with the spread the other cuts leave, over the n - 1 places."""
+    """Each cut judged between its neighbours (judge_cut): [Comparison] in the cuts' order."""
     bounds = [0, *cuts, len(points)]
-    judged = []
-    for i, cut in enumerate(cuts):
-        before, after = points[bounds[i] : cut], points[cut : bounds[i + 2]]
-        segments = cuts[:i] + cuts[i + 1 :] if discrete else cuts
-        if _within_start(points, cut):
-            unit_spread = within_start_spread(points, segments)
-            firsts = _first_races(points)
-            start = start_of(points[cut])
-            a = [math.log(p.median) for p in _later_races(before, start, firsts)]
-            b = [math.log(p.median) for p in _later_races(after, start, firsts)]
-        else:
-            unit_spread = spread(points, segments)
-            a, b = units_of(before, unit_spread), units_of(after, unit_spread)
-        if unit_spread.sd is None or not a or not b:
-            judged.append(ratio_verdict(a, b, unit_spread, math.inf, floor))
-            continue
-        if cut in known or discrete:
-            alpha = rates[0] if cut in known else (1 - uncertainty.CONFIDENCE) / max(1, len(points) - 1)
-            critical = float(stats.t.ppf(1 - alpha / 2, unit_spread.df))
-        elif min(len(a), len(b)) < LEAST_SIDE:
-            # its ratio kept: the merge drops the weakest candidate first, and this one may be the strong one of a pair
-            ratio = math.exp(float(np.mean(b)) - float(np.mean(a)))
-            judged.append(uncertainty.Comparison(ratio, None, None, None, f"fewer than {LEAST_SIDE} units on a side"))
-            continue
-        else:
-            units = len(a) + len(b)
-            extra = min(MAX_EXTRA_DF, max(0, unit_spread.df - (units - 2)))
-            critical = max_t_critical(units, extra, 1 - rates[1])
-        judged.append(ratio_verdict(a, b, unit_spread, critical, floor))
-    return judged
+    return [
+        judge_cut(points, bounds[i], cut, bounds[i + 2], cuts[:i] + cuts[i + 1 :] if discrete else cuts, known, floor, discrete, rates)[0]
+        for i, cut in enumerate(cuts)
+    ]
+
+
+def judge_cut(points, lo, cut, hi, segments, known=(), floor=uncertainty.NOISE_FLOOR_MS, discrete=False, rates=(0.05, 0.05)):
+    """(Comparison, strength) of a cut between lo and hi, the spread pooled within the segments that `segments` leave.
+    A cut inside one node start (a setting changed on a running node, or a neighbour's load) compares that start's
+    races on its two sides, its first race left out, with the spread between races of one start; a cut at a node start
+    compares node starts, with the spread between starts of one configuration. The segments hold the cut itself: a
+    step is not noise (judged with the spread the step itself makes, a step of any size widened its own interval as
+    fast as it grew, and a 1.8x step with 3 races after it went unnamed). What holds the rate without a change is the
+    critical value: a cut the search placed is judged against the largest t a search finds in noise among the units
+    between lo and hi (max_t_critical), at its search's share of 5% (error_rates), with LEAST_SIDE units a side; a cut
+    `known` from the facts, placed before any search, against Student's t at its share. Strength: |t| over the
+    critical value (beyond the noise from 1 up; None: no verdict).
+    `discrete` (a crossover width, which moves by a whole step or not at all, every move a candidate): a segment
+    without a move has no spread, so the segments are the other cuts', and the cut is judged over the n - 1 places."""
+    before, after = points[lo:cut], points[cut:hi]
+    if _within_start(points, cut):
+        unit_spread = within_start_spread(points, segments)
+        firsts = _first_races(points)
+        start = start_of(points[cut])
+        a = [math.log(p.median) for p in _later_races(before, start, firsts)]
+        b = [math.log(p.median) for p in _later_races(after, start, firsts)]
+    else:
+        unit_spread = spread(points, segments)
+        a, b = units_of(before, unit_spread), units_of(after, unit_spread)
+    if unit_spread.sd is None or not a or not b:
+        return ratio_verdict(a, b, unit_spread, math.inf, floor), None
+    if cut in known or discrete:
+        alpha = rates[0] if cut in known else (1 - uncertainty.CONFIDENCE) / max(1, len(points) - 1)
+        critical = float(stats.t.ppf(1 - alpha / 2, unit_spread.df))
+    elif min(len(a), len(b)) < LEAST_SIDE:
+        # its ratio kept: the merge drops the weakest candidate first, and this one may be the strong one of a pair
+        ratio = math.exp(float(np.mean(b)) - float(np.mean(a)))
+        return uncertainty.Comparison(ratio, None, None, None, f"fewer than {LEAST_SIDE} units on a side"), None
+    else:
+        units = len(a) + len(b)
+        extra = min(MAX_EXTRA_DF, max(0, unit_spread.df - (units - 2)))
+        critical = max_t_critical(units, extra, 1 - rates[1])
+    error = unit_spread.sd * math.sqrt(1 / len(a) + 1 / len(b))
+    strength = abs(float(np.mean(b)) - float(np.mean(a))) / error / critical if error > 0 and critical > 0 else math.inf
+    return ratio_verdict(a, b, unit_spread, critical, floor), strength
+
+
+def _top_down(points, candidates, kept, known, floor, rates):
+    """The searched candidates kept by splitting from the whole series down (binary segmentation): in each segment
+    that the cuts kept so far leave, the candidate that is most beyond its bar is kept when beyond the noise, and each
+    side is split again; a segment with no candidate beyond the noise is left whole. A change up and back again (an
+    episode of a few races) is then named only when a search over its segment finds it, not because its two cuts
+    hold each other up."""
+    kept = sorted(kept)
+    pending = [(lo, hi) for lo, hi in zip([0, *kept], [*kept, len(points)])]
+    while pending:
+        lo, hi = pending.pop()
+        best = None
+        for cut in (c for c in candidates if lo < c < hi and c not in kept):
+            comparison, strength = judge_cut(points, lo, cut, hi, sorted([*kept, cut]), known, floor, False, rates)
+            beyond = comparison.verdict in (uncertainty.SLOWER, uncertainty.FASTER)
+            if beyond and strength is not None and (best is None or strength > best[1]):
+                best = (cut, strength)
+        if best:
+            kept = sorted([*kept, best[0]])
+            pending += [(lo, best[0]), (best[0], hi)]
+    return kept
 
 
 def _later_races(points, start, firsts):
@@ -522,7 +549,12 @@ def find(cell, points):
         found = known | {c for c in found if search_of(points, c) in fired}
     found = sorted(found)
     rates = ((1 - uncertainty.CONFIDENCE) / max(1, len(known)), None) if discrete else error_rates(points, known)
-    cuts, outliers = _without_outliers(_beyond_noise(points, found, known, floor, discrete, rates), len(points), run)
+    if discrete:
+        cuts, outliers = _without_outliers(_beyond_noise(points, found, known, floor, discrete, rates), len(points), run)
+    else:
+        # the facts' changes beyond the noise first (placed before any search), then the searches' from the top down
+        facts_kept = _beyond_noise(points, sorted(known), known, floor, discrete, rates)
+        cuts, outliers = _top_down(points, [c for c in found if c not in known], facts_kept, known, floor, rates), []
     cuts = _beyond_noise(points, cuts, known, floor, discrete, rates)
     judged = _judged(points, cuts, known, floor, discrete, rates)
     drifts = dict(_drift_runs(points, cuts, judged))

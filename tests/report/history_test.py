@@ -59,7 +59,7 @@ def rate(histories):
 def test_histories_without_a_change_name_one_in_at_most_5_percent_of_cells():
     """Short shapes, 300 histories each: two versions with no difference alternated, 3 node starts each of 4 races
     (the real history's); a nightly history of 30 races, each on a node started for it; 3 long-lived node starts of 10
-    races each. Long ones: 100 nightly races (100 histories); 5 node starts of 20 races (300); 20 node starts of 10
+    races each. Long ones: 100 nightly races (100 histories); 5 node starts of 20 races (600); 20 node starts of 10
     races (200)."""
     rng = np.random.default_rng(7)
     rates = (
@@ -67,7 +67,7 @@ def test_histories_without_a_change_name_one_in_at_most_5_percent_of_cells():
         rate([history(rng, 30, 1) for _ in range(300)]),
         rate([history(rng, 3, 10) for _ in range(300)]),
         rate([history(rng, 100, 1) for _ in range(100)]),
-        rate([history(rng, 5, 20) for _ in range(300)]),
+        rate([history(rng, 5, 20) for _ in range(600)]),
         rate([history(rng, 20, 10) for _ in range(200)]),
     )
     print(
