@@ -129,14 +129,19 @@ def _draw(ax, cell, points, cell_changes, unit_spread, ticks=6):
     low = [p.median - (p.low if p.low is not None else p.median) for p in points]
     high = [(p.high if p.high is not None else p.median) - p.median for p in points]
     ax.errorbar(x, y, yerr=[low, high], fmt="o", ms=3, lw=0.8, color="tab:blue")
+    starts = [i for i in range(1, len(points)) if change_points.start_of(points[i]) != change_points.start_of(points[i - 1])]
+    several = len(starts) < len(points) - 1  # node starts of several races (where every race is a start, none is marked)
+    levels, lows, highs = [], [], []
     for first, end in change_points.segments(points, cell_changes):
         # the segment's level in each node start it spans: a start is the unit, and its level is its own
-        pieces = [first] + [i for i in range(first + 1, end) if change_points.start_of(points[i]) != change_points.start_of(points[i - 1])]
+        pieces = [first] + ([i for i in starts if first < i < end] if several else [])
         for lo, hi in zip(pieces, pieces[1:] + [end]):
-            lvl = change_points.level(points[lo:hi], unit_spread)
-            ax.hlines(lvl.median, lo - 0.4, hi - 0.6, colors="tab:orange", lw=1.5)
-    for i in range(1, len(points)):
-        if change_points.start_of(points[i]) != change_points.start_of(points[i - 1]) and points[i].facts.node_start:
+            levels.append(change_points.level(points[lo:hi], unit_spread).median)
+            lows.append(lo - 0.4)
+            highs.append(hi - 0.6)
+    ax.hlines(levels, lows, highs, colors="tab:orange", lw=1.5)
+    if several:
+        for i in starts:
             ax.axvline(i - 0.5, color="0.75", ls=":", lw=0.8)  # a node start: the unit the verdicts count
     for c in cell_changes:
         ax.axvline(c.index - 0.5, color="tab:red" if c.comparison.verdict == uncertainty.SLOWER else "tab:green", ls="--", lw=1)
