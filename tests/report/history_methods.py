@@ -42,7 +42,7 @@ def rates(cands):
     return null, run, night, drift
 
 
-print("otava p=0.001: null %.3f running-node step %.3f nightly step %.3f drift %.2f" % rates(otava_candidates))
+print(f"otava p={changes.CANDIDATE_PVALUE}: null %.3f running-node step %.3f nightly step %.3f drift %.2f" % rates(otava_candidates))
 for f in (2, 4, 8):
     print(
         f"ruptures Pelt l2 pen={f} log(n) sigma^2: null %.3f running-node step %.3f nightly step %.3f drift %.2f"
