@@ -6,8 +6,9 @@
 
 Writes reports/trend-<selection>/report.md (changes newest first, then a chart per changed cell and a small multiple of
 the rest, then each series' tables) and prints one line: how many changes in how many cells over how many races, and
-the worst. With --fail-on slower it exits 3 when a slower change begins among the newest --alert-within races of its
-series: a nightly job's alert (docs/team-setup.md).
+the worst (or that nothing could be judged, and the races left out). With --fail-on slower it exits 3 when a slower
+step begins among the newest --alert-within races of its series while its node start runs, or a cost drifts up over
+the newest races, an ALERT line each: a nightly job's alert (docs/team-setup.md). --until DAY holds that day.
 """
 
 import argparse
