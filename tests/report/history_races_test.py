@@ -4,6 +4,7 @@ traceback, and nothing counted into a series where it does not belong."""
 import json
 import shutil
 import zlib
+from pathlib import Path
 
 import pytest
 
@@ -293,3 +294,20 @@ def test_a_history_with_nothing_to_judge_says_so(tmp_path, capsys, versions):
         write_race(tmp_path, f"r{day:02d}", f"202611{day:02d}T120000Z", version=version, start=day)
     assert run(tmp_path, tmp_path, "--fail-on", "slower") == 0
     assert "nothing could be judged: no two node starts of one configuration" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wall", [float("nan"), -2.0, 1e9])
+def test_an_ingest_wall_that_cannot_be_a_time_fails_the_ingest_figure(tmp_path, wall):
+    """The ingest's wall over its epochs (a figure of the history, s): an epoch's wall-s of NaN, below 0 or beyond an
+    hour fails the figure in that race with the reason, never "nan s [nan, nan]"."""
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "full-race" / ".rally"
+    shutil.copytree(fixture, tmp_path / ".rally")
+    (folder,) = (tmp_path / ".rally" / "benchmarks" / "races").iterdir()
+    path = folder / records.RECORD_DIR / records.INGEST
+    data = json.loads(path.read_text())
+    data["epochs"][2]["wall-s"] = wall
+    path.write_text(json.dumps(data))
+    (built,) = series.build(races.from_files(races.Selection(), tmp_path).races)
+    assert series.INGEST_WALL not in built.cells
+    ((race_id, cell, why),) = [e for e in built.excluded if e[1] == series.INGEST_WALL]
+    assert why.startswith("failed: a sample of") and ("not a finite time above 0" in why or "beyond any plausible time" in why)
