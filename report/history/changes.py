@@ -233,14 +233,14 @@ def _simulated_critical(units, extra_df, confidence):
     return float(np.quantile(np.concatenate(largest), confidence))
 
 
-def candidates(points):
+def candidates(points, starts=None):
     """Otava's change points on the log medians: indexes of the first point after each. Searched over the whole series,
     and over each node start's own races (its first left out, a node just started), where the starts' levels do not
-    hide a setting changed on a running node."""
+    hide a setting changed on a running node; `starts`: only these node starts' own races (None: every start's)."""
     found = set(_otava([math.log(p.median) for p in points]))
     by_start = {}
     for i, p in enumerate(points):
-        if p.facts.node_start:
+        if p.facts.node_start and (starts is None or p.facts.node_start in starts):
             by_start.setdefault(p.facts.node_start, []).append(i)
     for indexes in by_start.values():
         later = indexes[1:]
@@ -536,17 +536,17 @@ def find(cell, points):
     changes in one direction that a line explains is one drift, from the first segment's level to the last's."""
     floor = noise_floor(cell)
     known = set(fact_cuts(points))
-    found = set(candidates(points)) | known
     run, discrete = 1, history_series.unit(cell) == "nodes"
     if discrete:
         # a crossover width: one of the sweep's few widths, where a race's width moves by a whole step or not at all
         # (Otava's t-test weighs no such series): every move is a candidate, and a move of two races is an episode
-        found |= {i for i in range(1, len(points)) if points[i].median != points[i - 1].median}
+        found = set(candidates(points)) | known | {i for i in range(1, len(points)) if points[i].median != points[i - 1].median}
         run = WIDTH_EPISODE
     else:
-        # each search's candidates only where the search found more than noise does (searches_that_found)
+        # each search's candidates only where the search found more than noise does (searches_that_found); Otava is
+        # asked only then (in a history without a change, mostly never)
         fired = searches_that_found(points, error_rates(points, known)[1])
-        found = known | {c for c in found if search_of(points, c) in fired}
+        found = known | {c for c in (candidates(points, fired) if fired else []) if search_of(points, c) in fired}
     found = sorted(found)
     rates = ((1 - uncertainty.CONFIDENCE) / max(1, len(known)), None) if discrete else error_rates(points, known)
     if discrete:
