@@ -104,6 +104,15 @@ def changes_table(rows):
     return header, body
 
 
+def spread_text(points, cell_changes, unit_spread):
+    """The spreads a cell's verdicts read, within the segments its changes leave: between node starts (a change at a
+    node start), and between races of one node start (a change on a running node), where there is one."""
+    races = change_points.within_start_spread(points, [c.index for c in cell_changes])
+    shown = races.sd is not None and unit_spread.basis == change_points.BASIS_STARTS
+    within = f"; {math.expm1(races.sd):.1%} between races of one node start ({races.df} degrees of freedom)" if shown else ""
+    return unit_spread.text() + within
+
+
 def segment_table(cell, points, cell_changes, unit_spread):
     header = ["segment", "races", "node starts", "first race", "last race", "level [95%]"]
     body = []
@@ -339,7 +348,7 @@ def write_report(analysed, found, selection, out_root, order):
     for i, (series, cells) in enumerate(analysed):
         parts += [f"## Series {i + 1}: {series.describe()}", ""]
         for cell, (points, cell_changes, unit_spread) in cells.items():
-            parts += [f"### {cell}", "", f"Spread used for its verdicts: {unit_spread.text()}.", ""]
+            parts += [f"### {cell}", "", f"Spread used for its verdicts: {spread_text(points, cell_changes, unit_spread)}.", ""]
             parts += [tables.markdown(*segment_table(cell, points, cell_changes, unit_spread)), ""]
             if series.outliers.get(cell):
                 parts += [f"Outlier race(s), alone between a step and its way back: {', '.join(r[:8] for r in series.outliers[cell])}.", ""]
