@@ -374,22 +374,21 @@ def searches(points):
     return found
 
 
-def error_rates(points, known):
+def error_rates(found, known):
     """(each fact candidate's, each search's) chance of naming a change where there is none: together at most 5%
     (Bonferroni's): half for the facts' candidates, known before any search, shared among them, and half shared among
-    the searches (searches); all of it to the searches where the facts changed nowhere."""
-    alpha, count = 1 - uncertainty.CONFIDENCE, max(1, len(searches(points)))
+    the searches (`found`: searches); all of it to the searches where the facts changed nowhere."""
+    alpha, count = 1 - uncertainty.CONFIDENCE, max(1, len(found))
     if not known:
         return alpha, alpha / count
     return alpha / 2 / len(known), alpha / 2 / count
 
 
-def searches_that_found(points, search_alpha):
+def searches_that_found(found, search_alpha):
     """The searches whose largest t over all their places is beyond what a search finds in noise, each at
-    `search_alpha` (error_rates). A candidate of any other search is not judged: a history without a change then
+    `search_alpha` (error_rates), of `found` (searches). A candidate of any other search is not judged: a history without a change then
     names one in at most 5%, however many candidates the searches put in it, and however they would shrink each
     other's spread (judged each with the spread all cuts leave, spurious cuts held each other up)."""
-    found = searches(points)
     fired = set()
     for search, values in found.items():
         if len(values) < 2:
@@ -437,10 +436,7 @@ def judge_cut(points, lo, cut, hi, segments, known=(), floor=uncertainty.NOISE_F
     before, after = points[lo:cut], points[cut:hi]
     if _within_start(points, cut):
         unit_spread = within_start_spread(points, segments)
-        firsts = _first_races(points)
-        start = start_of(points[cut])
-        a = [math.log(p.median) for p in _later_races(before, start, firsts)]
-        b = [math.log(p.median) for p in _later_races(after, start, firsts)]
+        a, b = (_logs(side) for side in _start_sides(start_of(points[cut]), _first_races(points), before, after))
     else:
         unit_spread = spread(points, segments)
         a, b = units_of(before, unit_spread), units_of(after, unit_spread)
@@ -484,6 +480,15 @@ def _top_down(points, candidates, kept, known, floor, rates):
     return kept
 
 
+def _start_sides(start, firsts, before, after):
+    """One node start's races on each side of a cut inside it, its first race left out (a node just started)."""
+    return _later_races(before, start, firsts), _later_races(after, start, firsts)
+
+
+def _logs(points):
+    return [math.log(p.median) for p in points]
+
+
 def _later_races(points, start, firsts):
     """The points of one start, less the start's first race (a node just started: first_race_effect)."""
     return [p for p in points if start_of(p) == start and p.race_id not in firsts]
@@ -509,10 +514,7 @@ def within_start_spread(points, cuts=()):
 
 def judge_within_start(before, after, race_spread, floor=uncertainty.NOISE_FLOOR_MS, tail=0.975):
     """A cut inside one node start: its races after against its races before (the start's first race left out)."""
-    start = start_of(after[0])
-    firsts = _first_races(before + after)
-    a = [math.log(p.median) for p in _later_races(before, start, firsts)]
-    b = [math.log(p.median) for p in _later_races(after, start, firsts)]
+    a, b = (_logs(side) for side in _start_sides(start_of(after[0]), _first_races(before + after), before, after))
     if not a or not b or race_spread.sd is None:
         return uncertainty.Comparison(None, None, None, None, "too few races of the node start on a side")
     return ratio_verdict(a, b, race_spread, float(stats.t.ppf(tail, race_spread.df)), floor)
@@ -545,11 +547,13 @@ def find(cell, points):
     else:
         # each search's candidates only where the search found more than noise does (searches_that_found); Otava is
         # asked only then (in a history without a change, mostly never)
-        fired = searches_that_found(points, error_rates(points, known)[1])
+        found_searches = searches(points)
+        rates = error_rates(found_searches, known)
+        fired = searches_that_found(found_searches, rates[1])
         found = known | {c for c in (candidates(points, fired) if fired else []) if search_of(points, c) in fired}
     found = sorted(found)
-    rates = ((1 - uncertainty.CONFIDENCE) / max(1, len(known)), None) if discrete else error_rates(points, known)
     if discrete:
+        rates = ((1 - uncertainty.CONFIDENCE) / max(1, len(known)), None)
         cuts, outliers = _without_outliers(_beyond_noise(points, found, known, floor, discrete, rates), len(points), run)
     else:
         # the facts' changes beyond the noise first (placed before any search), then the searches' from the top down
@@ -614,8 +618,8 @@ def _sides(points, cut, before, after, within):
     out), as it was judged; else the segments on each side."""
     if not within:
         return before, after
-    start, firsts = start_of(points[cut]), _first_races(points)
-    return _later_races(before, start, firsts) or before, _later_races(after, start, firsts) or after
+    a, b = _start_sides(start_of(points[cut]), _first_races(points), before, after)
+    return a or before, b or after
 
 
 def _without_outliers(cuts, count, run=1):

@@ -178,7 +178,12 @@ class Found:
 
 
 # a malformed record raises one of these when it is loaded: the race is left out with it, never a traceback
-RECORD_ERRORS = (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError, ReportError)
+RECORD_ERRORS = (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError, ZeroDivisionError, ReportError)
+
+
+def unreadable(what, error):
+    """Why a race is left out: which of its records cannot be read, and the error."""
+    return f"its {what} cannot be read ({error.__class__.__name__}: {str(error)[:160]})"
 
 
 def _selected(documents, selection, where, load):
@@ -219,7 +224,7 @@ def loaded_or_why(load, *args):
     try:
         return load(*args)
     except RECORD_ERRORS as e:
-        return f"its records cannot be read ({e.__class__.__name__}: {str(e)[:160]})"
+        return unreadable("records", e)
 
 
 def counted_once(found):

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field
 
 from report import outcome
-from report.history.races import facts_of
+from report.history.races import RECORD_ERRORS, facts_of, unreadable
 from report.shared import uncertainty
 from report.studies import ingest, ingest_changes, large_source, network, profile, widths
 
@@ -209,9 +209,9 @@ def build(races, left_out=None):
         try:
             facts = facts_of(race)
             key = series_key(race, facts)
-        except (ValueError, TypeError, KeyError, AttributeError) as e:
+        except RECORD_ERRORS as e:
             if left_out is not None:
-                left_out.append((race.race_id, f"its cluster facts cannot be read ({e.__class__.__name__}: {str(e)[:160]})"))
+                left_out.append((race.race_id, unreadable("cluster facts", e)))
             continue
         if key[1] is None:
             pending_unrecorded.append((race, facts, key))
@@ -238,8 +238,8 @@ def _add(series, race, facts):
             series.excluded.append((race.race_id, None, outcome.NOT_FINISHED))
             return
         points = _cell_points(race)
-    except (ValueError, TypeError, KeyError, IndexError, AttributeError, ZeroDivisionError) as e:
-        series.excluded.append((race.race_id, None, f"its records cannot be read ({e.__class__.__name__}: {str(e)[:160]})"))
+    except RECORD_ERRORS as e:
+        series.excluded.append((race.race_id, None, unreadable("records", e)))
         return
     for cell, value in points.items():
         value = value if isinstance(value, str) else not_a_figure(value) or value
