@@ -48,6 +48,7 @@ import os
 import pwd
 import re
 import shutil
+import shlex
 import signal
 import socket
 import stat
@@ -593,6 +594,7 @@ def java_command(java, node, heap_mb, major, version=DEFAULT_VERSION):
         f"-Xmx{heap_mb}m",
         "-XX:+UseG1GC",
         *jvm_ergonomics(heap_mb),
+        "-XX:+AlwaysPreTouch",  # as the distribution's SystemJvmOptions: the heap's pages touched at start, not mid-race
         "-Xss1m",
         "-Des.networkaddress.cache.ttl=60",
         "-Des.networkaddress.cache.negative.ttl=10",
@@ -612,6 +614,8 @@ def java_command(java, node, heap_mb, major, version=DEFAULT_VERSION):
         f"-Des.path.conf={node_dir / 'config'}",
         f"-Djava.io.tmpdir={node_dir / 'tmp'}",
         f"-XX:ErrorFile={node_dir / 'logs' / 'hs_err_pid%p.log'}",
+        # the distribution's jvm.options GC log, so a node's collections can be read beside its races
+        f"-Xlog:gc*,gc+age=trace,safepoint:file={node_dir / 'logs' / 'gc.log'}:utctime,level,pid,tags:filecount=32,filesize=64m",
     ]
     if (dist / ENTITLEMENT_AGENT_JAR).is_file():
         # the server attaches the agent to itself; the bridge joins java.base, where the instrumented JDK calls it
@@ -636,6 +640,8 @@ def java_command(java, node, heap_mb, major, version=DEFAULT_VERSION):
     if major >= 21:
         cmd.append("--enable-native-access=org.elasticsearch.nativeaccess,org.apache.lucene.core")
         cmd.append("--add-modules=jdk.incubator.vector")  # Lucene's vectorized code, as the distribution's jvm.options
+    # ES_JAVA_OPTS as the distribution reads it: options after the defaults (a diagnostic log: docs/schedule.md)
+    cmd += shlex.split(os.environ.get("ES_JAVA_OPTS", ""))
     cmd += [
         f"--module-path={dist / 'lib'}",
         "--add-modules=jdk.net",

@@ -386,3 +386,18 @@ def test_a_module_jar_with_its_own_descriptor_gives_it_and_one_without_gives_non
     assert esnode.copy_plugin_files(jar, "transport-netty4", out)
     assert sorted(p.name for p in out.iterdir()) == ["entitlement-policy.yaml", "plugin-descriptor.properties"]
     assert not esnode.copy_plugin_files(jar, "other-module", out)
+
+
+def test_the_node_starts_with_the_distributions_pre_touch_gc_log_and_es_java_opts(esnode, monkeypatch):
+    """As the distribution's SystemJvmOptions and jvm.options: the heap pre-touched at start and the GC log in the
+    node's logs/; ES_JAVA_OPTS after the defaults (what a diagnostic adds: docs/schedule.md, the JIT log)."""
+    (node,) = esnode.node_layout(1, 9200, 9300)
+    monkeypatch.delenv("ES_JAVA_OPTS", raising=False)
+    plain = esnode.java_command(Path("/jdk/bin/java"), node, 1024, 17)
+    assert "-XX:+AlwaysPreTouch" in plain
+    assert any(a.startswith("-Xlog:gc*") and f"file={node['dir']}/logs/gc.log" in a for a in plain)
+    monkeypatch.setenv("ES_JAVA_OPTS", "-Xlog:jit+compilation=debug:file=/tmp/jit.log  -Dx='a b'")
+    logged = esnode.java_command(Path("/jdk/bin/java"), node, 1024, 17)
+    assert logged[: len(plain) - 6] == plain[: len(plain) - 6]
+    extra = logged[logged.index("-Xlog:jit+compilation=debug:file=/tmp/jit.log") :]
+    assert extra[1] == "-Dx=a b" and extra[2].startswith("--module-path=")
