@@ -13,6 +13,7 @@ from report.shared import tables, uncertainty
 from report.studies import coverage
 from report.studies.memory import FLOOR_MEASURE
 from runners.contracts import records
+from runners.studies import settle as settling
 
 NOT_FINISHED = "DID NOT FINISH"
 
@@ -108,7 +109,33 @@ def outcome_lines(race):
         lines += [tables.markdown(header, [[f.task, f.failed_text(), _short(f.cause)] for f in found]), ""]
     elif recorded == 0 and not finished(race):
         lines += ["_No coverage was recorded before it stopped._", ""]
-    return lines + _drift_lines(race)
+    return lines + settle_lines(race) + _drift_lines(race)
+
+
+def settle_lines(race):
+    """How the race settled the node before its first timed cell (runners/studies/settle.py's record): a line for a
+    node that settled, named first in bold for one that did not (its figures are those of a node still getting
+    faster, as a first race on a node just started is: docs/schedule.md) or a settling cut short by a failed pass."""
+    lines = []
+    for line in race.record(settling.SETTLE, []):
+        passes, seconds, ratio = len(line.get("passes") or []), line.get("seconds"), line.get("pace-ratio")
+        rule = f"the median of the last {line.get('window')} passes against the {line.get('window')} before"
+        pace = "" if ratio is None else f", {ratio:.2f}x"
+        if line.get("settled"):
+            lines.append(
+                f"The node settled before the timed cells: {passes} passes over them in {seconds:.0f} s ({rule}{pace}, "
+                f"within {line.get('tolerance'):.0%})."
+            )
+        elif line.get("stopped-by") == settling.TIME_LIMIT:
+            lines.append(
+                f"**The node had NOT settled before the timed cells:** after {passes} passes in {seconds:.0f} s (the "
+                f"time limit, settle_time_limit) the passes were still getting faster ({rule}{pace}, beyond "
+                f"{line.get('tolerance'):.0%}). Its figures are those of a node still warming up: race it again on this "
+                "node, or with a longer settle_time_limit."
+            )
+        else:
+            lines.append(f"**The settling stopped at a failed pass** (pass {passes}, task {line.get('task')}): the failures above say why.")
+    return lines + [""] if lines else []
 
 
 def _drift_lines(race):

@@ -30,7 +30,7 @@ from runners.contracts import corpus, parameters, records
 from runners.contracts.context import CONTEXT_KEY, DEFAULT_CLUSTER, RaceContext
 from runners.operations import OPERATIONS
 from runners.shared import interleave
-from runners.studies import coverage, ingest, load, memory, privileges, scope, warm_up, widths
+from runners.studies import coverage, ingest, load, memory, privileges, scope, settle, warm_up, widths
 from runners.studies.network import ClearToxics, clear_toxics
 from runners.studies.widths import WIDTH_KEY
 
@@ -78,6 +78,8 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
         _bind_operations(track, selected, main, width_sets, _clusters(self.cfg))
         try:
             warm_up.bind(tasks)  # after the cells are bound: the pass runs them as they run
+            if test_mode:
+                settle.for_test_mode(tasks)
         except ValueError as e:
             raise exceptions.SystemSetupError(f"Challenge [{selected.name}]: {e}.") from None
         privileges.hand_to_check(selected.name, tasks, context)

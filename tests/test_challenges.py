@@ -20,6 +20,7 @@ from runners.contracts import corpus, records
 from runners.contracts.parameters import DEFAULTS
 from runners.contracts.queries import INGEST_CHANGE_BASELINE, INGEST_CHANGES
 from runners.operations import OPERATIONS
+from runners.studies import settle as settling
 from runners.studies.index_checks import shape_differences
 from runners.studies.ingest import bulk_lines
 from runners.studies.memory import BREAKER_SETTING
@@ -195,6 +196,14 @@ def test_full_ingests_every_epoch_and_validates_every_cell(shared_races):
             requests = 30 if cell.endswith("-serial") else 1
             assert v["wall-ms"] > 0 and 0 <= v["took"] <= v["wall-ms"] + requests and v["took-sum"] >= 0, (cell, v)
             assert v["took-sum"] == v["took"] or cell.endswith("-msearch"), v
+    # the node settled first: passes over every cell (one-pass windows in test mode, two passes at least), recorded
+    (settled,) = [json.loads(line) for line in (race.record_dir() / settling.SETTLE).read_text().splitlines()]
+    assert settled["task"] == "settle" and settled["window"] == 1 and len(settled["passes"]) >= 2, settled
+    assert settled["stopped-by"] in (settling.SETTLED, settling.TIME_LIMIT) and 0 < sum(settled["passes"]) <= settled["seconds"]
+    assert all(cpu is None or cpu >= 0 for cpu in settled["process-cpu-ms"]), settled
+    warmed = [v for v in validated if v["task"].startswith("settle/")]
+    assert {v["task"] for v in warmed} == {f"settle/{cell}" for cell in cells}
+    assert len(warmed) == len(settled["passes"]) * len(cells) and not any(v["measured"] or v["failed-checks"] for v in warmed)
 
 
 @pytest.mark.smoke
@@ -216,6 +225,9 @@ def test_full_race_gives_the_report(shared_races, tmp_path):
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[2].endswith("(n=1)") and float(cells[3]) >= 0 and cells[5].endswith("(n=1)") and cells[6] == "712", row
     assert took.count("has no interval") == 1  # said once, under the table
+    # how the node settled, in the report's first lines (before the first section)
+    first = report.split("\n## ")[0]
+    assert "The node settled before the timed cells" in first or "The node had NOT settled" in first, first
 
 
 def test_ingest_baseline_records_each_epoch_and_counts_every_document(shared_races):

@@ -8,6 +8,7 @@ import pytest
 from runners.contracts.queries import INGEST_CHANGE_BASELINE
 from runners.operations import OPERATIONS
 from runners.shared import interleave
+from runners.studies import warm_up
 from tests.conftest import REPO, STANDARD_SHAPE, challenges_raced_by_their_own_module, rendered_challenges, rendered_tasks, rendered_track
 
 TRACK = REPO / "tracks" / "cluster-metrics"
@@ -152,11 +153,11 @@ def test_every_track_parameter_has_a_row_in_the_track_readme():
 @pytest.mark.parametrize("params", [{}, {"epochs": 2, "layouts": "1S0R,2S1R", "rtt_ms": [0, 50]}])
 def test_every_timed_query_task_names_its_cell(params):
     """The report finds a measured task by its cell (runners/contracts/cells.py): every task tagged query names one,
-    but a warm-up pass, which measures nothing."""
+    but a warm-up pass or a settling, which measure nothing."""
     for challenge in rendered_track(params)["challenges"]:
         for task in rendered_tasks(challenge):
             operation = task["operation"]
-            if "query" in task.get("tags", []) and operation["operation-type"] != "warm-up-pass":
+            if "query" in task.get("tags", []) and operation["operation-type"] not in warm_up.PASS_TYPES:
                 assert "cell" in operation, (
                     f"challenge {challenge['name']}, task {operation['name']}: a timed query task names its cell, "
                     f'"cell": {{...}} in its operation (its condition beside its variant and transport, e.g. {{"measure": "..."}}): '
@@ -258,7 +259,8 @@ def test_full_is_the_whole_seed_study_in_order():
     (check,) = [t["operation"] for t in rendered_tasks(rendered_challenges({})["full"]) if t["operation"]["name"] == "verify-corpus"]
     assert check["search-pool"] is True  # the search pool is recorded in the corpus check's task, not a task of its own
     # every ingest is one task (index set up, epochs, count): Rally charges about 5 s per task outside test mode
-    assert sum(n.endswith("-ingest") or n == "ingest" for n in names) == len(changes) + 1 and len(names) == 27
+    assert sum(n.endswith("-ingest") or n == "ingest" for n in names) == len(changes) + 1 and len(names) == 28
+    assert names[names.index("verify-corpus") + 1] == "settle"  # the node settled before the first timed cell
 
 
 @pytest.mark.parametrize("target", ["ccs-roundtrips", "layout-sweep", "source-large"])

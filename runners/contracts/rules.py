@@ -31,6 +31,11 @@ def positive_number(value):
         raise ParameterError("a positive number")  # also the message for target_throughput, whose default is none
 
 
+def fraction(value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < 1:
+        raise ParameterError("a number between 0 and 1 (a fraction: 0.05 is 5%)")
+
+
 def boolean(value):
     if not isinstance(value, bool):
         raise ParameterError("true or false")

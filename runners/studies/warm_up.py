@@ -17,6 +17,9 @@ from runners.registry import Need, Operation
 from runners.shared import interleave, results
 from runners.studies import coverage, large_source, scope
 
+# the operation types that run this module's passes over the cells they name: the pass, and the settling
+# (runners/studies/settle.py: passes until they stop getting faster)
+PASS_TYPES = ("warm-up-pass", "settle")
 WARMS_KEY = "warms"  # operation parameter: the names of the cell tasks the pass warms, in the order it runs them
 CELLS_KEY = "warm-up-cells"  # set by the track processor (bind): each warmed cell's operation parameters
 KIND_KEY = "warm-up-kind"  # in a warmed cell's parameters: its operation type (one of WARMED)
@@ -36,7 +39,7 @@ def bind(tasks):
     of the challenge."""
     by_name = {task.name: task for task in tasks}
     for task in tasks:
-        if task.operation.type != "warm-up-pass":
+        if task.operation.type not in PASS_TYPES:
             continue
         cells = []
         for name in task.operation.params[WARMS_KEY]:

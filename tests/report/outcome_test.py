@@ -1,0 +1,50 @@
+"""The report's first lines on the settling (report/outcome.py settle_lines): a node that settled gets one plain line, a
+node that had not settled at the time limit is named in bold with what to do, a settling cut short says so, and a race
+without the settling's record (settle: false, an older race) gets no line."""
+
+import json
+from pathlib import Path
+
+from report import outcome, races
+from runners.studies import settle
+
+
+def race_with(*lines):
+    texts = {settle.SETTLE: "".join(json.dumps(line) + "\n" for line in lines)} if lines else {}
+    return races.Race("r1", Path("."), {}, record_texts=texts)
+
+
+def line(**kwargs):
+    return {
+        "task": "settle",
+        "passes": [2.0, 1.5, 1.4, 1.4],
+        "seconds": 6.4,
+        "pace-ratio": 0.98,
+        "window": 2,
+        "tolerance": 0.05,
+        "time-limit": 300,
+        "stopped-by": settle.SETTLED,
+        "settled": True,
+        "process-cpu-ms": [None] * 4,
+        **kwargs,
+    }
+
+
+def test_a_settled_node_gets_one_plain_line():
+    (text, blank) = outcome.settle_lines(race_with(line()))
+    assert text.startswith("The node settled before the timed cells: 4 passes over them in 6 s") and "0.98x, within 5%" in text
+    assert blank == "" and "**" not in text
+
+
+def test_a_node_not_settled_at_the_time_limit_is_named_in_bold_with_the_fix():
+    (text, _) = outcome.settle_lines(
+        race_with(line(settled=False, **{"stopped-by": settle.TIME_LIMIT, "pace-ratio": 0.91, "seconds": 301.2}))
+    )
+    assert text.startswith("**The node had NOT settled before the timed cells:** after 4 passes in 301 s")
+    assert "0.91x, beyond 5%" in text and "settle_time_limit" in text
+
+
+def test_a_settling_cut_short_by_a_failed_pass_says_so_and_a_race_without_the_record_says_nothing():
+    (text, _) = outcome.settle_lines(race_with(line(settled=False, **{"stopped-by": "a failed pass", "pace-ratio": None})))
+    assert text.startswith("**The settling stopped at a failed pass** (pass 4, task settle)")
+    assert outcome.settle_lines(race_with()) == []
