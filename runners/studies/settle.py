@@ -5,7 +5,8 @@ A node just started compiles the query paths as they first run: its JIT compiled
 during the first race's 40 s of queries on 2 cores, 6.7 s more in the second race and 3.4 s in the third, and a
 race's passes fell from 3.4-4.1 s to about 1.5 s over its first 20 passes where the challenge's 5 warm-up passes
 covered the first 8 s. Nothing of it shows from outside but the passes' pace, so the rule reads that: the task runs
-passes (every warmed cell over each of its epochs, as runners/studies/warm_up.py's pass) until the median of the last
+passes (a coverage of every warmed cell, each cell's epochs in turn, checked as runners/studies/warm_up.py's pass
+checks them) until the median of the last
 `window` passes is no faster than the median of the `window` before them by more than `tolerance`, or until
 `time-limit` seconds have passed (then the race goes on and says it measured a node that had not settled).
 
@@ -60,9 +61,15 @@ async def _process_cpu_ms(es):
         return None
 
 
+def one_epoch(params, n):
+    """Pass n's coverages: one a cell, each cell's epochs in turn (pass 0 the first epoch), as an interleaved pass runs
+    them, so that a pass costs what a timed pass does and the rule reads a pace of the same grain."""
+    return {**params, "cells": [[cell[n % len(cell)]] for cell in params["cells"]]}
+
+
 class Settle:
-    """Warm-up passes (runners/studies/warm_up.py WarmUpPass: every warmed cell over each of its epochs, checked against
-    the ground truth) until the passes stop getting faster (settled) or the time limit.
+    """Passes of one coverage a cell (runners/studies/warm_up.py WarmUpPass, each checked against the ground truth; the
+    cells' epochs in turn) until the passes stop getting faster (settled) or the time limit.
 
     Measures: nothing a report compares (its service time is the settling's). Returns weight (the passes run), unit
     "passes", and the record of settle.jsonl: each pass's seconds and process CPU, the pace ratio at the end, what
@@ -81,7 +88,7 @@ class Settle:
         while stopped is None:
             cpu_before = await _process_cpu_ms(default)
             begin = time.perf_counter()
-            result = await one_pass(es, params)
+            result = await one_pass(es, one_epoch(params, len(seconds)))
             seconds.append(round(time.perf_counter() - begin, 4))
             cpu_after = await _process_cpu_ms(default)
             cpu_ms.append(None if cpu_before is None or cpu_after is None else cpu_after - cpu_before)

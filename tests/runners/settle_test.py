@@ -102,20 +102,34 @@ def test_a_failed_pass_fails_the_sample_naming_it_and_stops(context, tmp_path):
     here = context.__class__(**dict(context.as_param(), record_dir=str(tmp_path)))
     cells = [cell(here, "coverage-D_td-msearch", "msearch")]
     node_stats = (200, {"nodes": {"n1": {"process": {"cpu": {"total_in_millis": 5000}}}}})
-    good = [node_stats, *answers(here, "msearch", 1), *answers(here, "msearch", 2), node_stats]
-    client = StubClient([*good, node_stats, elasticsearch.ConnectionError("Connection refused"), *answers(here, "msearch", 2), node_stats])
+    # pass 1: epoch 1's coverage; pass 2: epoch 2's, refused
+    good = [node_stats, *answers(here, "msearch", 1), node_stats]
+    client = StubClient([*good, node_stats, elasticsearch.ConnectionError("Connection refused"), node_stats])
     operation = task("settle", "settle", warms=[c.name for c in cells], window=3, tolerance=0.05, **{"time-limit": 60})
     operation.operation.params[CONTEXT_KEY] = here.as_param()
     warm_up.bind([*cells, operation])
     params = settle.SettleParamSource(None, {**operation.operation.params, "name": "settle"}).params()
     result = asyncio.run(settle.Settle()(client, params))
     assert result["success"] is False and result["weight"] == 1 and client.answers == []
-    assert result["error-description"].startswith("settling pass 2 failed: 1 of 2 warm-up coverages failed; the first: D_td/msearch")
+    assert result["error-description"].startswith(
+        "settling pass 2 failed: 1 of 1 warm-up coverages failed; the first: D_td/msearch: epoch 2"
+    )
     (line,) = record(tmp_path)
     assert line["stopped-by"] == "a failed pass" and line["settled"] is False and len(line["passes"]) == 2
     assert line["process-cpu-ms"] == [0, 0]
     lines = [json.loads(x) for x in (tmp_path / records.VALIDATION).read_text().splitlines()]
-    assert {x["task"] for x in lines} == {"settle/coverage-D_td-msearch"} and not any(x["measured"] for x in lines)
+    assert [x["task"] for x in lines] == ["settle/coverage-D_td-msearch"] * 2 and not any(x["measured"] for x in lines)
+
+
+def test_a_pass_is_one_coverage_a_cell_each_cells_epochs_in_turn():
+    params = {"name": "settle", "cells": [["a1", "a2", "a3"], ["b1"]], "window": 5}
+    assert [settle.one_epoch(params, n)["cells"] for n in range(4)] == [
+        [["a1"], ["b1"]],
+        [["a2"], ["b1"]],
+        [["a3"], ["b1"]],
+        [["a1"], ["b1"]],
+    ]
+    assert params["cells"] == [["a1", "a2", "a3"], ["b1"]]  # the task's own parameters are left as they were
 
 
 @pytest.mark.parametrize(
