@@ -52,8 +52,8 @@ def pace_ratio(seconds, window):
 
 
 async def _process_cpu_ms(es):
-    """The cluster's process CPU (ms, summed over its nodes), or None where node stats cannot be read (a role without
-    `monitor`, an answer without the figure): the settling then rests on the passes' pace alone."""
+    """The cluster's process CPU (ms, summed over its nodes), or None where node stats give none (an answer without the
+    figure, a node that cannot say): evidence beside the pace, which alone decides."""
     try:
         stats = restore.body_of(await es.perform_request("GET", "/_nodes/stats/process"))["nodes"].values()
         return sum(node["process"]["cpu"]["total_in_millis"] for node in stats)
@@ -165,7 +165,7 @@ PARAMETER_RULES = {
 OPERATIONS = {
     SETTLE_TYPE: Operation(
         Settle,
-        Need("searches the index; reads node stats (process CPU) where monitor allows", index=("read",)),
+        Need("searches the index; reads the nodes' process CPU (monitor: Rally's own need too)", cluster=("monitor",), index=("read",)),
         SettleParamSource,
         validate_settle,
         reads_corpus=False,
