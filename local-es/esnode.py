@@ -47,8 +47,8 @@ import json
 import os
 import pwd
 import re
-import shutil
 import shlex
+import shutil
 import signal
 import socket
 import stat
