@@ -34,7 +34,13 @@ from tests.signals import popen_with_default_signals
 ONE_CELL = "--track-params=" + json.dumps(
     # no settling: the proxy below counts the coverages before the timed cell's, and a settling runs as many passes as
     # the node needs
-    {"memory_variants": ["D_td"], "memory_transports": ["msearch"], "memory_hdr_digits": [3], "memory_tdigest_compression": [100], "settle": False}
+    {
+        "memory_variants": ["D_td"],
+        "memory_transports": ["msearch"],
+        "memory_hdr_digits": [3],
+        "memory_tdigest_compression": [100],
+        "settle": False,
+    }
 )
 
 
