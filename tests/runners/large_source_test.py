@@ -429,7 +429,8 @@ def test_the_schedule_loads_counts_fetches_and_deletes_in_order():
     setup = ["delete-index", "create-index", "index-documents", "refresh", "verify-doc-count"]
     assert names[1:6] == [f"large-{n}" for n in setup] and names[-1] == "large-delete-index-after"
     assert {t["operation"]["index"] for t in tasks[1:]} == {LARGE_SOURCE_INDEX}
-    # a warm-up pass over every fetch cell before the first is measured, then the cells
+    # the settling, then a warm-up pass, over every fetch cell before the first is measured, then the cells
     fetches = [n for n in names if n.startswith("large-fetch-")]
-    assert names[6] == "warm-up-pass" and tasks[6]["operation"]["warms"] == fetches and len(fetches) == 6
-    assert {t["iterations"] for t in tasks if "iterations" in t and t["operation"]["name"] != "warm-up-pass"} == {4}
+    assert names[6:8] == ["settle", "warm-up-pass"] and len(fetches) == 6
+    assert tasks[6]["operation"]["warms"] == tasks[7]["operation"]["warms"] == fetches
+    assert {t["iterations"] for t in tasks if "iterations" in t and t["operation"]["name"] not in ("settle", "warm-up-pass")} == {4}
