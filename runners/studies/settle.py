@@ -8,7 +8,9 @@ covered the first 8 s. Nothing of it shows from outside but the passes' pace, so
 passes (a coverage of every warmed cell, each cell's epochs in turn, checked as runners/studies/warm_up.py's pass
 checks them) until the median of the last
 `window` passes is no faster than the median of the `window` before them by more than `tolerance`, or until
-`time-limit` seconds have passed (then the race goes on and says it measured a node that had not settled).
+`time-limit` seconds have passed (then the race goes on and says it measured a node that had not settled). It
+removes the first race's own ramp; the compiler's tail over the next races (a few hundred C2 compilations in each of
+races 2-4) it does not see, and the first race stays 5-14% slower than the next ones (docs/schedule.md).
 
 Each pass's seconds and the cluster's process CPU over it (`_nodes/stats/process`, where the user may read it) are
 recorded in settle.jsonl, a line per settling task, with what stopped it; the report names a race that did not settle
@@ -31,7 +33,7 @@ SETTLE = "settle.jsonl"  # the record: a line per settling task (what it ran, ho
 WINDOW_KEY = "window"  # operation parameters: the rule's window (passes), tolerance (a fraction) and time limit (s)
 TOLERANCE_KEY = "tolerance"
 TIME_LIMIT_KEY = "time-limit"
-SETTLED, TIME_LIMIT = "settled", "time limit"  # what stopped the settling, as the record says it
+SETTLED, TIME_LIMIT, FAILED_PASS = "settled", "time limit", "a failed pass"  # what stopped the settling, as recorded
 
 
 def settled(seconds, window, tolerance):
@@ -63,7 +65,8 @@ async def _process_cpu_ms(es):
 
 def one_epoch(params, n):
     """Pass n's coverages: one a cell, each cell's epochs in turn (pass 0 the first epoch), as an interleaved pass runs
-    them, so that a pass costs what a timed pass does and the rule reads a pace of the same grain."""
+    them: a pass sends what a timed pass sends (its seconds are not a timed pass's: one client runs the cells in a
+    row, where the timed cells take turns)."""
     return {**params, "cells": [[cell[n % len(cell)]] for cell in params["cells"]]}
 
 
@@ -94,7 +97,7 @@ class Settle:
             cpu_ms.append(None if cpu_before is None or cpu_after is None else cpu_after - cpu_before)
             records.add(meta, {records.META_KEY: result[records.META_KEY]} if records.META_KEY in result else {})
             if not result.get("success", True):
-                return self._done(params, seconds, cpu_ms, started, "a failed pass", meta, result["error-description"])
+                return self._done(params, seconds, cpu_ms, started, FAILED_PASS, meta, result["error-description"])
             if settled(seconds, window, tolerance):
                 stopped = SETTLED
             elif time.perf_counter() - started >= limit:

@@ -45,6 +45,6 @@ def test_a_node_not_settled_at_the_time_limit_is_named_in_bold_with_the_fix():
 
 
 def test_a_settling_cut_short_by_a_failed_pass_says_so_and_a_race_without_the_record_says_nothing():
-    (text, _) = outcome.settle_lines(race_with(line(settled=False, **{"stopped-by": "a failed pass", "pace-ratio": None})))
+    (text, _) = outcome.settle_lines(race_with(line(settled=False, **{"stopped-by": settle.FAILED_PASS, "pace-ratio": None})))
     assert text.startswith("**The settling stopped at a failed pass** (pass 4, task settle)")
     assert outcome.settle_lines(race_with()) == []

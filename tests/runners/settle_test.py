@@ -115,7 +115,7 @@ def test_a_failed_pass_fails_the_sample_naming_it_and_stops(context, tmp_path):
         "settling pass 2 failed: 1 of 1 warm-up coverages failed; the first: D_td/msearch: epoch 2"
     )
     (line,) = record(tmp_path)
-    assert line["stopped-by"] == "a failed pass" and line["settled"] is False and len(line["passes"]) == 2
+    assert line["stopped-by"] == settle.FAILED_PASS and line["settled"] is False and len(line["passes"]) == 2
     assert line["process-cpu-ms"] == [0, 0]
     lines = [json.loads(x) for x in (tmp_path / records.VALIDATION).read_text().splitlines()]
     assert [x["task"] for x in lines] == ["settle/coverage-D_td-msearch"] * 2 and not any(x["measured"] for x in lines)
