@@ -6,9 +6,8 @@ during the first race's 40 s of queries on 2 cores, 6.7 s more in the second rac
 race's passes fell from 3.4-4.1 s to about 1.5 s over its first 20 passes where the challenge's 5 warm-up passes
 covered the first 8 s. Nothing of it shows from outside but the passes' pace, so the rule reads that: the task runs
 passes (a coverage of every warmed cell, each cell's epochs in turn, checked as runners/studies/warm_up.py's pass
-checks them) until the median of the last
-`window` passes is no faster than the median of the `window` before them by more than `tolerance`, or until
-`time-limit` seconds have passed (then the race goes on and says it measured a node that had not settled). It
+checks them) until the median of the last `window` passes is no faster than the median of the `window` before them
+by more than `tolerance`, or until `time-limit` seconds have passed (then the race goes on and says it measured a node that had not settled). It
 removes the first race's own ramp; the compiler's tail over the next races (a few hundred C2 compilations in each of
 races 2-4) it does not see, and the first race stays 5-14% slower than the next ones (docs/schedule.md).
 
