@@ -241,7 +241,10 @@ def test_production_comparison_validates_every_cell_on_both_hosts(cluster, metri
     assert_clean(raced)
     race = races.from_store(metrics_store, raced.race["race-id"])
     header, body = coverage.validation_table(race)
-    assert len(body) == 4 and all(coverages >= 2 and checks > 0 and failed == 0 for _, coverages, checks, failed, _ in body)
+    # each cell's timed coverages and the settling's ones before them (settle/<cell>), all checked, none failed
+    cells = ["coverage-D_hdr-msearch", "coverage-D_hdr-terms", "coverage-D_td-msearch", "coverage-D_td-serial"]
+    assert [row[0] for row in body] == cells + [f"settle/{cell}" for cell in cells], body
+    assert all(coverages >= 2 and checks > 0 and failed == 0 for _, coverages, checks, failed, _ in body), body
     for cell in (("D_td", "serial"), ("D_td", "msearch"), ("D_hdr", "msearch"), ("D_hdr", "terms")):
         assert set(race.hosts[tables.study_task(race, cell)]) == {NAMES[1], NAMES[2]}, cell
     assert report_main(["--race", race.race_id[:8], "--configuration-name", store.CONFIG_NAME, "--out", str(tmp_path)]) == 0
@@ -341,7 +344,8 @@ def test_a_race_through_the_coordinators_daemon_into_the_store_reports_what_its_
     assert len(from_files.ingest["epochs"]) == EPOCHS and all(row["bulk-requests"] > 0 for row in from_files.ingest["epochs"])
     assert ingest.ingest_table(from_store) == ingest.ingest_table(from_files)
     validation = coverage.validation_table(from_files)
-    assert validation == coverage.validation_table(from_store) and len(validation[1]) == len(VARIANTS_RACED) * len(TRANSPORTS)
+    settled = [row for row in validation[1] if row[0].startswith("settle/")]
+    assert validation == coverage.validation_table(from_store) and len(validation[1]) == 2 * len(settled) == 2 * len(VARIANTS_RACED) * len(TRANSPORTS)
     assert study.took_table(from_store) == study.took_table(from_files)
     assert all(coverages >= 1 and checks > 0 and failed == 0 for _, coverages, checks, failed, _ in validation[1])
 
