@@ -297,11 +297,11 @@ it-versions: venv toxiproxy
 
 # every track parameter with its default (declared at track.json's top) and what it accepts
 params: venv
-	@$(VPY) -m runners.contracts.parameters
+	@$(VPY) -m runners.listings params
 
 # each challenge's Elasticsearch privileges, as check-privileges asks for them (TRACK_PARAMS as for a race)
 privileges: venv
-	@$(VPY) -m runners.studies.privileges $(if $(TRACK_PARAMS),--track-params="$(TRACK_PARAMS)")
+	@$(VPY) -m runners.listings privileges $(if $(TRACK_PARAMS),--track-params="$(TRACK_PARAMS)")
 
 # unit tests only (no node, no race): about 80 s on 2 cores, lint included
 test-fast: venv lint
@@ -349,12 +349,12 @@ trend: venv
 	  $(if $(TREND_CHALLENGE),--challenge $(TREND_CHALLENGE)) $(if $(ES_VERSION_PREFIX),--es-version $(ES_VERSION_PREFIX)) \
 	  $(if $(SINCE),--since $(SINCE)) $(if $(UNTIL),--until $(UNTIL)) $(if $(FAIL_ON),--fail-on $(FAIL_ON))
 
-# the trend's benchmark (report/history/scale.py): a store node of its own on TREND_SCALE_PORT filled with 500 races x
+# the trend's benchmark (report/trend_scale.py): a store node of its own on TREND_SCALE_PORT filled with 500 races x
 # 100 cells as Rally writes them, then the trend over it timed (docs/history.md, "Scale"); the node is stopped after
 TREND_SCALE_PORT ?= 9220
 trend-scale: venv
 	$(PYTHON) local-es/esnode.py start --nodes 1 --heap 1g --http-port $(TREND_SCALE_PORT)
-	$(VPY) -m report.history.scale --port $(TREND_SCALE_PORT); status=$$?; \
+	$(VPY) -m report.trend_scale --port $(TREND_SCALE_PORT); status=$$?; \
 	  $(PYTHON) local-es/esnode.py stop --http-port $(TREND_SCALE_PORT); $(PYTHON) local-es/esnode.py wipe --http-port $(TREND_SCALE_PORT); exit $$status
 
 compare: venv

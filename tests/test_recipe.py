@@ -136,8 +136,8 @@ def test_a_study_written_by_the_recipe_passes_the_unit_checks_and_reports_from_f
         ("the track renders with the study's challenge", ("-c", "from tests.conftest import rendered_track; "
          "assert 'doc-count' in {c['name'] for c in rendered_track()['challenges']}")),
         ("its operation is collected", ("-c", "from runners.operations import OPERATIONS; assert repr(OPERATIONS['doc-count'].runner()) == 'doc-count'")),
-        ("its privileges are listed (make privileges)", ("-m", "runners.studies.privileges")),
-        ("its parameters are listed (make params)", ("-m", "runners.contracts.parameters")),
+        ("its privileges are listed (make privileges)", ("-m", "runners.listings", "privileges")),
+        ("its parameters are listed (make params)", ("-m", "runners.listings", "params")),
         ("the unit tier's checks of a study pass", ("-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *UNIT_TESTS)),
         ("its report section builds from files and from a store's form", ("-c", REPORT_SCRIPT, str(tmp_path / "out"))),
     ]  # fmt: skip

@@ -114,6 +114,15 @@ def markdown(header, rows):
     return "\n".join(lines)
 
 
+class Chart(NamedTuple):
+    """One chart of a race's report. A study module lists its own in CHARTS; report/catalog.py collects them, and the
+    report shows each one the race has (its draw wrote the file)."""
+
+    file: str  # the PNG's name in the race's report folder
+    draw: Callable  # (race, path) -> the path written, or None when the race has nothing to draw
+    caption: str
+
+
 class Section(NamedTuple):
     """One section of a race's report. Each study module lists its own in SECTIONS, in report order, and
     report/__main__.py joins every study's."""
@@ -122,3 +131,4 @@ class Section(NamedTuple):
     build: Callable  # race -> (header, rows), None when the race has no data for it, or a sentence why it cannot be built
     lacks: str  # what a race without it lacks (the report names those in one sentence)
     note: Optional[Union[str, Callable]]  # under the table: text, or race -> text
+    summary: Optional[Callable] = None  # race -> the line `make report` prints of this section, when the race has it

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from scipy import stats
 
 from report.shared import tables
+from report.shared.figures import COST, Figure, summed_walls
 from report.shared.tables import Section
 from report.shared.uncertainty import CONFIDENCE
 from report.studies import ingest
@@ -354,3 +355,26 @@ SECTIONS = [
     ),
 ]
 ANSWER = Section("Ingest: what each change saves", answer_table, "ingest changes", ANSWER_NOTE)
+
+
+def ingest_walls(race):
+    """A race's baseline ingest (its epochs' walls summed, s) as INGEST_WALL's own cell, and each change of
+    ingest-changes as "<INGEST_WALL>: <change>": full's baseline is the race's own ingest, the figure's own cell."""
+    found = {}
+    rows = ingest.ingest_rows(race)
+    if rows:
+        found[INGEST_WALL.cell()] = summed_walls([row["wall_s"] for row in rows], ingest.ingest_problem(race))
+    for name in ingests(race):
+        if not main_baseline(race, name):
+            walls = [row["wall"] for row in change_rows(race, name)]
+            found[INGEST_WALL.cell(name)] = summed_walls(walls, change_problem(race, name))
+    return found
+
+
+def seed_ingest_wall(cell):
+    """Seed 000's ingest: its walls over its 5 epochs (s); it gives none per change."""
+    return 5 * SEED_WALL_S if cell == INGEST_WALL.cell() else None
+
+
+INGEST_WALL = Figure("ingest wall (s)", "s", COST, ingest_walls, seed=seed_ingest_wall)
+TREND_FIGURES = (INGEST_WALL,)

@@ -9,6 +9,7 @@ import json
 import statistics
 
 from report.shared import tables
+from report.shared.figures import COST, Figure, median_or_why
 from report.shared.tables import Section
 from report.shared.uncertainty import median_interval
 from runners.contracts import records
@@ -215,3 +216,16 @@ SECTIONS = [
         seed_note,
     ),
 ]
+
+
+def fetch_figures(race):
+    """Each large fetch's wall (its median and interval), or why it failed."""
+    found = {}
+    for (mode, fmt), fetch in cells(race).items() if race.large_source else ():
+        walls = [line.get("wall-ms") for line in fetch["measured"]]
+        found[LARGE_FETCH.cell(f"{mode} {fmt}")] = fetch["failed"] or median_or_why(walls)
+    return found
+
+
+LARGE_FETCH = Figure("large fetch wall (ms)", "ms", COST, fetch_figures)
+TREND_FIGURES = (LARGE_FETCH,)

@@ -7,6 +7,7 @@ with an error rate above 0 answered wrongly or not at all, and no overhead or ph
 import statistics
 
 from report.shared import tables
+from report.shared.figures import COST, Figure, median_or_why
 from report.shared.tables import Section
 from report.shared.uncertainty import CONFIDENCE, median_interval, min_samples
 from runners.studies import profile as runner
@@ -273,3 +274,17 @@ SECTIONS = [
     ),
     Section("Single-call phases (as the seed derived them)", phases_table, "single-call phases", phases_note),
 ]
+
+
+def took_trend_figures(race):
+    """The took of profile-breakdown's calls, profile ON and OFF (their medians and intervals), or why there is none."""
+    tooks = took_figures(race)
+    found = {}
+    for switch in ("ON", "OFF"):
+        if isinstance(tooks, str) or tooks.get(switch):
+            found[PROFILE_TOOK.cell(f"profile {switch}")] = tooks if isinstance(tooks, str) else median_or_why(tooks[switch])
+    return found
+
+
+PROFILE_TOOK = Figure("profile took (ms)", "ms", COST, took_trend_figures)
+TREND_FIGURES = (PROFILE_TOOK,)

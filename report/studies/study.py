@@ -6,7 +6,11 @@ or from Rally's metrics store. A figure is a median with its 95% order-statistic
 (report/shared/uncertainty.py); a failed cell is FAILED and is never a baseline, a share or a speedup.
 """
 
+import math
+import re
+
 from report.shared import tables, uncertainty
+from report.shared.figures import COST, PLAUSIBLE_WALL_MS, Figure, implausible
 from report.shared.tables import Section
 from report.studies import coverage, profile
 from runners.contracts.queries import TRANSPORTS, VARIANTS
@@ -501,6 +505,54 @@ SECTIONS = [
         "the production cell D_td serial",
         RECOMMENDATION_NOTE,
     ),
-    Section("Speedup against D_td serial (median)", coverage.speedup_table, "the baseline D_td serial", None),
+    Section("Speedup against D_td serial (median)", coverage.speedup_table, "the baseline D_td serial", None, summary=answer_line),
 ]
 ANSWER = Section("Coverage: what to run instead of production", recommendation_table, "the production cell D_td serial", answer_note)
+
+
+def coverage_times(race):
+    """{task: (median, low, high, n)} of every coverage cell a finished race ran (its samples' median and 95% interval);
+    {task: why} for a cell that failed, has no samples, or has a sample that cannot be a time (implausible)."""
+    found = {}
+    for task in sorted(task for task, cell in race.cells.items() if "variant" in cell and "transport" in cell):  # a coverage cell
+        op = race.op_metrics().get(task)
+        if race.order_statistics is not None:  # read from a store by aggregation: no samples, their order statistics
+            n, failed, at = race.order_statistics.get(task, (0, 0, {}))
+            samples = "absent" if not n else None if failed else at
+        else:
+            samples = (race.samples or {}).get(task, "absent")
+        if samples == "absent" and op is None:
+            continue  # the challenge's cell did not run in this race (another challenge's task)
+        if samples is None or samples == "absent" or not samples:
+            found[task] = "failed" if samples is None or (op and (op.get("error_rate") or 0) > 0) else "no samples recorded"
+            continue
+        problem = implausible(list(samples.values()) if isinstance(samples, dict) else samples, _wall_bound_ms(op))
+        if problem:
+            found[task] = f"failed: {problem}"
+            continue
+        interval = uncertainty.median_interval_of(n, samples) if isinstance(samples, dict) else uncertainty.median_interval(samples)
+        found[task] = (interval.median, interval.low, interval.high, interval.n)
+    return found
+
+
+def _wall_bound_ms(op):
+    """The longest a sample of this task can have taken: its task's duration (race.json, ms) and at most an hour."""
+    duration = (op or {}).get("duration")
+    usable = isinstance(duration, (int, float)) and math.isfinite(duration) and duration > 0
+    return min(PLAUSIBLE_WALL_MS, duration) if usable else PLAUSIBLE_WALL_MS
+
+
+STUDY_CELL = re.compile(r"coverage-(?P<variant>[A-Za-z0-9_]+)-(?P<transport>serial|msearch|terms)")  # the track's task names
+
+
+def seed_wall(cell):
+    """Seed 000's wall per coverage (ms) of a study cell, serial or msearch; None where the seed has none."""
+    match = STUDY_CELL.fullmatch(cell)
+    if not match or match["variant"] not in SEED_WALL or match["transport"] not in ("serial", "msearch"):
+        return None
+    return SEED_WALL[match["variant"]][("serial", "msearch").index(match["transport"])]
+
+
+# every coverage cell's time in the history, a cell per task: its samples' median (ms)
+COVERAGE_TIME = Figure("coverage time (ms)", "ms", COST, coverage_times, seed=seed_wall)
+TREND_FIGURES = (COVERAGE_TIME,)

@@ -9,8 +9,9 @@ Without samples (race.json alone) the table shows the ratio of medians and names
 
 import numpy as np
 
-from report.shared import tables, uncertainty
-from report.shared.tables import Section
+from report.shared import charts, tables, uncertainty
+from report.shared.figures import PLACE, Figure
+from report.shared.tables import Chart, Section
 from report.studies import ingest
 from runners.contracts import queries, records
 from runners.contracts.queries import TRANSPORTS, VARIANTS
@@ -299,3 +300,61 @@ SECTIONS = [
     Section("Coverage width: ingest per width", width_ingest_table, "width ingest", None),
 ]
 ANSWER = Section("Coverage width: where terms overtakes _msearch", crossover_answer, "a width sweep", CROSSOVER_ANSWER_NOTE)
+
+
+def crossover_figures(race):
+    """The crossover width per variant and msearch setting, between the width before it and it (its interval), or why
+    there is none."""
+    found = {}
+    for (variant, msearch), (width, before, statement) in crossover_widths(race).items():
+        cell = CROSSOVER.cell(f"{variant} terms against {label(msearch)}")
+        found[cell] = statement if width is None else (float(width), float(before or width), float(width), 1)
+    return found
+
+
+# coverage-width's headline in the history: a place, not a cost (a width higher or lower), on the sweep's few widths
+CROSSOVER = Figure("crossover width (nodes)", "nodes", PLACE, crossover_figures, discrete=True)
+TREND_FIGURES = (CROSSOVER,)
+
+
+def width_lines(race, path):
+    """coverage-width: median service time against the width (log-log), one panel per variant, one line per
+    transport; each point's 95% interval as an error bar when the race has its samples; failed points left out."""
+    cells = width_cells(race)
+    if not cells:
+        return None
+    variants = variants_of(cells)
+    columns = min(3, len(variants))
+    rows = -(-len(variants) // columns)
+    fig, axes = charts.plt.subplots(rows, columns, figsize=(5 * columns, 4 * rows), squeeze=False)
+    for ax, v in zip(axes.flat, variants):
+        for t in transports_of(cells):
+            points = []
+            for w in widths_of(cells):
+                op = cells.get((w, v, t))
+                if op is None or tables.failed(op):
+                    continue
+                samples = _samples(race, (w, v, t))
+                interval = uncertainty.median_interval(samples) if samples else None
+                # the point and its bar from the same samples (the coverage's recorded wall time, or Rally's service
+                # time from a store): Rally's median from race.json can lie a hair outside the records' interval
+                median = interval.median if interval else tables.service_ms(op, "median")
+                low, high = (interval.low, interval.high) if interval and interval.low is not None else (median, median)
+                points.append((w, median, median - low, high - median))
+            if points:
+                ax.errorbar(
+                    [p[0] for p in points],
+                    [p[1] for p in points],
+                    yerr=[[p[2] for p in points], [p[3] for p in points]],
+                    fmt="o-",
+                    capsize=3,
+                    label=label(t),
+                )
+        ax.set_xscale("log")
+        charts.axes(ax, "monitored nodes (width)", "median per coverage (ms)", v, legend=7)
+    for ax in list(axes.flat)[len(variants) :]:
+        ax.set_visible(False)
+    return charts.save(fig, path, f"Coverage time against width — race {race.race_id[:8]}")
+
+
+CHARTS = (Chart("width.png", width_lines, "Coverage time against width"),)

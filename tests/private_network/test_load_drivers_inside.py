@@ -345,7 +345,9 @@ def test_a_race_through_the_coordinators_daemon_into_the_store_reports_what_its_
     assert ingest.ingest_table(from_store) == ingest.ingest_table(from_files)
     validation = coverage.validation_table(from_files)
     settled = [row for row in validation[1] if row[0].startswith("settle/")]
-    assert validation == coverage.validation_table(from_store) and len(validation[1]) == 2 * len(settled) == 2 * len(VARIANTS_RACED) * len(TRANSPORTS)
+    assert validation == coverage.validation_table(from_store) and len(validation[1]) == 2 * len(settled) == 2 * len(VARIANTS_RACED) * len(
+        TRANSPORTS
+    )
     assert study.took_table(from_store) == study.took_table(from_files)
     assert all(coverages >= 1 and checks > 0 and failed == 0 for _, coverages, checks, failed, _ in validation[1])
 

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from report import charts, races
+from report import races
 from report.studies import costs, memory
 
 
@@ -99,7 +99,7 @@ def test_the_memory_table_gives_each_cell_its_floor_gcs_and_time(tmp_path):
     assert body[0] == ["D_td", "t-digest 100", "terms", 150, 120_000 / 1024, 110_000 / 1024, 0.0, 0.0]
     assert body[1][:2] == ["D_hdr", "hdr 3 digits"] and body[1][6] == 2.0
     assert body[2][4] == "< 1"  # passed at the lowest limit tried
-    assert charts.memory_tradeoff(memory_race(tmp_path), tmp_path / "memory.png").is_file()
+    assert memory.memory_tradeoff(memory_race(tmp_path), tmp_path / "memory.png").is_file()
 
 
 def test_a_failed_floor_is_failed_and_left_out_of_the_chart(tmp_path):

@@ -346,20 +346,53 @@ def test_a_paired_comparison_names_a_difference_only_beyond_its_interval():
 def test_the_report_sections_are_collected_from_every_study_module_in_the_listed_order():
     """The studies' sections in REPORT_ORDER's order, every report module that declares SECTIONS among them: one not
     listed follows the listed ones, by name (no list to edit for it to join); a listed name with no such module is
-    refused, named."""
-    from report import __main__ as report_main
+    refused, named; so is a declaration of the wrong type."""
+    from report import catalog
     from report.studies import profile
 
-    names = [module.__name__.removeprefix("report.studies.") for module in report_main.STUDIES]
-    listed = [name for name in names if name in report_main.REPORT_ORDER]
-    assert listed == list(report_main.REPORT_ORDER)  # the listed ones first, in REPORT_ORDER's order
+    names = [module.__name__.removeprefix("report.studies.") for module in catalog.STUDIES]
+    listed = [name for name in names if name in catalog.REPORT_ORDER]
+    assert listed == list(catalog.REPORT_ORDER)  # the listed ones first, in REPORT_ORDER's order
     assert names == listed + sorted(set(names) - set(listed))  # then a study's module that is not listed, by name
-    assert set(profile.SECTIONS) <= set(report_main.SECTIONS)
-    unlisted = tuple(name for name in report_main.REPORT_ORDER if name not in ("memory", "coverage"))
-    moved = [module.__name__.removeprefix("report.studies.") for module in report_main.study_modules(unlisted)]
+    assert set(profile.SECTIONS) <= set(catalog.SECTIONS)
+    unlisted = tuple(name for name in catalog.REPORT_ORDER if name not in ("memory", "coverage"))
+    moved = [module.__name__.removeprefix("report.studies.") for module in catalog.declaring("SECTIONS", unlisted)]
     assert moved[: len(unlisted)] == list(unlisted) and moved[len(unlisted) :] == sorted(set(names) - set(unlisted))
-    with pytest.raises(RuntimeError, match="REPORT_ORDER names memroy: no report module of that name declares SECTIONS"):
-        report_main.study_modules(("ingest", "memroy"))
+    with pytest.raises(RuntimeError, match="report/catalog.py names memroy: no report module of that name declares SECTIONS"):
+        catalog.declaring("SECTIONS", ("ingest", "memroy"))
+
+
+def test_charts_and_trend_figures_are_collected_from_the_modules_that_declare_them(monkeypatch):
+    """Each study's charts and trend figures come from its own module (CHARTS, TREND_FIGURES), typed: a figure's unit
+    and direction are declared, never read from its name; a declaration of the wrong type is refused, named."""
+    from report import catalog
+    from report.shared.figures import COST, PLACE, Figure
+    from report.studies import memory, study, widths
+
+    assert [chart.file for chart in catalog.CHARTS] == [
+        "coverage.png",
+        "ingest.png",
+        "rtt.png",
+        "ccs.png",
+        "load.png",
+        "memory.png",
+        "width.png",
+    ]
+    assert set(memory.CHARTS) <= set(catalog.CHARTS) and catalog.TREND_FIGURES[0] is study.COVERAGE_TIME
+    assert {f.name: (f.unit, f.direction) for f in catalog.TREND_FIGURES} == {
+        "coverage time (ms)": ("ms", COST),
+        "ingest wall (s)": ("s", COST),
+        "crossover width (nodes)": ("nodes", PLACE),
+        "round trips (ms per ms of RTT)": ("ms/ms", COST),
+        "large fetch wall (ms)": ("ms", COST),
+        "profile took (ms)": ("ms", COST),
+    }
+    assert widths.CROSSOVER.discrete and not any(f.discrete for f in catalog.TREND_FIGURES if f is not widths.CROSSOVER)
+    with pytest.raises(ValueError, match="figure 'heap': direction must be one of"):
+        Figure("heap", "MB", "bigger", dict)
+    monkeypatch.setattr(memory, "TREND_FIGURES", ("heap (MB)",), raising=False)
+    with pytest.raises(RuntimeError, match=r"report.studies.memory.TREND_FIGURES holds 'heap \(MB\)': each must be a Figure"):
+        catalog.declaring("TREND_FIGURES", catalog.TREND_ORDER)
 
 
 def test_a_race_that_did_not_finish_has_no_answer(tmp_path, capsys):

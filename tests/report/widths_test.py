@@ -4,7 +4,7 @@ chart show what ran and why the rest did not. Synthetic races with known answers
 import numpy as np
 import pytest
 
-from report import charts, races
+from report import races
 from report.studies import widths
 from runners.studies import search_pool
 from tests.conftest import rendered_challenges, rendered_tasks
@@ -92,7 +92,7 @@ def test_the_table_says_why_serial_is_missing_above_its_cap_and_the_note_estimat
 def test_the_chart_draws_every_variant(tmp_path):
     cells = sweep(terms=[30, 60, 300], msearch=[20, 80, 900])
     cells.update({(w, "D_hdr", t): 2.0 * ms for (w, v, t), ms in list(cells.items())})
-    assert charts.width_lines(race_of(cells), tmp_path / "width.png").stat().st_size > 10_000
+    assert widths.width_lines(race_of(cells), tmp_path / "width.png").stat().st_size > 10_000
 
 
 @pytest.mark.parametrize("concurrency", [0, 1, 16])
@@ -146,4 +146,4 @@ def test_the_width_chart_draws_each_point_from_its_own_samples(tmp_path):
     race = race_of(sweep(terms=[300, 150, 400], msearch=[190, 344, 2000]), spread=0.0)
     for op in race.data["results"]["op_metrics"]:
         op["service_time"]["50_0"] *= 1.01
-    assert charts.width_lines(race, tmp_path / "width.png") and (tmp_path / "width.png").stat().st_size > 0
+    assert widths.width_lines(race, tmp_path / "width.png") and (tmp_path / "width.png").stat().st_size > 0
