@@ -15,9 +15,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from report import ReportError, catalog, client_cost, outcome, races, scaling
-from report.shared import tables, uncertainty
-from report.store import Store
+from report import ReportError, catalog, client_cost, outcome, scaling
+from report.shared import races, tables, uncertainty
 from report.studies import ingest, repeats, study
 
 
@@ -239,10 +238,7 @@ def main(argv=None):
     parser.add_argument("--baseline", default=None, help="an earlier race (id or prefix): every cell's drift against it")
     parser.add_argument("--out", default="reports")
     args = parser.parse_args(argv)
-    store = Store.from_config(args.rally_home, args.configuration_name)
-
-    def find(race_id):
-        return races.from_store(store, race_id) if store else races.find(race_id, args.rally_home)
+    find = races.source(args.rally_home, args.configuration_name).race  # a race by id (a unique prefix), or the newest
 
     sets = [[find(race_id) for race_id in arg.split(",") if race_id] for arg in args.race or []]
     if args.node_scaling:

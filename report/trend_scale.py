@@ -22,7 +22,8 @@ import numpy as np
 
 from report import catalog
 from report.history import races, series, trend
-from report.store import SERVICE_TIME, Store
+from report.shared.races import Stored
+from report.shared.store import SERVICE_TIME, Store
 from runners.contracts import records
 
 
@@ -101,7 +102,7 @@ def main(argv=None):
     timings = []
     for _ in range(3):
         began = time.monotonic()
-        found = races.from_store(races.Selection(), store)
+        found = races.select(races.Selection(), Stored(store))
         read = time.monotonic() - began
         analysed = trend.analyse(series.build(found.races, catalog.TREND_FIGURES))
         with tempfile.TemporaryDirectory() as out:

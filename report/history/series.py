@@ -6,9 +6,9 @@ import json
 import math
 from dataclasses import dataclass, field
 
-from report import outcome
 from report.history.races import RECORD_ERRORS, facts_of, unreadable
 from report.shared.figures import cells_of
+from report.shared.races import NOT_FINISHED, finished
 
 
 @dataclass(frozen=True)
@@ -112,8 +112,8 @@ def build(races, figures, left_out=None):
 def _add(series, race, facts, figures):
     series.races.append((race.race_id, race.data["race-timestamp"], facts))
     try:
-        if not outcome.finished(race):
-            series.excluded.append((race.race_id, None, outcome.NOT_FINISHED))
+        if not finished(race):
+            series.excluded.append((race.race_id, None, NOT_FINISHED))
             return
         points = cells_of(figures, race)
     except RECORD_ERRORS as e:

@@ -26,7 +26,7 @@ from report.history import changes as change_points  # noqa: E402
 from report.history import races as history_races  # noqa: E402
 from report.history import series as history_series  # noqa: E402
 from report.shared import tables, uncertainty  # noqa: E402
-from report.store import Store  # noqa: E402
+from report.shared.races import source  # noqa: E402
 
 ALERT_EXIT = 3  # --fail-on slower found one: distinct from 1 (a report error) and 2 (bad arguments)
 
@@ -403,9 +403,7 @@ def main(argv, figures):
     since, until = history_races.date_range(args.since, args.until)
     selection = history_races.Selection(tuple(args.challenge), history_races.parse_tags(args.user_tag), args.es_version, since, until)
     check_out(args.out)
-    rally_home = history_races.rally_home_of(args.rally_home)
-    store = Store.from_config(rally_home, args.configuration_name)
-    found = history_races.from_store(selection, store) if store else history_races.from_files(selection, rally_home)
+    found = history_races.select(selection, source(args.rally_home, args.configuration_name))
     history_races.check_found(found, selection)
     analysed = analyse(history_series.build(found.races, figures, found.left_out), args.order)
     if not any(cells for _, cells in analysed):

@@ -27,7 +27,7 @@ from report.history import changes as change_points
 from report.history import races as history_races
 from report.history import series as history_series
 from report.shared import tables, uncertainty
-from report.store import Store
+from report.shared.races import source
 
 ARM_TAG = "arm"  # the user tag local-es/node_starts.py gives each race (its TAGS); absent: the race's version is its arm
 PLAN_TAG = "node-starts"
@@ -358,8 +358,7 @@ def main(argv, figures):
     parser.add_argument("--out", default="reports")
     args = parser.parse_args(argv)
     selection = history_races.Selection(tuple(args.challenge), history_races.parse_tags(args.user_tag))
-    store = Store.from_config(args.rally_home, args.configuration_name)
-    found = history_races.from_store(selection, store) if store else history_races.from_files(selection, args.rally_home)
+    found = history_races.select(selection, source(args.rally_home, args.configuration_name))
     history_races.check_found(found, selection)
     judged_series = [(series, judge_series(series, args.baseline)) for series in history_series.build(found.races, figures) if series.cells]
     if not judged_series:

@@ -42,7 +42,7 @@ def validation_table(race):
     """Per coverage task: the coverages checked against the ground truth (warm-up ones too), their checks, the failed
     ones, and the worst relative percentile error seen."""
     per_task = {}
-    for row in race.validation:
+    for row in tables.validation(race):
         per_task.setdefault(row["task"], []).append(row)
     if not per_task:
         return None
@@ -95,10 +95,10 @@ def drifts(race):
     on every path (a race from its files or from a metrics store, whose replayed records are the same lines); not a
     breaker floor's, whose samples are the steps of its bisection."""
     walls = {}
-    for task in sorted({line.get("task") for line in race.validation if line.get("measured")}):
+    for task in sorted({line.get("task") for line in tables.validation(race) if line.get("measured")}):
         if (race.cells.get(task) or {}).get("measure") == FLOOR_MEASURE:
             continue
-        found = race.measured(task, "wall-ms")
+        found = tables.measured(race, task, "wall-ms")
         if found:
             walls[task] = found
     return uncertainty.drifts(walls)
@@ -118,7 +118,7 @@ def drift_table(race):
     header = ["task", "measured", "first third (ms, geometric mean)", "last third (ms, geometric mean)", "last / first [95%] verdict"]
     body = []
     for task, comparison in found.items():
-        samples = race.measured(task, "wall-ms")
+        samples = tables.measured(race, task, "wall-ms")
         k = len(samples) // 3
         thirds = [uncertainty.geometric_mean(part) if k else None for part in (samples[:k], samples[len(samples) - k :])]
         body.append([task, len(samples), *thirds, comparison.text()])

@@ -56,7 +56,7 @@ def epoch_docs_per_s(ops, row, bulk_task):
 
 def ingest_rows(race):
     """Per epoch: wall (epoch_wall), bulk took, took/wall, /_stats deltas, throughput."""
-    epochs = race.ingest.get("epochs", []) if race.ingest else []
+    epochs = ingest_of(race).get("epochs", [])
     ops = race.op_metrics()
     if not epochs:
         return None
@@ -151,7 +151,7 @@ def ingest_time_table(race):
     that request (a mean processing time). With several bulk clients the requests overlap and the parts do not add
     up: None."""
     ops, prefix = race.op_metrics(), ingest_prefix(race) or ""
-    epochs = race.ingest.get("epochs", []) if race.ingest else []
+    epochs = ingest_of(race).get("epochs", [])
     header = [
         "epoch",
         "wall (s)",
@@ -251,3 +251,8 @@ def ingest_stacked(race, path):
 
 
 CHARTS = (Chart("ingest.png", ingest_stacked, "Ingest per epoch by phase"),)
+
+
+def ingest_of(race):
+    """The race's own ingest record (records.INGEST: its per-epoch cost), {} without one."""
+    return race.record(records.INGEST, {})

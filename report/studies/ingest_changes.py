@@ -48,19 +48,22 @@ CHANGE_TEXT = {
 BASELINE_TEXT = "bulk size {bulk_size}, clients {bulk_clients}, the index's default refresh and translog"
 
 
-def load_records(race, record_dir):
-    """The ingest records of ingest-changes in a race's record folder: the baseline's and each change's that ran."""
+def change_records(race):
+    """The ingest records of ingest-changes: {the baseline or a change: its record} of those that ran."""
+    found = {}
     for name in (INGEST_CHANGE_BASELINE, *INGEST_CHANGES):
-        record = ingest.ingest_record(race, change=name)
-        data = None if record is None else records.read(str(record_dir), record)
+        data = race.record(ingest.ingest_record(race, change=name))
         if data is not None:
-            race.ingest_changes[name] = data
+            found[name] = data
+    return found
 
 
 def main_baseline(race, name):
     """True when the baseline of the changes is the race's own ingest (full: the study's ingest, ingest.json, tasks
     bulk-epoch-N), which runs after the changes, rather than ingest-changes' change-baseline ingest."""
-    return name == INGEST_CHANGE_BASELINE and name not in race.ingest_changes and bool(race.ingest) and bool(race.ingest_changes)
+    return (
+        name == INGEST_CHANGE_BASELINE and name not in change_records(race) and bool(ingest.ingest_of(race)) and bool(change_records(race))
+    )
 
 
 def ingests(race):
@@ -71,7 +74,7 @@ def ingests(race):
     return [
         name
         for name, prefix in prefixes.items()
-        if name in race.ingest_changes
+        if name in change_records(race)
         or (prefix is not None and any(task.startswith(prefix) for task in tasks))
         or main_baseline(race, name)
     ]
@@ -98,8 +101,8 @@ def epoch_rows(race, record, prefix):
 def change_rows(race, name):
     """epoch_rows of the baseline or one change of ingest-changes."""
     if main_baseline(race, name):
-        return epoch_rows(race, race.ingest, ingest.ingest_prefix(race))
-    return epoch_rows(race, race.ingest_changes.get(name), ingest.ingest_prefix(race, change=name))
+        return epoch_rows(race, ingest.ingest_of(race), ingest.ingest_prefix(race))
+    return epoch_rows(race, change_records(race).get(name), ingest.ingest_prefix(race, change=name))
 
 
 def change_problem(race, name):
@@ -110,7 +113,7 @@ def change_problem(race, name):
     problem = ingest.ingest_problem(race, change=name)
     if problem:
         return problem
-    if not race.ingest_changes.get(name, {}).get("epochs"):
+    if not change_records(race).get(name, {}).get("epochs"):
         return f"no ingest record ({ingest.ingest_record(race, change=name)})"
     task = ingest.ingest_task(race, change=name)
     if task is None or not {task, ingest.count_task(records.ingest_prefix(task))} & race.op_metrics().keys():
@@ -161,7 +164,7 @@ def _described(race, name):
 def _settings_read(race, name):
     """The index settings the ingest ran with, as its ingest's set-up read them (runners/studies/ingest.py); "-" for a record
     without them."""
-    found = race.ingest_changes.get(name, {}).get("index-settings")
+    found = change_records(race).get(name, {}).get("index-settings")
     return ", ".join(f"{key.removeprefix('index.')} {value}" for key, value in found.items()) if found else "-"
 
 
@@ -282,10 +285,12 @@ def segment_table(race):
     """Where an epoch's wall time goes, seed 000's segments beside ours, per epoch (the mean over epochs): for the
     baseline of ingest-changes and for the race's own ingest (ingest.json: full, ingest-baseline, ...)."""
     found = []
-    if INGEST_CHANGE_BASELINE in race.ingest_changes:
+    if INGEST_CHANGE_BASELINE in change_records(race):
         found.append(("ingest-changes baseline", change_rows(race, INGEST_CHANGE_BASELINE), change_problem(race, INGEST_CHANGE_BASELINE)))
-    if race.ingest:
-        found.append((f"{race.challenge} ingest", epoch_rows(race, race.ingest, ingest.ingest_prefix(race)), ingest.ingest_problem(race)))
+    if ingest.ingest_of(race):
+        found.append(
+            (f"{race.challenge} ingest", epoch_rows(race, ingest.ingest_of(race), ingest.ingest_prefix(race)), ingest.ingest_problem(race))
+        )
     columns = [(label, _segments(rows), problem) for label, rows, problem in found]
     columns = [c for c in columns if c[1] is not None]
     if not columns:

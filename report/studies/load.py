@@ -26,7 +26,7 @@ def cells(race):
     for v in race.param("load_variants"):
         for t in race.param("load_transports"):
             tasks = [(p, race.task_of(variant=v, transport=t, **{"load-percent": p})) for p in race.param("load_steps")]
-            steps = [(p, ops.get(task), race.load_steps.get(task)) for p, task in tasks]
+            steps = [(p, ops.get(task), hosts.load_steps(race).get(task)) for p, task in tasks]
             steps = [s for s in steps if s[1]]
             if steps:
                 found[(v, t)] = {"calibration": ops.get(race.task_of(variant=v, transport=t, measure="calibration")), "steps": steps}

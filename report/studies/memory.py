@@ -3,7 +3,7 @@ on the query DSL's aggregations)."""
 
 from report.shared import charts, tables
 from report.shared.tables import Chart, Section
-from runners.contracts import queries
+from runners.contracts import queries, records
 
 KIB = 1024
 FLOOR_MEASURE = "breaker-floor"  # a floor task's cell measure: its samples are the bisection's steps, not repeats of one cell
@@ -21,7 +21,7 @@ def memory_cells(race):
     """[(cell, floor record or None, timed op, floor op)] of the aggregation-memory cells, in run order: each breaker
     floor's task (its cell measures "breaker-floor") beside the timed coverages of the same cell."""
     ops, cells = race.op_metrics(), race.cells
-    rows = {r["task"]: r for r in race.memory}
+    rows = {r["task"]: r for r in race.record(records.MEMORY, [])}
     return [
         (cells[task], rows.get(task), ops.get(race.task_of(**{**cells[task], "measure": "time"})), op)
         for task, op in ops.items()

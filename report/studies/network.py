@@ -174,7 +174,7 @@ def ccs_point_table(race):
                 for cell, task in ccs_cells(race, v, t, rtt):
                     if task not in ops:
                         continue
-                    took, wall = race.measured(task, TOOK), race.measured(task, WALL)
+                    took, wall = tables.measured(race, task, TOOK), tables.measured(race, task, WALL)
                     seed = SEED_001_CELLS.get(cell)
                     if tables.failed(ops[task]):
                         figures = [tables.failed_label(ops[task]), "", "", ""]

@@ -12,7 +12,7 @@ import re
 from report.shared import tables, uncertainty
 from report.shared.figures import COST, PLAUSIBLE_WALL_MS, Figure, implausible
 from report.shared.tables import Section
-from report.studies import coverage, profile
+from report.studies import coverage, profile, widths
 from runners.contracts.queries import TRANSPORTS, VARIANTS
 
 # Seed 000 (Elasticsearch 8.17.2, one node on an 8-core host, 5 x 1,000,000 rows, 15 samples a cell; its means)
@@ -42,13 +42,13 @@ NO_SHARE = "no share"  # of a production query whose median took is 0 ms
 
 def measured(race, key, field):
     """The cell's measured values of one record field; None when the cell failed or a value is missing."""
-    return race.measured(tables.study_task(race, key), field)
+    return tables.measured(race, tables.study_task(race, key), field)
 
 
 def _cells(race):
     """The coverage cells the race recorded or Rally reported (a cell whose every request failed records nothing, and
     is still shown, FAILED); none for a race without coverage records (an older track version)."""
-    recorded = {line.get("task") for line in race.validation}
+    recorded = {line.get("task") for line in tables.validation(race)}
     if not recorded:
         return []
     return tables.in_study_order(
@@ -253,7 +253,7 @@ def parallelism_table(race):
     cells = [k for k in _cells(race) if k[1] in ("msearch", "terms")]
     if not cells:
         return None
-    node = ((race.search_pool or {}).get("nodes") or [{}])[0]
+    node = ((widths.search_pool(race) or {}).get("nodes") or [{}])[0]
     pool, processors = node.get("search-pool-size", "not recorded"), node.get("allocated-processors", "not recorded")
     header = [
         "variant",
@@ -284,7 +284,7 @@ def parallelism_table(race):
 
 
 def parallelism_note(race):
-    node = ((race.search_pool or {}).get("nodes") or [{}])[0]
+    node = ((widths.search_pool(race) or {}).get("nodes") or [{}])[0]
     cores = node.get("allocated-processors")
     here = (
         f"This node has {cores} allocated processors and a search pool of {node.get('search-pool-size')} threads against the "
@@ -388,7 +388,7 @@ def answer_line(race):
     tail = f"; FAILED cells (not ranked): {', '.join(failed)}" if failed else ""
     if _failed(race, PRODUCTION):
         return f"production {PRODUCTION[0]} {PRODUCTION[1]}: {FAILED}; no speed-up can be given" + tail
-    if race.validation:
+    if tables.validation(race):
         medians = _answering_medians(race, _cells(race))
     else:
         ops = tables.coverage_cells(race)
@@ -402,7 +402,7 @@ def answer_line(race):
         return line + "; no other configuration that computes its answer was faster" + tail
     speedup = (
         _speedup(measured(race, PRODUCTION, WALL), measured(race, fastest, WALL))
-        if race.validation
+        if tables.validation(race)
         else f"{medians[PRODUCTION] / medians[fastest]:.1f}x (no interval: Rally's medians)"
     )
     return line + f"; fastest that computes its answer: {fastest[0]} {fastest[1]}, {medians[fastest]:,.0f} ms, {speedup}" + tail
@@ -429,7 +429,7 @@ RECOMMENDATION_NOTE = (
 
 def answer_note(race):
     """Under the answer's table: how to read it, and why the seed's figures differ."""
-    node = ((race.search_pool or {}).get("nodes") or [{}])[0]
+    node = ((widths.search_pool(race) or {}).get("nodes") or [{}])[0]
     here = (
         f"this node {node['allocated-processors']} cores and a pool of {node.get('search-pool-size')}"
         if node.get("allocated-processors")

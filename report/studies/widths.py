@@ -223,7 +223,7 @@ CROSSOVER_ANSWER_NOTE = (
 
 def search_pool_note(race):
     """What bounds _msearch's concurrency here, and what the host's cores mean for the crossover."""
-    pool = race.search_pool
+    pool = search_pool(race)
     parts = []
     if pool:
         node = pool["nodes"][0] if pool.get("nodes") else {}
@@ -272,7 +272,7 @@ def width_ingest_table(race):
     """Per width: the documents ingested, the bulk tasks' wall time (race.json durations) and docs/s."""
     ops = race.op_metrics()
     body = []
-    for w, record in sorted(race.width_ingest.items()):
+    for w, record in sorted(width_ingest(race).items()):
         docs = sum(row["docs"] for row in record.get("epochs", []))
         prefix = ingest.ingest_prefix(race, width=w) or ""
         wall = sum(ingest.epoch_wall(ops, row, ingest.epoch_task(prefix, row["epoch"])) or 0 for row in record.get("epochs", []))
@@ -284,13 +284,19 @@ def width_ingest_table(race):
     return ["width (nodes)", "documents", "bulk wall (s)", "docs/s", "bulk took (s)"], body
 
 
-def load_records(race, record_dir):
-    """The sweep's records of a race folder: each width's ingest and the search pool."""
+def width_ingest(race):
+    """{width: its ingest record} of the sweep's widths that ingested."""
+    found = {}
     for width in sorted(cell["width"] for cell in race.cells.values() if cell.get("measure") == "ingest" and "width" in cell):
-        data = records.read(str(record_dir), ingest.ingest_record(race, width=width))
+        data = race.record(ingest.ingest_record(race, width=width))
         if data is not None:
-            race.width_ingest[width] = data
-    race.search_pool = records.read(str(record_dir), SEARCH_POOL)
+            found[width] = data
+    return found
+
+
+def search_pool(race):
+    """The search pool and _msearch's default concurrency the race recorded (runners/studies/search_pool.py), or None."""
+    return race.record(SEARCH_POOL)
 
 
 # this study's report sections, in report order

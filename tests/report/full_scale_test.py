@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from report import races
 from report.__main__ import single_report
-from report.shared import charts
+from report.shared import charts, races
 from report.shared.charts import plt
 from runners.contracts import records
 from runners.contracts.queries import INGEST_CHANGE_BASELINE
@@ -96,7 +95,9 @@ def test_every_challenge_has_a_full_scale_race():
     missing = sorted(set(rendered_challenges()) - set(ARCHIVED))
     assert not missing, (
         f"no full-scale race of {', '.join(missing)} in tests/fixtures/full-scale-races.tar.xz: race each at full scale "
-        f"(make race CHALLENGE=<challenge>: it generates the corpus first) and pack it beside the others "
+        f"(make race CHALLENGE=<challenge>: it generates the corpus first; a challenge that queries the index without "
+        f"ingesting it needs the corpus ingested before: make race CHALLENGE=ingest-baseline, then make race "
+        f"CHALLENGE=<challenge>) and pack it beside the others "
         f"(python tests/fixtures/pack_full_scale.py --add <race id>)"
     )
 

@@ -1,11 +1,14 @@
 """The coverage-width section: the crossover is named only beyond the noise, never on a failed cell, and the table and
 chart show what ran and why the rest did not. Synthetic races with known answers; the real sweep: tests/test_challenges.py."""
 
+import json
+
 import numpy as np
 import pytest
 
-from report import races
+from report.shared import races
 from report.studies import widths
+from runners.contracts import records
 from runners.studies import search_pool
 from tests.conftest import rendered_challenges, rendered_tasks
 
@@ -26,7 +29,7 @@ def race_of(medians, spread=0.02, failed=(), samples=True, n=10, seed=1):
     data = {"race-id": "w" * 36, "challenge": "coverage-width", "results": {"op_metrics": ops}, "track-params": {}}
     race = races.Race("w" * 36, None, data)
     race.samples = times if samples else None
-    race.recorded_cells = cells
+    race.record_texts[records.CELLS] = json.dumps(cells)
     return race
 
 
@@ -99,7 +102,8 @@ def test_the_chart_draws_every_variant(tmp_path):
 def test_a_width_cell_is_found_by_what_it_measures_not_its_name(concurrency):
     transport = widths.width_transport("msearch", concurrency)
     race = race_of({(3000, "C_hdr", transport): 10.0})
-    race.recorded_cells = {"any-name": race.recorded_cells.popitem()[1]}
+    (cell,) = json.loads(race.record_texts[records.CELLS]).values()
+    race = races.Race(race.race_id, None, race.data, race.samples, record_texts={records.CELLS: json.dumps({"any-name": cell})})
     race.data["results"]["op_metrics"][0]["task"] = "any-name"
     assert list(widths.width_cells(race)) == [(3000, "C_hdr", transport)]
     assert widths.width_key({"variant": "D_td", "transport": "msearch", "rtt-ms": 50}) is None  # another study's cell

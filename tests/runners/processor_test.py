@@ -322,7 +322,12 @@ def test_query_challenges_check_the_corpus_before_the_first_timed_query():
         # a timed query of the generated corpus: tagged query, of an operation that reads it (registry.Operation)
         timed = [i for i, t in enumerate(tasks) if "query" in t["tags"] and getattr(OPERATIONS.get(types[i]), "reads_corpus", False)]
         if timed:
-            assert "verify-corpus" in types[: timed[0]], challenge["name"]
+            assert "verify-corpus" in types[: timed[0]], (
+                f"{challenge['name']}.json: its first timed query {tasks[timed[0]]['operation']['name']} runs before any "
+                'verify-corpus: put {"operation": {"name": "verify-corpus", "operation-type": "verify-corpus", "shape": '
+                '{{ standard_shape | tojson }}}, "tags": ["check"]} before it, so a race on an index that holds another corpus stops '
+                "before anything is timed"
+            )
         checked.append(bool(timed))
     assert sum(checked) >= 12, checked  # the query challenges (not the ingests, nor source-large's own index)
 
