@@ -158,7 +158,7 @@ def facts_of(race):
 
 @dataclass
 class Found:
-    races: list  # the selected races (report.races.Race), oldest first
+    races: list  # the selected races (report.shared.races.Race), oldest first
     skipped: dict  # why the track's other races were not selected -> how many
     other_tracks: int  # races of other tracks in the same place
     where: str

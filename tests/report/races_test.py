@@ -1,4 +1,4 @@
-"""A race's records as a study's report reads them (report/races.py Race.record): the same from its folder and from a
+"""A race's records as a study's report reads them (report/shared/races.py Race.record): the same from its folder and from a
 metrics store's form of it (the records its samples carried, replayed)."""
 
 import json
