@@ -37,7 +37,7 @@ export CLIENT_OPTIONS
 CLIENT_ARGS := $${CLIENT_OPTIONS:+--client-options="$$CLIENT_OPTIONS"}
 # the cluster reached as a race would, before Rally (whose version check ends in a traceback): TLS, credentials and an
 # unreachable host named with their fix
-CHECK_CLUSTER = $(VPY) -m report.cluster --target-hosts $(1) $(CLIENT_ARGS)
+CHECK_CLUSTER = $(VPY) -m report.shared.cluster --target-hosts $(1) $(CLIENT_ARGS)
 TRACK_PARAMS ?=
 RACE_ARGS ?=
 RACE ?=
@@ -46,7 +46,7 @@ BASELINE ?=
 # Rally's Elasticsearch metrics store (make metrics-store): METRICS_STORE=yes races, reports and compares through it
 METRICS_STORE ?= no
 STORE_PORT ?= 9210
-STORE_CONFIG = $(shell $(VPY) -c 'from report.store import CONFIG_NAME; print(CONFIG_NAME)')
+STORE_CONFIG = $(shell $(VPY) -c 'from report.shared.store import CONFIG_NAME; print(CONFIG_NAME)')
 RALLY_CONFIG = $(if $(filter yes,$(METRICS_STORE)),--configuration-name=$(STORE_CONFIG))
 # network (Toxiproxy, loopback): the proxy in front of the local cluster's HTTP port (RTT sweep, faults), and the
 # remote cluster of the cross-cluster comparison with a proxy in front of its transport port (HTTP port + 100)
@@ -118,7 +118,7 @@ coverage-width: width-corpora race
 
 # the main job: venv, local node, corpus, then the default race (the whole seed study) in your Rally home
 race: venv es-start corpus
-	$(if $(filter yes,$(METRICS_STORE)),$(VPY) -m report.store --check)
+	$(if $(filter yes,$(METRICS_STORE)),$(VPY) -m report.shared.store --check)
 	$(call CHECK_CLUSTER,$(TARGET_HOSTS))
 	$(WAIT_FOR_RALLY)
 	$(ESRALLY) race --track-path=tracks/cluster-metrics --challenge=$(CHALLENGE) --pipeline=benchmark-only \
@@ -139,7 +139,7 @@ repeat: venv
 # beside your rally.ini, which stays as it is) that races into it: then make race/report/compare METRICS_STORE=yes
 metrics-store: venv
 	$(PYTHON) local-es/esnode.py start --nodes 1 --heap 512m --http-port $(STORE_PORT)
-	$(VPY) -m report.store --host 127.0.0.1 --port $(STORE_PORT)
+	$(VPY) -m report.shared.store --host 127.0.0.1 --port $(STORE_PORT)
 metrics-store-stop:
 	$(PYTHON) local-es/esnode.py stop --http-port $(STORE_PORT)
 
@@ -249,7 +249,7 @@ source-cost: venv es-start corpus
 # fetched 20 at a time, _source returned, excluded or filtered, as JSON and CBOR, then the report; needs no corpus
 # (smaller: TRACK_PARAMS="large_doc_mb:1,large_docs:4,large_fetch_size:2")
 source-large: venv es-start
-	$(if $(filter yes,$(METRICS_STORE)),$(VPY) -m report.store --check)
+	$(if $(filter yes,$(METRICS_STORE)),$(VPY) -m report.shared.store --check)
 	$(call CHECK_CLUSTER,$(TARGET_HOSTS))
 	$(WAIT_FOR_RALLY)
 	$(ESRALLY) race --track-path=tracks/cluster-metrics --challenge=$@ --pipeline=benchmark-only \
@@ -297,11 +297,11 @@ it-versions: venv toxiproxy
 
 # every track parameter with its default (declared at track.json's top) and what it accepts
 params: venv
-	@$(VPY) -m runners.contracts.parameters
+	@$(VPY) -m runners.listings params
 
 # each challenge's Elasticsearch privileges, as check-privileges asks for them (TRACK_PARAMS as for a race)
 privileges: venv
-	@$(VPY) -m runners.studies.privileges $(if $(TRACK_PARAMS),--track-params="$(TRACK_PARAMS)")
+	@$(VPY) -m runners.listings privileges $(if $(TRACK_PARAMS),--track-params="$(TRACK_PARAMS)")
 
 # unit tests only (no node, no race): about 80 s on 2 cores, lint included
 test-fast: venv lint
@@ -312,6 +312,7 @@ PY_SOURCES := runners report tests corpora-gen local-es tracks corpora-gen/gener
 lint: venv
 	$(VENV)/bin/isort --check-only --diff $(PY_SOURCES)
 	$(VENV)/bin/black --check $(PY_SOURCES)
+	$(VENV)/bin/lint-imports --no-cache
 format: venv
 	$(VENV)/bin/isort $(PY_SOURCES)
 	$(VENV)/bin/black $(PY_SOURCES)
@@ -349,12 +350,12 @@ trend: venv
 	  $(if $(TREND_CHALLENGE),--challenge $(TREND_CHALLENGE)) $(if $(ES_VERSION_PREFIX),--es-version $(ES_VERSION_PREFIX)) \
 	  $(if $(SINCE),--since $(SINCE)) $(if $(UNTIL),--until $(UNTIL)) $(if $(FAIL_ON),--fail-on $(FAIL_ON))
 
-# the trend's benchmark (report/history/scale.py): a store node of its own on TREND_SCALE_PORT filled with 500 races x
+# the trend's benchmark (report/trend_scale.py): a store node of its own on TREND_SCALE_PORT filled with 500 races x
 # 100 cells as Rally writes them, then the trend over it timed (docs/history.md, "Scale"); the node is stopped after
 TREND_SCALE_PORT ?= 9220
 trend-scale: venv
 	$(PYTHON) local-es/esnode.py start --nodes 1 --heap 1g --http-port $(TREND_SCALE_PORT)
-	$(VPY) -m report.history.scale --port $(TREND_SCALE_PORT); status=$$?; \
+	$(VPY) -m report.trend_scale --port $(TREND_SCALE_PORT); status=$$?; \
 	  $(PYTHON) local-es/esnode.py stop --http-port $(TREND_SCALE_PORT); $(PYTHON) local-es/esnode.py wipe --http-port $(TREND_SCALE_PORT); exit $$status
 
 compare: venv

@@ -1,9 +1,11 @@
 """Reports of this track's races: make report, make compare, make accuracy, make validation-proof.
 
-Layers, each importing only those below it: this top (the commands run as `python -m report[.<name>]`, and what
-assembles a report from many studies: __main__, races, outcome, charts, store, cluster, ...), studies (a module per
-study, each declaring its SECTIONS, and the modules that serve one study only), shared (what the studies share, which
-imports no study: tables, uncertainty, rally_compat); history (make trend) sits beside the top and imports from every layer.
+Layers, each importing only those below it (pyproject.toml's import-linter contracts, make lint): this top (the
+commands run as `python -m report[.<name>]`, and what assembles a report from many studies: __main__, catalog,
+outcome, ...); studies (a module per study, each declaring its sections, charts and trend figures, and the modules that
+serve one study only) beside history (make trend and the versions study, handed the studies' figures), neither
+importing the other; shared (what every layer shares, which imports no study: races, store, cluster, tables, figures,
+charts, uncertainty, rally_compat).
 """
 
 

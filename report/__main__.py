@@ -12,51 +12,12 @@ Elasticsearch one, with every sample's service time (intervals, verdicts); other
 """
 
 import argparse
-import importlib
-import pkgutil
 import sys
 from pathlib import Path
 
-import report.studies as study_package
-from report import ReportError, charts, client_cost, outcome, races, scaling
-from report.shared import tables, uncertainty
-from report.store import Store
-from report.studies import coverage, ingest, network, repeats, study
-
-# the studies' report modules in the order their sections take in a race's report; a report module not named here
-# follows them, in name order (a new study joins the report by declaring SECTIONS, and takes its place by its name here)
-REPORT_ORDER = (
-    "ingest",
-    "ingest_changes",
-    "coverage",
-    "study",
-    "layouts",
-    "single_doc",
-    "network",
-    "load",
-    "costs",
-    "large_source",
-    "widths",
-    "memory",
-    "profile",
-)
-
-
-def study_modules(order=REPORT_ORDER):
-    """The modules of report/studies/ that declare SECTIONS: those `order` names in its order, then the others by name. A
-    name in `order` that is no such module is refused, named (a renamed module would otherwise fall to the end)."""
-    found = (m.name for m in pkgutil.iter_modules(study_package.__path__))
-    studies = {name: module for name in found if hasattr(module := importlib.import_module(f"report.studies.{name}"), "SECTIONS")}
-    stale = [name for name in order if name not in studies]
-    if stale:
-        raise RuntimeError(f"report/__main__.py REPORT_ORDER names {', '.join(stale)}: no report module of that name declares SECTIONS")
-    rank = {name: place for place, name in enumerate(order)}
-    return tuple(studies[name] for name in sorted(studies, key=lambda name: (rank.get(name, len(rank)), name)))
-
-
-STUDIES = study_modules()  # every study's report module, collected
-SECTIONS = [section for study_module in STUDIES for section in study_module.SECTIONS]
-ANSWERS = [study_module.ANSWER for study_module in STUDIES if hasattr(study_module, "ANSWER")]  # the report's first section
+from report import ReportError, catalog, client_cost, outcome, scaling
+from report.shared import races, tables, uncertainty
+from report.studies import ingest, repeats, study
 
 
 def single_report(race, out_root, baseline=None):
@@ -76,7 +37,7 @@ def single_report(race, out_root, baseline=None):
         return _unfinished_report(race, out, parts)
     parts += _answers(race)
     summary, absent = [], []
-    for title, build, lacks, note in SECTIONS:
+    for title, build, lacks, note, section_summary in catalog.SECTIONS:
         table = build(race)
         if not table:
             absent.append(lacks)  # only the sections this race has are shown; one sentence names the others
@@ -88,10 +49,8 @@ def single_report(race, out_root, baseline=None):
             continue
         if note:
             parts += [note(race) if callable(note) else note, ""]
-        if build is network.rtt_table:
-            summary.append(network.rtt_note(race).splitlines()[-1])
-        if build is coverage.speedup_table:
-            summary.append(study.answer_line(race))
+        if section_summary:
+            summary.append(section_summary(race))
     if absent:
         parts += [f"_Not in this race: {', '.join(absent)}._", ""]
     if baseline is not None:
@@ -112,15 +71,7 @@ def single_report(race, out_root, baseline=None):
     parts.append("")
     parts.append("## What the load driver adds per request\n")
     parts.append(client_cost.race_section(race, out_root))
-    for name, draw, caption in (
-        ("coverage.png", charts.coverage_bars, "Coverage by variant and transport"),
-        ("ingest.png", charts.ingest_stacked, "Ingest per epoch by phase"),
-        ("rtt.png", charts.rtt_lines, "Coverage time against round-trip time"),
-        ("ccs.png", charts.ccs_lines, "Cross-cluster coverage time against round-trip time"),
-        ("load.png", charts.load_lines, "Coverage latency against offered rate"),
-        ("memory.png", charts.memory_tradeoff, "Coverage time against memory per cell"),
-        ("width.png", charts.width_lines, "Coverage time against width"),
-    ):
+    for name, draw, caption in catalog.CHARTS:
         if draw(race, out / name):
             parts.append(f"![{caption}]({name})\n")
     path = out / "report.md"
@@ -131,7 +82,7 @@ def single_report(race, out_root, baseline=None):
 def _answers(race):
     """The studies' answers, each a short table, before the detailed sections (a study declares its ANSWER)."""
     parts = []
-    for title, build, _, note in ANSWERS:
+    for title, build, _, note, _ in catalog.ANSWERS:
         table = build(race)
         if not table:
             continue
@@ -267,11 +218,11 @@ def main(argv=None):
     if argv[:1] == ["trend"]:  # a team's history: report/history/trend.py
         from report.history import trend
 
-        return trend.main(argv[1:])
+        return trend.main(argv[1:], catalog.TREND_FIGURES)
     if argv[:1] == ["versions"]:  # versions by node start: report/history/versions.py
         from report.history import versions
 
-        return versions.main(argv[1:])
+        return versions.main(argv[1:], catalog.TREND_FIGURES)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--race", action="append", help="race id (a unique prefix works); repeat for --compare")
     parser.add_argument("--compare", action="store_true")
@@ -287,10 +238,7 @@ def main(argv=None):
     parser.add_argument("--baseline", default=None, help="an earlier race (id or prefix): every cell's drift against it")
     parser.add_argument("--out", default="reports")
     args = parser.parse_args(argv)
-    store = Store.from_config(args.rally_home, args.configuration_name)
-
-    def find(race_id):
-        return races.from_store(store, race_id) if store else races.find(race_id, args.rally_home)
+    find = races.source(args.rally_home, args.configuration_name).race  # a race by id (a unique prefix), or the newest
 
     sets = [[find(race_id) for race_id in arg.split(",") if race_id] for arg in args.race or []]
     if args.node_scaling:

@@ -10,17 +10,11 @@ configuration, only what failed and, marked partial, what passed before it stopp
 from dataclasses import dataclass
 
 from report.shared import tables, uncertainty
+from report.shared.races import NOT_FINISHED, finished  # noqa: F401 (the report's callers read them here too)
 from report.studies import coverage
 from report.studies.memory import FLOOR_MEASURE
 from runners.contracts import records
 from runners.studies import settle as settling
-
-NOT_FINISHED = "DID NOT FINISH"
-
-
-def finished(race):
-    """Rally reached the end of the race: race.json (or the metrics store's race document) holds its results."""
-    return bool((race.data.get("results") or {}).get("op_metrics"))
 
 
 @dataclass(frozen=True)
@@ -52,7 +46,7 @@ def failures(race):
     coverages include a failed one. A breaker floor's recorded coverages are the steps of its bisection, whose trips
     are what it measures, not failures: only Rally's error rate speaks for it."""
     per_task = {}
-    for line in race.validation:
+    for line in tables.validation(race):
         per_task.setdefault(line.get("task"), []).append(line)
     ops, done = race.op_metrics(), finished(race)
     found = []
@@ -80,7 +74,7 @@ def outcome_lines(race):
     """The report's first lines: whether the race finished and, for each task with failed samples, how many failed
     and the first cause. A clean race gets one line."""
     found = failures(race)
-    recorded = len(race.validation)
+    recorded = len(tables.validation(race))
     if not finished(race):
         lines = [
             f"**This race {NOT_FINISHED}.** Rally stopped before the end of the race and wrote no results (a node that "
@@ -166,7 +160,7 @@ def partial_table(race):
     """A race that did not finish: per recorded task, the coverages that passed and failed, and the median wall of
     those that passed and were measured, marked partial: what ran before it stopped, never an answer."""
     per_task = {}
-    for line in race.validation:
+    for line in tables.validation(race):
         per_task.setdefault(line.get("task"), []).append(line)
     if not per_task:
         return None

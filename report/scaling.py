@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from report.shared import tables
-from report.studies import layout_seed, layouts
+from report.studies import layout_seed, layouts, widths
 
 SCALING_NOTE = (
     "cov/s: coverages per second (Rally's median throughput over all search clients), a coverage being one _msearch "
@@ -28,7 +28,7 @@ SCALING_NOTE = (
 
 def _data_node_processors(race):
     """The allocated processors of each data node (search-pool record), e.g. "1, 1"; None without a record."""
-    pool = race.search_pool or {}
+    pool = widths.search_pool(race) or {}
     found = [str(n.get("allocated-processors")) for n in pool.get("nodes", []) if n.get("data")]
     return ", ".join(found) or None
 

@@ -20,8 +20,8 @@ import json
 import sys
 from pathlib import Path
 
-from report.cluster import add_arguments as cluster_arguments
-from report.cluster import from_arguments
+from report.shared.cluster import add_arguments as cluster_arguments
+from report.shared.cluster import from_arguments
 from report.shared.tables import markdown
 from runners.contracts import corpus, queries
 from runners.contracts.corpus import FIELDS, OrderStatistics, stored_value

@@ -1,7 +1,7 @@
 """This track's operation types, collected from the study modules that declare them.
 
 A study module (runners/studies/) declares the operation types it implements in a table of its own at module level,
-`OPERATIONS = {"<type>": Operation(...)}` (runners/registry.py): runner, privilege need, parameter source and
+`OPERATIONS = {"<type>": Operation(...)}` (runners/contracts/registry.py): runner, privilege need, parameter source and
 load-time validation, beside the runner. This module merges the tables of the study package's modules
 (runners.studies.MODULES); registration (runners/__init__.py), the track processor and the privilege check read the
 merge. A parameter source is registered under the operation's name, so a track task names it as

@@ -82,7 +82,7 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
                 settle.for_test_mode(tasks)
         except ValueError as e:
             raise exceptions.SystemSetupError(f"Challenge [{selected.name}]: {e}.") from None
-        privileges.hand_to_check(selected.name, tasks, context)
+        privileges.hand_to_check(selected.name, tasks, context, OPERATIONS)
 
     def _corpus_sets(self, track, selected, root, test_mode, user_params, race_id):
         """(the main corpus's context or None, {width: context}) of the challenge that runs, each file it reads checked

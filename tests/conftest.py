@@ -217,7 +217,7 @@ def corpus_configuration(home, name, folder, *extra):
     """A corpus of its own (generate's, with these arguments) in `folder`, and a Rally configuration `name` in the Rally
     home `home` whose data directory is that corpus's: the returned --configuration-name argument races on it, in the
     suite's actor system too (its actors read a race's configuration by name from that home)."""
-    from report import store
+    from report.shared import store
 
     generate(folder, *extra)
     store.write_named_config(home, name, {"local.dataset.cache": corpus.data_root(folder)})
@@ -463,7 +463,7 @@ def into_suite_store(home, cmd):
     Rally's defaults, its [reporting] section pointed at the store."""
     import configparser
 
-    from report import store
+    from report.shared import store
 
     if not TEST_METRICS_STORE or any(arg.startswith("--configuration-name") for arg in cmd):
         return []
@@ -483,7 +483,7 @@ def into_suite_store(home, cmd):
 def suite_metrics_store():
     """The suite's metrics store (TEST_METRICS_STORE=yes): a node of the launcher's default version, whatever version
     the tier races, as a team's store often is; made ready for Rally's metrics as make metrics-store makes it."""
-    from report import store
+    from report.shared import store
 
     start = [PYTHON, LAUNCHER, "start", "--heap", "512m", "--http-port", str(SUITE_STORE_PORT)]
     started = subprocess.run(start, capture_output=True, text=True, timeout=300)
@@ -551,8 +551,8 @@ def assert_reported(race):
     import difflib
     import tempfile
 
-    from report import races, store
     from report.__main__ import single_report
+    from report.shared import races, store
 
     def report(loaded, out):
         text = single_report(loaded, out)[0].read_text()
@@ -567,7 +567,7 @@ def assert_reported(race):
             return
         away = race.folder().rename(race.folder().with_name(race.folder().name + ".away"))
         try:
-            from_store = report(races.from_store(store.Store.local("127.0.0.1", SUITE_STORE_PORT), race.race["race-id"]), out)
+            from_store = report(races.Stored(store.Store.local("127.0.0.1", SUITE_STORE_PORT)).race(race.race["race-id"]), out)
         finally:
             away.rename(race.folder())
     differing = "\n".join(difflib.unified_diff(from_files.splitlines(), from_store.splitlines(), "files", "store", n=1, lineterm=""))

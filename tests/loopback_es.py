@@ -1,5 +1,5 @@
 """A loopback stand-in for a plain-HTTP Elasticsearch node, enough for Rally's synchronous client (its product check on
-GET /) and report.cluster. It has no security: TLS, credentials and privileges come from tests/secure_stand_in.py's
+GET /) and report.shared.cluster. It has no security: TLS, credentials and privileges come from tests/secure_stand_in.py's
 SecuredStandIn put in front of it. It records what each request carried (method, path, headers, body)."""
 
 import json

@@ -8,8 +8,9 @@ import time
 
 import pytest
 
-from report import races
+from report.shared import races, tables
 from report.studies import network as network_report
+from runners.contracts import records
 from runners.contracts.parameters import DEFAULTS
 from runners.operations import OPERATIONS
 from runners.shared import restore
@@ -85,7 +86,7 @@ def test_the_round_trip_model_is_a_floor_through_the_proxy(ccs_race):
     header, body = network_report.ccs_table(races.load(ccs_race.folder()))
     assert header[3:5] == [f"{r} ms" for r in RTTS] and len(body) == 5  # 2 transports x 2 settings, the samples row
     ops, rtt, race = ccs_race.op_metrics(), max(RTTS), races.load(ccs_race.folder())
-    assert race.recorded_cells  # the race recorded its cells (runners/contracts/cells.py)
+    assert race.record(records.CELLS)  # the race recorded its cells (runners/contracts/cells.py)
     floors = {True: 1, False: 1 + math.ceil(REMOTE_SHARDS / 5)}
     for transport in DEFAULTS["ccs_transports"]:
         for minimize, round_trips in floors.items():
@@ -125,7 +126,7 @@ def test_a_new_connection_per_request_opens_one_per_request_and_the_kept_alive_o
     opened = http_connections_opened(REMOTE_PORT) - before
     coverages = {route: 0 for route in ("far", "far-new-connection")}
     loaded = races.load(race.folder())
-    for line in loaded.validation:
+    for line in tables.validation(loaded):
         for route in coverages:  # the cell's own coverages and the warm-up pass's of it ("<pass>/<cell>")
             cell = loaded.task_of(variant="D_td", transport="serial", route=route, **{"rtt-ms": 0})
             coverages[route] += line["task"].rsplit("/", 1)[-1] == cell

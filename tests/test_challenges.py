@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from report import races
+from report.shared import races
 from report.studies import ingest_changes
 from report.studies import widths as report_widths
 from runners.contracts import corpus, records

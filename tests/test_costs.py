@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from report import races
+from report.shared import races
 from runners.shared.restore import NOTES_INDEX
 from runners.studies.memory import BREAKER_SETTING
 from tests.answer_proxy import AnswerProxy

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from report import races
+from report.shared import races
 from runners.contracts.context import CONTEXT_KEY
 from runners.studies.index_checks import VerifyDocCount
 from tests.answer_proxy import AnswerProxy

@@ -11,8 +11,9 @@ import sys
 
 import pytest
 
-from report import races
+from report.shared import races
 from report.studies import network as network_report
+from runners.contracts import records
 from runners.contracts.parameters import DEFAULTS
 from runners.shared.toxiproxy import FAULT, FAULTS, PROXIES
 from tests.conftest import (
@@ -61,7 +62,7 @@ def faults_race(shared_races, ingested):
 def cell_task(race, **cell):
     """The task of a cell in this race, as the race recorded its cells (runners/contracts/cells.py): it must have recorded them."""
     loaded = races.load(race.folder())
-    assert loaded.recorded_cells, "the race recorded no cells"
+    assert loaded.record(records.CELLS), "the race recorded no cells"
     return loaded.task_of(**cell)
 
 
@@ -128,7 +129,7 @@ def test_rtt_sweep_runs_clean(rtt_race):
     assert_clean(rtt_race, cells)
     # what the race recorded is what its track renders with its parameters
     loaded = races.load(rtt_race.folder())
-    assert loaded.recorded_cells == races.rendered_cells("rtt-sweep", json.dumps(loaded.data["track-params"], sort_keys=True))
+    assert loaded.record(records.CELLS) == races.rendered_cells("rtt-sweep", json.dumps(loaded.data["track-params"], sort_keys=True))
 
 
 def test_round_trip_time_reaches_every_request_of_the_coverage(rtt_race):

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from report import store
+from report.shared import store
 from runners.contracts import records
 from tests.conftest import REPO, corpus_configuration, launcher, run_race, start_race, wait_for_our_rally
 from tests.race_shapes import assert_no_answer

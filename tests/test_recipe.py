@@ -3,6 +3,7 @@ repository, passes what the unit tier runs on a new study, and its report sectio
 files and from a metrics store's form of the same race. The blocks are read from the page itself, so when the page or
 the code drifts, this test fails and names the step."""
 
+import json
 import re
 import shutil
 import subprocess
@@ -43,8 +44,9 @@ UNIT_TESTS = (
 REPORT_SCRIPT = r"""
 import asyncio, json, shutil, sys
 from pathlib import Path
-from report import races
+from report.shared import races
 from report import __main__ as report_main
+from report import catalog
 from runners.contracts import records
 from runners.contracts.context import CONTEXT_KEY, RaceContext
 from runners.studies import doc_count
@@ -66,13 +68,26 @@ for answer in (90, 90, 90):
     metas.append(result[records.META_KEY])
 
 
-section = next(s for s in report_main.SECTIONS if s.build.__module__ == "report.studies.doc_count")
-for form, race in (("files", races.load(race_dir)), ("store", races.from_store(StoreForm(data, metas)))):
+section = next(s for s in catalog.SECTIONS if s.build.__module__ == "report.studies.doc_count")
+chart = next(c for c in catalog.CHARTS if c.draw.__module__ == "report.studies.doc_count")
+for form, race in (("files", races.load(race_dir)), ("store", races.Stored(StoreForm(data, metas)).race())):
     table = section.build(race)
     print(form, json.dumps(table))
     report_main.single_report(race, out / form)
     text = next(Path(out / form).rglob("report.md")).read_text()
     assert "## " + section.title in text, f"the report from {form} has no section {section.title!r}"
+    assert f"]({chart.file})" in text and next(Path(out / form).rglob(chart.file)).stat().st_size > 0, f"no chart {chart.file} from {form}"
+
+# make trend over two races of it: its figure, in its unit
+home = out / "home"
+for n in (1, 2):
+    copy = home / ".rally" / "benchmarks" / "races" / f"{n:08d}-0000-0000-0000-000000000000"
+    shutil.copytree(race_dir, copy)
+    data = {**json.loads((copy / "race.json").read_text()), "race-id": copy.name, "race-timestamp": f"2026010{n}T000000Z"}
+    (copy / "race.json").write_text(json.dumps(data))
+assert report_main.main(["trend", "--rally-home", str(home), "--out", str(out / "trend")]) == 0
+trend = next((out / "trend").rglob("report.md")).read_text()
+print("trend", json.dumps(["### count wall (µs)" in trend, trend.count(" µs")]))
 """
 
 
@@ -94,10 +109,9 @@ def write_block(root, path, attributes, text):
     elif "edit=row" in attributes:
         table = re.search(r'table="([^"]+)"', attributes).group(1)
         lines = target.read_text().splitlines(keepends=True)
-        heading = next(i for i, line in enumerate(lines) if line.startswith(f"### {table}"))
-        last = max(
-            i for i in range(heading, len(lines)) if lines[i].startswith("|") and all(x.startswith("|") for x in lines[heading + 2 : i])
-        )
+        heading = next(i for i, line in enumerate(lines) if line.startswith("#") and line.lstrip("#").strip().startswith(table))
+        first = next(i for i in range(heading, len(lines)) if lines[i].startswith("|"))  # the table under the heading
+        last = next((i for i in range(first, len(lines)) if not lines[i].startswith("|")), len(lines)) - 1
         target.write_text("".join(lines[: last + 1]) + text + "".join(lines[last + 1 :]))
     else:
         assert not target.exists(), f"the recipe's {path} exists already in the repository: the example study must be new"
@@ -136,8 +150,8 @@ def test_a_study_written_by_the_recipe_passes_the_unit_checks_and_reports_from_f
         ("the track renders with the study's challenge", ("-c", "from tests.conftest import rendered_track; "
          "assert 'doc-count' in {c['name'] for c in rendered_track()['challenges']}")),
         ("its operation is collected", ("-c", "from runners.operations import OPERATIONS; assert repr(OPERATIONS['doc-count'].runner()) == 'doc-count'")),
-        ("its privileges are listed (make privileges)", ("-m", "runners.studies.privileges")),
-        ("its parameters are listed (make params)", ("-m", "runners.contracts.parameters")),
+        ("its privileges are listed (make privileges)", ("-m", "runners.listings", "privileges")),
+        ("its parameters are listed (make params)", ("-m", "runners.listings", "params")),
         ("the unit tier's checks of a study pass", ("-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *UNIT_TESTS)),
         ("its report section builds from files and from a store's form", ("-c", REPORT_SCRIPT, str(tmp_path / "out"))),
     ]  # fmt: skip
@@ -151,3 +165,6 @@ def test_a_study_written_by_the_recipe_passes_the_unit_checks_and_reports_from_f
     # the same table from files and from the store's form: 3 counts of 90 documents, none that differs
     tables = dict(line.split(" ", 1) for line in outputs["its report section builds from files and from a store's form"].splitlines())
     assert tables["files"] == tables["store"] == '[["counts", "corpus documents", "counts that differ"], [[3, 90, 0]]]', tables
+    # its figure in make trend over two races, the levels in its own unit
+    shown, levels = json.loads(tables["trend"])
+    assert shown and levels >= 3, tables["trend"]  # the level of its one segment and each race's point

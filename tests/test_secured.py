@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from report import races, store
+from report.shared import races, store
 from runners.shared.restore import NOTES_INDEX
 from runners.shared.toxiproxy import PROXIES
 from tests.conftest import (
@@ -164,13 +164,16 @@ def test_bad_credentials_are_named_as_such(shared_races, secured, certs, tmp_pat
     assert race.returncode != 0
     assert "401" in race.output and "unable to authenticate user [elastic]" in race.output, race.output[-2000:]
     checked = subprocess.run(
-        [PYTHON, "-m", "report.cluster", "--target-hosts", f"127.0.0.1:{secured.port}", options], capture_output=True, text=True, cwd=REPO
+        [PYTHON, "-m", "report.shared.cluster", "--target-hosts", f"127.0.0.1:{secured.port}", options],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
     )
     assert checked.returncode != 0 and checked.stderr.startswith("bad credentials: https://127.0.0.1:"), checked.stderr
     assert "basic_auth_password" in checked.stderr and "Traceback" not in checked.stderr
     assert "not-the-password" not in race.output + checked.stdout + checked.stderr
     reached = subprocess.run(
-        [PYTHON, "-m", "report.cluster", "--target-hosts", f"127.0.0.1:{secured.port}", client_options(tmp_path, certs, ADMIN)],
+        [PYTHON, "-m", "report.shared.cluster", "--target-hosts", f"127.0.0.1:{secured.port}", client_options(tmp_path, certs, ADMIN)],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -241,7 +244,7 @@ def test_the_report_reads_a_metrics_store_behind_tls(shared_races, secured_store
     race = run_race(shared_races.home, "production-comparison", options, f"--configuration-name={store.CONFIG_NAME}", port=secured.port)
     assert_clean(race)
     race_id = race.race["race-id"]
-    from_store = races.from_store(found, race_id[:8])
+    from_store = races.Stored(found).race(race_id[:8])
     assert from_store.race_id == race_id and from_store.source == f"Rally's metrics store at https://127.0.0.1:{stand_in.port}"
     assert from_store.samples and all(from_store.samples.values())
     report = subprocess.run(

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from report import races
+from report.shared import races
 from report.studies import large_source as report_large_source
 from runners.contracts import records
 from runners.contracts.queries import LARGE_SOURCE_FORMATS, LARGE_SOURCE_INDEX, LARGE_SOURCE_MODES

@@ -5,6 +5,7 @@ import re
 
 import pytest
 
+from runners.contracts import parameters
 from runners.contracts.queries import INGEST_CHANGE_BASELINE
 from runners.operations import OPERATIONS
 from runners.shared import interleave
@@ -60,7 +61,35 @@ def test_every_challenge_file_writes_out_the_operation_types_it_runs(params):
         assert rendered <= written, f"{name}.json runs {sorted(rendered - written)} without writing them out"
         for task in rendered_tasks(challenge):
             if "query" in task.get("tags", []):
-                assert "clients" in task and ("iterations" in task or "time-period" in task), (name, task["operation"]["name"])
+                missing = [
+                    k
+                    for k in ("clients", "warmup-iterations", "iterations")
+                    if k not in task and k.replace("iterations", "time-period") not in task
+                ]
+                assert not missing, (
+                    f"{name}.json: its timed task {task['operation']['name']} (tag query) writes no {', '.join(missing)}: write out "
+                    f'"clients", "warmup-iterations" and "iterations" (or "warmup-time-period" and "time-period") on every timed task'
+                )
+
+
+def test_every_challenge_begins_with_the_privilege_check_and_has_its_row_in_the_track_readme():
+    """The first task of every challenge asks the cluster for what the challenge needs before anything changes
+    (check-privileges, which also records the race's cells and cluster facts); each challenge has its line in the track
+    README's challenge table, with the command that runs it. Each failure names the fix."""
+    readme = (TRACK / "README.md").read_text().split("## Challenges\n", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"^\| `([a-z0-9-]+)`", readme, re.M))
+    for name, challenge in rendered_challenges({}).items():
+        tasks = list(rendered_tasks(challenge))
+        first = tasks[0]["operation"]["operation-type"] if tasks else None
+        assert first == "check-privileges", (
+            f"{name}.json: its first task is {first}; make it "
+            '{"operation": {"name": "check-privileges", "operation-type": "check-privileges"}, "tags": ["check"]}, '
+            "which names a missing privilege before anything changes on the cluster"
+        )
+        assert name in listed, (
+            f"tracks/cluster-metrics/README.md's Challenges table has no line for {name}: add "
+            f"| `{name}` | what it measures | `make race CHALLENGE={name}` |"
+        )
 
 
 LIST_PARAMETERS = [
@@ -80,6 +109,16 @@ def test_a_list_parameter_of_any_value_renders_so_that_the_processor_can_name_it
         assert rendered_challenges({parameter: []}), parameter
     for value in ("x", 7):
         assert rendered_challenges(dict.fromkeys(LIST_PARAMETERS, value)), value
+
+
+def test_a_scalar_parameter_of_any_value_renders_so_that_the_processor_can_name_it():
+    """Every parameter that is not a list, given a text, a negative number, a fraction, none or an object (every one at
+    once), still renders valid JSON in every challenge: the processor names a bad value, not Rally's TrackSyntaxError
+    (a template writes an integer parameter through count(), runners/contracts/track_files.py's vocabulary)."""
+
+    scalars = [name for name, default in parameters.DEFAULTS.items() if not isinstance(default, list)]
+    for value in ("x", -1, 2.5, None, {"a": 1}):
+        assert rendered_challenges(dict.fromkeys(scalars, value)), value
 
 
 def readme_tags():

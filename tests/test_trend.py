@@ -7,10 +7,12 @@ import subprocess
 
 import pytest
 
-from report import races, store
+from report import catalog
 from report.history import races as history_races
 from report.history import series
-from report.shared import uncertainty
+from report.shared import races, store, uncertainty
+from report.shared.races import Files, Stored
+from report.studies.ingest_changes import INGEST_WALL
 from runners.contracts import records
 from tests.conftest import PYTHON, REPO, SUITE_STORE_PORT, assert_clean, http
 from tests.test_challenges import challenge_race
@@ -57,18 +59,18 @@ def test_the_race_records_what_it_ran_on_and_the_trend_reads_it(shared_races, tm
     # the same points, each cell's sample count the same (the values differ: Rally's service times, the track's walls)
     suite_store = store.Store.local("127.0.0.1", SUITE_STORE_PORT)
     selection = history_races.Selection(("full",))
-    from_files = series.build(history_races.from_files(selection, race.home).races)
+    from_files = series.build(history_races.select(selection, Files(race.home)).races, catalog.TREND_FIGURES)
     from_store = {
         (cell, p.race_id): p
-        for s in series.build(history_races.from_store(selection, suite_store).races)
+        for s in series.build(history_races.select(selection, Stored(suite_store)).races, catalog.TREND_FIGURES)
         for cell, points in s.cells.items()
         for p in points
     }
-    shared = [(cell, p) for s in from_files for cell, points in s.cells.items() for p in points if cell != series.INGEST_WALL]
+    shared = [(cell, p) for s in from_files for cell, points in s.cells.items() for p in points if cell != INGEST_WALL.cell()]
     assert shared and all(from_store[(cell, p.race_id)].n == p.n for cell, p in shared), shared
     # the store's races read by aggregation (order statistics) give what their samples give, read one by one
     for race_id in {p.race_id for _, p in shared}:
-        samples = races.from_store(suite_store, race_id).samples
+        samples = races.Stored(suite_store).race(race_id).samples
         for cell, point in ((cell, p) for (cell, rid), p in from_store.items() if rid == race_id and cell in samples):
             exact = uncertainty.median_interval(samples[cell])
             assert point.median == pytest.approx(exact.median, rel=1e-6) and point.n == exact.n, (cell, point, exact)

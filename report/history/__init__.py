@@ -1,7 +1,8 @@
 """A team's history (make trend): every cell's race medians over the races a team keeps, the changes in them found and
 judged with the node start as the unit, and what changed in the cluster with each.
 
-Layers: races (which races, from a Rally home or a metrics store, and why one is left out), series (like with like:
-one series a challenge, corpus, parameters and cluster shape; a point per race and cell), changes (change points,
-their verdicts and drifts), trend (the report, its chart and the console line; `python -m report trend`).
+Layers: races (which races of a source, report/shared/races.py: a Rally home or a metrics store, and why one is left
+out), series (like with like: one series a challenge, corpus, parameters and cluster shape; a point per race and cell
+of each figure the studies declare, report/catalog.py hands them), changes (change points, their verdicts and drifts),
+trend (the report, its chart and the console line; `python -m report trend`), versions. No module here imports a study.
 """

@@ -25,7 +25,6 @@ import numpy as np
 from otava.analysis import compute_change_points
 from scipy import stats
 
-from report.history import series as history_series
 from report.shared import uncertainty
 
 # Otava's significance for a candidate (its max_pvalue): loose, since the verdict (_judged, calibrated for the largest t
@@ -91,10 +90,10 @@ class Change:
     basis: str = BASIS_STARTS
 
 
-def noise_floor(cell):
+def noise_floor(figure):
     """The smallest difference of levels a verdict names: the A/A floor of cheap cells in ms; none for a figure in
     another unit (an ingest's walls in s, where 5 would be 5 s; a width; round trips)."""
-    return uncertainty.NOISE_FLOOR_MS if history_series.unit(cell) == "ms" else 0.0
+    return uncertainty.NOISE_FLOOR_MS if figure.unit == "ms" else 0.0
 
 
 def start_of(point):
@@ -533,12 +532,12 @@ def _beyond_noise(points, cuts, known, floor, discrete=False, rates=(0.05, 0.05)
     return cuts
 
 
-def find(cell, points):
+def find(cell, points, figure):
     """(changes, spread, outlier race ids) of one cell's series: every change beyond the noise, oldest first; a run of
     changes in one direction that a line explains is one drift, from the first segment's level to the last's."""
-    floor = noise_floor(cell)
+    floor = noise_floor(figure)
     known = set(fact_cuts(points))
-    run, discrete = 1, history_series.unit(cell) == "nodes"
+    run, discrete = 1, figure.discrete
     if discrete:
         # a crossover width: one of the sweep's few widths, where a race's width moves by a whole step or not at all
         # (Otava's t-test weighs no such series): every move is a candidate, and a move of two races is an episode

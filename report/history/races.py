@@ -3,18 +3,11 @@
 what it ran on. A race that did not finish is kept, to be listed as excluded, never a point."""
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 from report import ReportError
-from report import races as race_files
-from report.shared import uncertainty
 from runners.contracts import records
-from runners.contracts.corpus import races_root
-from runners.studies.ingest import recount_bulk_tooks
 
 RALLY_TIMESTAMP = "%Y%m%dT%H%M%SZ"  # race.json's race-timestamp
 
@@ -138,7 +131,7 @@ def _joined(values):
 
 
 def facts_of(race):
-    recorded = race.cluster_facts
+    recorded = race.record(records.CLUSTER_FACTS)
     if recorded is not None and not isinstance(recorded, dict):
         raise ValueError(f"{records.CLUSTER_FACTS} holds a {type(recorded).__name__}, not the facts the track records")
     cluster = race.data.get("cluster") or {}
@@ -165,7 +158,7 @@ def facts_of(race):
 
 @dataclass
 class Found:
-    races: list  # the selected races (report.races.Race), oldest first
+    races: list  # the selected races (report.shared.races.Race), oldest first
     skipped: dict  # why the track's other races were not selected -> how many
     other_tracks: int  # races of other tracks in the same place
     where: str
@@ -186,15 +179,16 @@ def unreadable(what, error):
     return f"its {what} cannot be read ({error.__class__.__name__}: {str(error)[:160]})"
 
 
-def _selected(documents, selection, where, load):
-    """Found: of (race document, its source) triples, this track's races that the selection takes, each loaded; a race
-    whose document or records are unreadable or malformed is left out with its folder and why, and a race that
-    another already holds (the same race id, or identical samples under another id) counts once."""
+def select(selection, source):
+    """Found: this track's races in the source (report/shared/races.py: a Rally home's folders or a metrics store) that
+    the selection takes, each loaded; a race whose document or records are unreadable or malformed is left out with
+    where it is and why, and a race that another already holds (the same race id, or identical samples under another
+    id) counts once."""
     selected, skipped, other, left_out = [], {}, 0, []
-    for data, source, problem in documents:
+    for data, where, problem in source.documents():
         problem = problem or malformed(data)
         if problem:
-            left_out.append((str(source), problem))
+            left_out.append((str(where), problem))
             continue
         if not records.is_our_track(data.get("track")):
             other += 1
@@ -203,20 +197,19 @@ def _selected(documents, selection, where, load):
         if why:
             skipped[why] = skipped.get(why, 0) + 1
             continue
-        selected.append((data, source))
+        selected.append((data, where))
     selected.sort(key=lambda pair: (pair[0]["race-timestamp"], str(pair[1])))
     loaded, ids = [], {}
-    for data, source in selected:
-        if data["race-id"] in ids:
-            left_out.append((str(source), f"the same race-id as {ids[data['race-id']]}: counted once"))
+    for data, where, race in source.loaded(selected, loaded_or_why):
+        if data["race-id"] in ids:  # a race id once: the first copy that could be read
+            left_out.append((str(where), f"the same race-id as {ids[data['race-id']]}: counted once"))
             continue
-        race = loaded_or_why(load, data, source)
         if isinstance(race, str):
-            left_out.append((str(source), race))
+            left_out.append((str(where), race))
             continue
-        ids[data["race-id"]] = source
+        ids[data["race-id"]] = where
         loaded.append(race)
-    return Found(loaded, skipped, other, where, left_out)
+    return counted_once(Found(loaded, skipped, other, source.where, left_out))
 
 
 def loaded_or_why(load, *args):
@@ -244,74 +237,6 @@ def counted_once(found):
         kept.append(race)
     found.races = kept
     return found
-
-
-def _read(path):
-    """(document, folder, None), or (None, folder, why) for a race.json that cannot be read."""
-    try:
-        return json.loads(path.read_text()), path.parent, None
-    except (OSError, ValueError) as e:
-        return None, path.parent, f"unreadable race.json ({e.__class__.__name__}: {str(e)[:120]})"
-
-
-def rally_home_of(rally_home):
-    """The Rally home the history reads: the one given (checked: it exists and is a folder, not empty text), or the
-    user's. Its absence is named with the fix, not mistaken for a home without races."""
-    if rally_home is None:
-        return None
-    if not str(rally_home).strip():
-        raise ReportError("--rally-home is empty: give the folder that holds .rally (your home: --rally-home ~), or leave it out")
-    home = Path(rally_home).expanduser()
-    if not home.exists():
-        raise ReportError(f"--rally-home {rally_home}: no such folder; give the folder that holds .rally (e.g. --rally-home ~)")
-    if not home.is_dir():
-        raise ReportError(f"--rally-home {rally_home} is a file: give the folder that holds .rally (e.g. --rally-home ~)")
-    return str(home)
-
-
-def from_files(selection, rally_home=None):
-    root = races_root(rally_home_of(rally_home))
-    documents = (_read(path) for path in sorted(root.glob("*/race.json")))
-    found = _selected(documents, selection, f"the Rally home's races under {root}", lambda data, folder: race_files.load(folder, data))
-    return counted_once(found)
-
-
-STORE_BATCH = 100  # races a store is asked about at once: 100 races x 100 cells stay within search.max_buckets (65,536)
-
-
-def from_store(selection, store):
-    """The store's race documents (rally-races-*) of this track, selected here as from files; each selected race read
-    with bounded queries, a batch of races at a time: its records other than its coverages' validation lines (cells,
-    cluster facts, the ingest), and each cell's sample count, failure and order statistics by aggregation."""
-    documents = (
-        (data, f"race {(data or {}).get('race-id', '?') if isinstance(data, dict) else '?'} in the store", None)
-        for data in store.race_documents()
-    )
-    found = _selected(documents, selection, f"Rally's metrics store at {store.address}", lambda data, _: data)
-    loaded = []
-    for first in range(0, len(found.races), STORE_BATCH):
-        batch = {data["race-id"]: data for data in found.races[first : first + STORE_BATCH]}
-        texts = store.records_beside_coverages(batch)
-        statistics = store.order_statistics(batch, uncertainty.interval_ranks)
-        for race_id, data in batch.items():
-            race = loaded_or_why(_replayed, data, texts.get(race_id, []))
-            if isinstance(race, str):
-                found.left_out.append((f"race {race_id} in the store", race))
-                continue
-            race.path, race.samples, race.source = None, None, found.where
-            race.order_statistics = statistics.get(race_id, {})
-            loaded.append(race)
-    found.races = loaded
-    return counted_once(found)
-
-
-def _replayed(data, texts):
-    """A store's race loaded from its record operations, replayed into a folder that is gone once loaded."""
-    with tempfile.TemporaryDirectory(prefix="cluster-metrics-race-") as race_dir:
-        record_dir = os.path.join(race_dir, records.RECORD_DIR)
-        records.replay(record_dir, texts)
-        recount_bulk_tooks(record_dir)
-        return race_files.load(race_dir, data)
 
 
 def check_found(found, selection):

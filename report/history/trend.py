@@ -26,7 +26,7 @@ from report.history import changes as change_points  # noqa: E402
 from report.history import races as history_races  # noqa: E402
 from report.history import series as history_series  # noqa: E402
 from report.shared import tables, uncertainty  # noqa: E402
-from report.store import Store  # noqa: E402
+from report.shared.races import source  # noqa: E402
 
 ALERT_EXIT = 3  # --fail-on slower found one: distinct from 1 (a report error) and 2 (bad arguments)
 
@@ -52,22 +52,22 @@ def analyse(series_list, order="race"):
         cells = {}
         for cell, points in series.cells.items():
             points = order_points(points, order)
-            cell_changes, unit_spread, outliers = change_points.find(cell, points)
+            cell_changes, unit_spread, outliers = change_points.find(cell, points, series.figures[cell])
             cells[cell] = (points, cell_changes, unit_spread)
             series.outliers[cell] = outliers
         found.append((series, cells))
     return found
 
 
-def _value(value, cell):
-    """A level in its figure's unit (history_series.unit)."""
-    unit = history_series.unit(cell)
+def _value(value, figure):
+    """A level in its figure's unit."""
+    unit = figure.unit
     return f"{value:,.2f} s" if unit == "s" else f"{value:,.0f} nodes" if unit == "nodes" else f"{value:,.1f} {unit}"
 
 
-def _level_text(lvl, cell):
+def _level_text(lvl, figure):
     interval = f" [{lvl.low:,.1f}, {lvl.high:,.1f}]" if lvl.low is not None else ""
-    return f"{_value(lvl.median, cell)}{interval} ({lvl.races} races, {lvl.starts} node starts)"
+    return f"{_value(lvl.median, figure)}{interval} ({lvl.races} races, {lvl.starts} node starts)"
 
 
 def change_rows(analysed):
@@ -93,13 +93,13 @@ def changes_table(rows):
             c.cell,
             f"{c.race_id[:8]} ({c.when[:8]})",
             c.kind + BASIS_TEXT.get(c.basis, ""),
-            _level_text(c.before, c.cell),
-            _level_text(c.after, c.cell),
+            _level_text(c.before, series.figures[c.cell]),
+            _level_text(c.after, series.figures[c.cell]),
             f"{c.comparison.ratio:.3f} [{c.comparison.low:.3f}, {c.comparison.high:.3f}]",
-            history_series.verdict_text(c.cell, c.comparison.verdict),
+            series.figures[c.cell].verdict_text(c.comparison.verdict),
             "; ".join(c.what_changed) or "-",
         ]
-        for _, _, c in rows
+        for _, series, c in rows
     ]
     return header, body
 
@@ -113,27 +113,27 @@ def spread_text(points, cell_changes, unit_spread):
     return unit_spread.text() + within
 
 
-def segment_table(cell, points, cell_changes, unit_spread):
+def segment_table(figure, points, cell_changes, unit_spread):
     header = ["segment", "races", "node starts", "first race", "last race", "level [95%]"]
     body = []
     for i, (first, end) in enumerate(change_points.segments(points, cell_changes)):
         lvl = change_points.level(points[first:end], unit_spread)
-        body.append([i + 1, end - first, lvl.starts, points[first].race_id[:8], points[end - 1].race_id[:8], _level_text(lvl, cell)])
+        body.append([i + 1, end - first, lvl.starts, points[first].race_id[:8], points[end - 1].race_id[:8], _level_text(lvl, figure)])
     return header, body
 
 
-def points_table(cell, points):
+def points_table(figure, points):
     header = ["race", "date", "Elasticsearch", "node start", "median [95%]", "n"]
     starts = {}
     body = []
     for p in points:
         start = starts.setdefault(change_points.start_of(p), len(starts) + 1)
         interval = f" [{p.low:,.1f}, {p.high:,.1f}]" if p.low is not None else ""
-        body.append([p.race_id[:8], p.when, p.facts.version or "?", start, f"{_value(p.median, cell)}{interval}", p.n])
+        body.append([p.race_id[:8], p.when, p.facts.version or "?", start, f"{_value(p.median, figure)}{interval}", p.n])
     return header, body
 
 
-def _draw(ax, cell, points, cell_changes, unit_spread, ticks=6):
+def _draw(ax, cell, figure, points, cell_changes, unit_spread, ticks=6):
     x = list(range(len(points)))
     y = [p.median for p in points]
     low = [p.median - (p.low if p.low is not None else p.median) for p in points]
@@ -156,7 +156,7 @@ def _draw(ax, cell, points, cell_changes, unit_spread, ticks=6):
     for c in cell_changes:
         ax.axvline(c.index - 0.5, color="tab:red" if c.comparison.verdict == uncertainty.SLOWER else "tab:green", ls="--", lw=1)
     ax.set_title(cell, fontsize=8)
-    ax.set_ylabel(f"race median ({history_series.unit(cell)})", fontsize=6)
+    ax.set_ylabel(f"race median ({figure.unit})", fontsize=6)
     shown = sorted({round(k * (len(points) - 1) / (ticks - 1)) for k in range(ticks)}) if len(points) > ticks else x
     ax.set_xticks(shown)
     ax.set_xticklabels([f"{_date(points[i].when)}\n{points[i].race_id[:8]}" for i in shown], fontsize=5)
@@ -174,10 +174,10 @@ def charts(analysed, out):
     for n, (series, cells) in enumerate(analysed):
         for cell, (points, cell_changes, unit_spread) in cells.items():
             if not cell_changes:
-                rest.append((cell, points, cell_changes, unit_spread))
+                rest.append((cell, series.figures[cell], points, cell_changes, unit_spread))
                 continue
             fig, ax = plt.subplots(figsize=(7, 3))
-            _draw(ax, cell, points, cell_changes, unit_spread)
+            _draw(ax, cell, series.figures[cell], points, cell_changes, unit_spread)
             ax.set_xlabel(
                 "race (oldest first: date, id); dotted: a node start; dashed: a change; orange: each segment's level in each node start",
                 fontsize=6,
@@ -191,8 +191,8 @@ def charts(analysed, out):
         cols = min(4, len(rest))
         rows = math.ceil(len(rest) / cols)
         fig, axes = plt.subplots(rows, cols, figsize=(3 * cols, 2.2 * rows), squeeze=False)
-        for ax, (cell, points, cell_changes, unit_spread) in zip(axes.flat, rest):
-            _draw(ax, cell, points, cell_changes, unit_spread, ticks=3)
+        for ax, (cell, figure, points, cell_changes, unit_spread) in zip(axes.flat, rest):
+            _draw(ax, cell, figure, points, cell_changes, unit_spread, ticks=3)
         for ax in list(axes.flat)[len(rest) :]:
             ax.axis("off")
         fig.tight_layout()
@@ -208,8 +208,9 @@ def configuration_lines(analysed):
     body = []
     for series, cells in analysed:
         for cell, (points, _, unit_spread) in cells.items():
-            for text, lvl, comparison in change_points.by_configuration(points, unit_spread, change_points.noise_floor(cell)):
-                body.append([cell, text, _level_text(lvl, cell), "-" if comparison is None else comparison.text()])
+            figure = series.figures[cell]
+            for text, lvl, comparison in change_points.by_configuration(points, unit_spread, change_points.noise_floor(figure)):
+                body.append([cell, text, _level_text(lvl, figure), "-" if comparison is None else comparison.text()])
     if not body:
         return []
     return [
@@ -264,9 +265,9 @@ def console_line(rows, analysed, left_out=()):
     if left_out:
         line += f"; {len(left_out)} race(s) left out (see the report's first lines)"
     if rows:
-        worst = max(rows, key=lambda r: abs(math.log(r[2].comparison.ratio)))[2]
+        _, series, worst = max(rows, key=lambda r: abs(math.log(r[2].comparison.ratio)))
         line += (
-            f"; the largest: {worst.cell} {worst.comparison.ratio:.2f}x {history_series.verdict_text(worst.cell, worst.comparison.verdict)} "
+            f"; the largest: {worst.cell} {worst.comparison.ratio:.2f}x {series.figures[worst.cell].verdict_text(worst.comparison.verdict)} "
             f"from race {worst.race_id[:8]} ({'; '.join(worst.what_changed) or worst.kind})"
         )
     return line
@@ -287,7 +288,7 @@ def alerts(analysed, within):
     for series, cells in analysed:
         for cell, (points, cell_changes, _) in cells.items():
             for k, c in enumerate(cell_changes):
-                if c.comparison.verdict != uncertainty.SLOWER or not history_series.is_time(cell):
+                if c.comparison.verdict != uncertainty.SLOWER or not series.figures[cell].is_cost:
                     continue
                 newest = c.kind == change_points.STEP and len(points) - c.index <= within
                 ongoing = c.kind == change_points.DRIFT and k == len(cell_changes) - 1
@@ -349,10 +350,10 @@ def write_report(analysed, found, selection, out_root, order):
         parts += [f"## Series {i + 1}: {series.describe()}", ""]
         for cell, (points, cell_changes, unit_spread) in cells.items():
             parts += [f"### {cell}", "", f"Spread used for its verdicts: {spread_text(points, cell_changes, unit_spread)}.", ""]
-            parts += [tables.markdown(*segment_table(cell, points, cell_changes, unit_spread)), ""]
+            parts += [tables.markdown(*segment_table(series.figures[cell], points, cell_changes, unit_spread)), ""]
             if series.outliers.get(cell):
                 parts += [f"Outlier race(s), alone between a step and its way back: {', '.join(r[:8] for r in series.outliers[cell])}.", ""]
-            parts += [tables.markdown(*points_table(cell, points)), ""]
+            parts += [tables.markdown(*points_table(series.figures[cell], points)), ""]
         if series.excluded:
             parts += ["Excluded (never a point):", ""]
             parts += [f"- race {race_id[:8]}{'' if cell is None else ' cell ' + cell}: {why}" for race_id, cell, why in series.excluded]
@@ -378,7 +379,8 @@ CHANGE_NOTE = (
 )
 
 
-def main(argv=None):
+def main(argv, figures):
+    """make trend (python -m report trend): `figures` are the studies' trend figures (report/catalog.py)."""
     parser = argparse.ArgumentParser(
         prog="python -m report trend", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -401,11 +403,9 @@ def main(argv=None):
     since, until = history_races.date_range(args.since, args.until)
     selection = history_races.Selection(tuple(args.challenge), history_races.parse_tags(args.user_tag), args.es_version, since, until)
     check_out(args.out)
-    rally_home = history_races.rally_home_of(args.rally_home)
-    store = Store.from_config(rally_home, args.configuration_name)
-    found = history_races.from_store(selection, store) if store else history_races.from_files(selection, rally_home)
+    found = history_races.select(selection, source(args.rally_home, args.configuration_name))
     history_races.check_found(found, selection)
-    analysed = analyse(history_series.build(found.races, found.left_out), args.order)
+    analysed = analyse(history_series.build(found.races, figures, found.left_out), args.order)
     if not any(cells for _, cells in analysed):
         raise ReportError(
             f"{len(found.races)} race(s) selected, but none has a cell with samples to follow: "

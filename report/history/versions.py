@@ -15,7 +15,6 @@ drift and the races it touches).
 
 import argparse
 import math
-import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,14 +27,12 @@ from report.history import changes as change_points
 from report.history import races as history_races
 from report.history import series as history_series
 from report.shared import tables, uncertainty
-from report.store import Store
-from report.studies import ingest_changes, study
+from report.shared.races import source
 
 ARM_TAG = "arm"  # the user tag local-es/node_starts.py gives each race (its TAGS); absent: the race's version is its arm
 PLAN_TAG = "node-starts"
 ROUND_TAG = "node-start"  # its n: the round of the plan (A B C of round n ran one after another)
 BASIS_PAIRED = "node starts, arm and round taken out"
-STUDY_CELL = re.compile(r"coverage-(?P<variant>[A-Za-z0-9_]+)-(?P<transport>serial|msearch|terms)")
 
 
 def arm_of(point):
@@ -90,6 +87,7 @@ class Drift:
 @dataclass(frozen=True)
 class CellVerdicts:
     cell: str
+    figure: object  # its figure (report/shared/figures.py): unit, direction, the seed's figure
     spread: object  # changes.Spread between node starts of one arm (its levels' intervals)
     unit_spread: object  # the Spread of its ratios: the starts' left when arm and round are taken out, or spread
     arms: list  # [ArmRow], the baseline first
@@ -170,7 +168,7 @@ def compare_arms(base_logs, arm_logs, unit_spread, gap, floor, family):
     return uncertainty.verdict(math.exp(diff), math.exp(diff - half), math.exp(diff + half), uncertainty.MARGIN, gap, floor)
 
 
-def judge_arms(cell, points, baseline=None):
+def judge_arms(cell, figure, points, baseline=None):
     """CellVerdicts of one cell's points: every arm against the baseline arm (the first raced, unless named), the
     comparisons of a cell one family (Bonferroni). When the arms' starts were raced in rounds (A B C, A B C, ...),
     the ratio is the mean of its rounds' ratios and its spread what is left of the starts' once arm and round are
@@ -201,38 +199,29 @@ def judge_arms(cell, points, baseline=None):
         if arm != base:
             gap = lvl.median - change_points.level(by_arm[base], starts_spread).median
             comparison = compare_arms(
-                list(levels[base].values()), list(levels[arm].values()), unit_spread, gap, change_points.noise_floor(cell), family
+                list(levels[base].values()), list(levels[arm].values()), unit_spread, gap, change_points.noise_floor(figure), family
             )
         versions = tuple(dict.fromkeys(p.facts.version or "?" for p in group))
         rows.append(ArmRow(arm, versions, lvl, comparison))
-    return CellVerdicts(cell, starts_spread, unit_spread, rows, start_rows(points), drift(points), change_points.first_race_effect(points))
+    return CellVerdicts(
+        cell, figure, starts_spread, unit_spread, rows, start_rows(points), drift(points), change_points.first_race_effect(points)
+    )
 
 
 def judge_series(series, baseline=None):
     """[CellVerdicts] of a series, cells in name order."""
-    return [judge_arms(cell, points, baseline) for cell, points in sorted(series.cells.items())]
+    return [judge_arms(cell, series.figures[cell], points, baseline) for cell, points in sorted(series.cells.items())]
 
 
-def seed_figure(cell):
-    """Seed 000's figure of the cell (8.17.2 on 8 cores, its means): a study cell's wall per coverage (ms), the ingest's
-    walls over its 5 epochs (s); None where the seed has none."""
-    if cell == history_series.INGEST_WALL:
-        return 5 * ingest_changes.SEED_WALL_S
-    match = STUDY_CELL.fullmatch(cell)
-    if not match or match["variant"] not in study.SEED_WALL or match["transport"] not in ("serial", "msearch"):
-        return None
-    return study.SEED_WALL[match["variant"]][("serial", "msearch").index(match["transport"])]
-
-
-def _figure(value, cell):
-    unit = "s" if history_series.in_seconds(cell) else ""
+def _figure(value, figure):
+    unit = "s" if figure.unit == "s" else ""
     return f"{value:,.1f}{unit}" if unit else f"{value:,.0f}"
 
 
-def _level_text(lvl, cell):
+def _level_text(lvl, figure):
     if lvl.low is None:
-        return _figure(lvl.median, cell)
-    return f"{_figure(lvl.median, cell)} [{_figure(lvl.low, cell)}, {_figure(lvl.high, cell)}]"
+        return _figure(lvl.median, figure)
+    return f"{_figure(lvl.median, figure)} [{_figure(lvl.low, figure)}, {_figure(lvl.high, figure)}]"
 
 
 def _short(verdict):
@@ -245,19 +234,19 @@ def verdict_table(judged, arms):
     body = []
     for v in judged:
         row = {a.arm: a for a in v.arms}
-        seed = seed_figure(v.cell)
-        cells = [v.cell, "-" if seed is None else _figure(seed, v.cell)]
+        seed = v.figure.seed(v.cell) if v.figure.seed else None
+        cells = [v.cell, "-" if seed is None else _figure(seed, v.figure)]
         for arm in arms:
             a = row.get(arm)
             if a is None:
                 cells.append("-")
             elif a.comparison is None:
-                cells.append(_level_text(a.level, v.cell))
+                cells.append(_level_text(a.level, v.figure))
             else:
                 c = a.comparison
                 ratio = "?" if c.ratio is None else f"{c.ratio:.2f}"
                 interval = "" if c.low is None else f" [{c.low:.2f}, {c.high:.2f}]"
-                cells.append(f"{_figure(a.level.median, v.cell)}: {ratio}{interval} {_short(c.verdict)}")
+                cells.append(f"{_figure(a.level.median, v.figure)}: {ratio}{interval} {_short(c.verdict)}")
         body.append(cells)
     return header, body
 
@@ -267,8 +256,8 @@ def start_table(judged):
     body = []
     for v in judged:
         for i, s in enumerate(sorted(v.starts, key=lambda s: s.arm)):
-            medians = ", ".join(_figure(m, v.cell) for m in s.medians)
-            body.append([v.cell, s.arm, _start_text(s.start), medians, _level_text(s.level, v.cell)])
+            medians = ", ".join(_figure(m, v.figure) for m in s.medians)
+            body.append([v.cell, s.arm, _start_text(s.start), medians, _level_text(s.level, v.figure)])
     return header, body
 
 
@@ -356,7 +345,8 @@ def console_lines(judged_series):
     return lines
 
 
-def main(argv=None):
+def main(argv, figures):
+    """python -m report versions: `figures` are the studies' trend figures (report/catalog.py)."""
     parser = argparse.ArgumentParser(
         prog="python -m report versions", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -368,10 +358,9 @@ def main(argv=None):
     parser.add_argument("--out", default="reports")
     args = parser.parse_args(argv)
     selection = history_races.Selection(tuple(args.challenge), history_races.parse_tags(args.user_tag))
-    store = Store.from_config(args.rally_home, args.configuration_name)
-    found = history_races.from_store(selection, store) if store else history_races.from_files(selection, args.rally_home)
+    found = history_races.select(selection, source(args.rally_home, args.configuration_name))
     history_races.check_found(found, selection)
-    judged_series = [(series, judge_series(series, args.baseline)) for series in history_series.build(found.races) if series.cells]
+    judged_series = [(series, judge_series(series, args.baseline)) for series in history_series.build(found.races, figures) if series.cells]
     if not judged_series:
         raise ReportError(f"{len(found.races)} race(s) selected, none with a cell to judge")
     path = write_report(judged_series, found, selection, args.out, args.baseline)

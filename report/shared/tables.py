@@ -7,6 +7,7 @@ and is never a baseline, a speedup or the fastest cell."""
 
 from typing import Callable, NamedTuple, Optional, Union
 
+from runners.contracts import records
 from runners.contracts.queries import TRANSPORTS, VARIANTS
 
 # A study's table returns (header, rows), or None when the race has no data for it, or a sentence saying why it cannot
@@ -14,6 +15,41 @@ from runners.contracts.queries import TRANSPORTS, VARIANTS
 
 
 BASELINE = ("D_td", "serial")
+
+
+def validation(race):
+    """Each coverage's validation line, warm-ups too (the record every coverage writes: runners/studies/coverage.py)."""
+    return race.record(records.VALIDATION, [])
+
+
+def measured(race, task, field):
+    """The task's measured coverages' values of a validation record field (runners/studies/coverage.py: wall-ms, took,
+    took-sum), in the order they ran; None when the task failed (a failed cell has no figure) or a measured coverage
+    lacks the field (an answer without took)."""
+    op = race.op_metrics().get(task)
+    if op is not None and (op.get("error_rate") or 0) > 0:
+        return None
+    values = [line.get(field) for line in race.derived("measured-lines", _measured_lines).get(task, [])]
+    return None if any(v is None for v in values) else values
+
+
+def _measured_lines(race):
+    """{task: its measured coverages' validation lines} in the order the coverages started (their timed window's first
+    request), indexed once: the report asks per cell and field. The record holds them in the order they ended, and a
+    metrics store in the order Rally stamped them: with several clients the two differ, and the drift check (first
+    third against last) must read one order whatever the race was read from."""
+    by_task = {}
+    for line in validation(race):
+        if line.get("measured"):
+            by_task.setdefault(line.get("task"), []).append(line)
+    for lines in by_task.values():
+        lines.sort(key=_started)  # stable: lines without a window keep their recorded order
+    return by_task
+
+
+def _started(line):
+    window = line.get("window")
+    return window[0] if isinstance(window, (list, tuple)) and window and isinstance(window[0], (int, float)) else float("inf")
 
 
 def service_ms(op, stat):
@@ -114,6 +150,15 @@ def markdown(header, rows):
     return "\n".join(lines)
 
 
+class Chart(NamedTuple):
+    """One chart of a race's report. A study module lists its own in CHARTS; report/catalog.py collects them, and the
+    report shows each one the race has (its draw wrote the file)."""
+
+    file: str  # the PNG's name in the race's report folder
+    draw: Callable  # (race, path) -> the path written, or None when the race has nothing to draw
+    caption: str
+
+
 class Section(NamedTuple):
     """One section of a race's report. Each study module lists its own in SECTIONS, in report order, and
     report/__main__.py joins every study's."""
@@ -122,3 +167,4 @@ class Section(NamedTuple):
     build: Callable  # race -> (header, rows), None when the race has no data for it, or a sentence why it cannot be built
     lacks: str  # what a race without it lacks (the report names those in one sentence)
     note: Optional[Union[str, Callable]]  # under the table: text, or race -> text
+    summary: Optional[Callable] = None  # race -> the line `make report` prints of this section, when the race has it

@@ -5,6 +5,8 @@ A failed task is FAILED in its column and takes no part in a ratio."""
 from report.shared import tables
 from report.shared.tables import Section
 from report.studies import ingest
+from runners.contracts import records
+from runners.contracts.queries import SOURCE_MODES
 
 SOURCE_BASELINE = "stored"
 
@@ -15,7 +17,7 @@ def _mib(value):
 
 def source_modes(race):
     """The modes this race measured, in its order."""
-    return [m for m in race.param("source_modes") if m in race.sources or m in race.source_ingest]
+    return [m for m in race.param("source_modes") if m in source_records(race) or m in source_ingest(race)]
 
 
 def source_rows(race):
@@ -27,7 +29,7 @@ def source_rows(race):
         rows.setdefault(label, {})[mode] = value
 
     for mode in source_modes(race):
-        storage, mode_ingest = race.sources.get(mode, {}), race.source_ingest.get(mode, {})
+        storage, mode_ingest = source_records(race).get(mode, {}), source_ingest(race).get(mode, {})
         failed_storage = tables.failed(ops.get(race.task_of(measure="storage", **{"source-mode": mode})))
         for phase, label in (("ingested", "store as ingested (MiB)"), ("merged", "store, 1 segment (MiB)")):
             if phase in storage:
@@ -89,3 +91,13 @@ SOURCE_NOTE = (
 SECTIONS = [
     Section("What _source costs: storage, ingest, coverage and fetch per _source mode", source_table, "_source cost", SOURCE_NOTE),
 ]
+
+
+def source_records(race):
+    """{_source mode: its storage record} of the modes the race measured (records.source_record)."""
+    return {mode: data for mode in SOURCE_MODES if (data := race.record(records.source_record(mode))) is not None}
+
+
+def source_ingest(race):
+    """{_source mode: its ingest record} of the modes that ingested."""
+    return {mode: data for mode in SOURCE_MODES if (data := race.record(ingest.ingest_record(race, **{"source-mode": mode}))) is not None}

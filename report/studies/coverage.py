@@ -1,8 +1,8 @@
 """The 30-node coverage's tables: service time per cell, validation counts, speedup against the production query.
 A failed cell is marked FAILED and is never a baseline, a speedup or the fastest cell."""
 
-from report.shared import uncertainty
-from report.shared.tables import BASELINE, Section, cell_samples, coverage_cells, failed, failed_label, pct, service_ms, valid_median
+from report.shared import charts, tables, uncertainty
+from report.shared.tables import BASELINE, Chart, Section, cell_samples, coverage_cells, failed, failed_label, pct, service_ms, valid_median
 from report.shared.uncertainty import median_interval
 from report.studies.memory import FLOOR_MEASURE
 from runners.contracts.queries import TRANSPORTS, VARIANTS
@@ -42,7 +42,7 @@ def validation_table(race):
     """Per coverage task: the coverages checked against the ground truth (warm-up ones too), their checks, the failed
     ones, and the worst relative percentile error seen."""
     per_task = {}
-    for row in race.validation:
+    for row in tables.validation(race):
         per_task.setdefault(row["task"], []).append(row)
     if not per_task:
         return None
@@ -95,10 +95,10 @@ def drifts(race):
     on every path (a race from its files or from a metrics store, whose replayed records are the same lines); not a
     breaker floor's, whose samples are the steps of its bisection."""
     walls = {}
-    for task in sorted({line.get("task") for line in race.validation if line.get("measured")}):
+    for task in sorted({line.get("task") for line in tables.validation(race) if line.get("measured")}):
         if (race.cells.get(task) or {}).get("measure") == FLOOR_MEASURE:
             continue
-        found = race.measured(task, "wall-ms")
+        found = tables.measured(race, task, "wall-ms")
         if found:
             walls[task] = found
     return uncertainty.drifts(walls)
@@ -118,7 +118,7 @@ def drift_table(race):
     header = ["task", "measured", "first third (ms, geometric mean)", "last third (ms, geometric mean)", "last / first [95%] verdict"]
     body = []
     for task, comparison in found.items():
-        samples = race.measured(task, "wall-ms")
+        samples = tables.measured(race, task, "wall-ms")
         k = len(samples) // 3
         thirds = [uncertainty.geometric_mean(part) if k else None for part in (samples[:k], samples[len(samples) - k :])]
         body.append([task, len(samples), *thirds, comparison.text()])
@@ -134,3 +134,41 @@ SECTIONS = [
     Section("Validation: every coverage checked against the ground truth", validation_table, "validation counts", None),
     Section("Drift within the race: each cell's last third against its first", drift_table, "measured coverage records", DRIFT_NOTE),
 ]
+
+
+def coverage_bars(race, path):
+    """Grouped bars: median service time per coverage, one group per variant, one bar per transport (log scale)."""
+    cells = tables.coverage_cells(race)
+    if not any((tables.valid_median(cells, key) or 0) > 0 for key in cells):
+        return None  # every cell failed (or took 0 ms): no bar to draw on a log scale; the tables say FAILED
+    variants = [v for v in tables.VARIANTS if any((v, t) in cells for t in tables.TRANSPORTS)]
+    transports = [t for t in tables.TRANSPORTS if any((v, t) in cells for v in variants)]
+    width = 0.8 / len(transports)
+    fig, ax = charts.plt.subplots(figsize=(9, 4.5))
+    for i, t in enumerate(transports):
+        # a failed cell answered wrongly or not at all: no bar (its time means nothing), a FAILED mark instead
+        valid = [(j, v) for j, v in enumerate(variants) if tables.valid_median(cells, (v, t)) is not None]
+        xs = [j + i * width for j, _ in valid]
+        ys = [tables.valid_median(cells, (v, t)) for _, v in valid]
+        bars = ax.bar(xs, ys, width, label=t)
+        ax.bar_label(bars, labels=[f"{y:.0f}" for y in ys], fontsize=7)
+        for j, v in enumerate(variants):
+            if tables.failed(cells.get((v, t))):
+                ax.text(
+                    j + i * width,
+                    0.02,
+                    "FAILED",
+                    transform=ax.get_xaxis_transform(),
+                    rotation=90,
+                    ha="center",
+                    va="bottom",
+                    color="red",
+                    fontsize=8,
+                    fontweight="bold",
+                )
+    ax.set_xticks([j + width * (len(transports) - 1) / 2 for j in range(len(variants))], variants)
+    charts.axes(ax, "", "median service time per 30-node coverage (ms)", legend=10)
+    return charts.save(fig, path, f"30-node coverage by variant and transport — race {race.race_id[:8]}")
+
+
+CHARTS = (Chart("coverage.png", coverage_bars, "Coverage by variant and transport"),)

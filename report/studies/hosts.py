@@ -1,6 +1,7 @@
 """The report's load-driver hosts section (a race on several hosts, read from the metrics store): what each host's
 clients ran, per task, and for coverage-load's steps each host's share of the target rate and the rate it reached."""
 
+from runners.contracts import records
 from runners.shared.hosts import UNNAMED
 
 HOSTS_NOTE = (
@@ -21,7 +22,7 @@ def host_names(race):
 
 def _step_rates(race, task, by_host):
     """{host: (target /s, achieved /s)} of a coverage-load step, and the sum over hosts; None for another task."""
-    record, op = race.load_steps.get(task), race.op_metrics().get(task)
+    record, op = load_steps(race).get(task), race.op_metrics().get(task)
     if not record or not op or not op.get("duration"):
         return None
     seconds = op["duration"] / 1000
@@ -47,3 +48,9 @@ def hosts_table(race):
         if rates:
             body.append([task, "all hosts", sum(len(c["clients"]) for c in by_host.values()), None, None, *rates[1]])
     return header, body
+
+
+def load_steps(race):
+    """{coverage-load step task: its calibrated and target rate} (records.LOAD_STEPS; each client's scheduler writes the
+    same record, the last one wins)."""
+    return {r["task"]: r for r in race.record(records.LOAD_STEPS, [])}

@@ -1,7 +1,8 @@
 """The ingest tables: per epoch, its wall, bulk took, the node's indexing, refresh, merge and flush time, and where an
 epoch's wall time goes; each returns (header, rows), None without data, or a sentence saying why it cannot be built."""
 
-from report.shared.tables import Section, failed, pct, ratio
+from report.shared import charts
+from report.shared.tables import Chart, Section, failed, pct, ratio
 from runners.contracts import records
 
 
@@ -55,7 +56,7 @@ def epoch_docs_per_s(ops, row, bulk_task):
 
 def ingest_rows(race):
     """Per epoch: wall (epoch_wall), bulk took, took/wall, /_stats deltas, throughput."""
-    epochs = race.ingest.get("epochs", []) if race.ingest else []
+    epochs = ingest_of(race).get("epochs", [])
     ops = race.op_metrics()
     if not epochs:
         return None
@@ -150,7 +151,7 @@ def ingest_time_table(race):
     that request (a mean processing time). With several bulk clients the requests overlap and the parts do not add
     up: None."""
     ops, prefix = race.op_metrics(), ingest_prefix(race) or ""
-    epochs = race.ingest.get("epochs", []) if race.ingest else []
+    epochs = ingest_of(race).get("epochs", [])
     header = [
         "epoch",
         "wall (s)",
@@ -226,3 +227,32 @@ SECTIONS = [
     Section("Ingest per epoch", ingest_table, "ingest", INGEST_NOTE),
     Section("Ingest: where an epoch's wall time goes", ingest_time_table, "ingest time breakdown", INGEST_TIME_NOTE),
 ]
+
+
+def ingest_stacked(race, path):
+    """Per epoch: the bulk wall time split into ES indexing, refresh, merge, flush (from /_stats) and the rest."""
+    rows = ingest_rows(race)
+    if not rows:
+        return None
+    epochs = [str(r["epoch"]) for r in rows]
+    phases = [("index_s", "indexing"), ("refresh_s", "refresh"), ("merge_s", "merge"), ("flush_s", "flush")]
+    fig, ax = charts.plt.subplots(figsize=(10, 4.5))
+    bottom = [0.0] * len(rows)
+    for key, label in phases:
+        values = [r[key] for r in rows]
+        ax.bar(epochs, values, bottom=bottom, label=label)
+        bottom = [b + v for b, v in zip(bottom, values)]
+    rest = [max((r["wall_s"] or 0) - b, 0) for r, b in zip(rows, bottom)]
+    ax.bar(epochs, rest, bottom=bottom, label="rest of wall (client, network, coordination)", color="#cccccc")
+    ax.plot(epochs, [r["bulk_took_s"] for r in rows], "k_", markersize=30, mew=2, label="sum of bulk took")
+    charts.axes(ax, "epoch", "seconds", yscale="linear", legend=None)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return charts.save(fig, path, f"Ingest per epoch — race {race.race_id[:8]}")
+
+
+CHARTS = (Chart("ingest.png", ingest_stacked, "Ingest per epoch by phase"),)
+
+
+def ingest_of(race):
+    """The race's own ingest record (records.INGEST: its per-epoch cost), {} without one."""
+    return race.record(records.INGEST, {})

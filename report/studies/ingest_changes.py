@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from scipy import stats
 
 from report.shared import tables
+from report.shared.figures import COST, Figure, summed_walls
 from report.shared.tables import Section
 from report.shared.uncertainty import CONFIDENCE
 from report.studies import ingest
@@ -47,19 +48,22 @@ CHANGE_TEXT = {
 BASELINE_TEXT = "bulk size {bulk_size}, clients {bulk_clients}, the index's default refresh and translog"
 
 
-def load_records(race, record_dir):
-    """The ingest records of ingest-changes in a race's record folder: the baseline's and each change's that ran."""
+def change_records(race):
+    """The ingest records of ingest-changes: {the baseline or a change: its record} of those that ran."""
+    found = {}
     for name in (INGEST_CHANGE_BASELINE, *INGEST_CHANGES):
-        record = ingest.ingest_record(race, change=name)
-        data = None if record is None else records.read(str(record_dir), record)
+        data = race.record(ingest.ingest_record(race, change=name))
         if data is not None:
-            race.ingest_changes[name] = data
+            found[name] = data
+    return found
 
 
 def main_baseline(race, name):
     """True when the baseline of the changes is the race's own ingest (full: the study's ingest, ingest.json, tasks
     bulk-epoch-N), which runs after the changes, rather than ingest-changes' change-baseline ingest."""
-    return name == INGEST_CHANGE_BASELINE and name not in race.ingest_changes and bool(race.ingest) and bool(race.ingest_changes)
+    return (
+        name == INGEST_CHANGE_BASELINE and name not in change_records(race) and bool(ingest.ingest_of(race)) and bool(change_records(race))
+    )
 
 
 def ingests(race):
@@ -70,7 +74,7 @@ def ingests(race):
     return [
         name
         for name, prefix in prefixes.items()
-        if name in race.ingest_changes
+        if name in change_records(race)
         or (prefix is not None and any(task.startswith(prefix) for task in tasks))
         or main_baseline(race, name)
     ]
@@ -97,8 +101,8 @@ def epoch_rows(race, record, prefix):
 def change_rows(race, name):
     """epoch_rows of the baseline or one change of ingest-changes."""
     if main_baseline(race, name):
-        return epoch_rows(race, race.ingest, ingest.ingest_prefix(race))
-    return epoch_rows(race, race.ingest_changes.get(name), ingest.ingest_prefix(race, change=name))
+        return epoch_rows(race, ingest.ingest_of(race), ingest.ingest_prefix(race))
+    return epoch_rows(race, change_records(race).get(name), ingest.ingest_prefix(race, change=name))
 
 
 def change_problem(race, name):
@@ -109,7 +113,7 @@ def change_problem(race, name):
     problem = ingest.ingest_problem(race, change=name)
     if problem:
         return problem
-    if not race.ingest_changes.get(name, {}).get("epochs"):
+    if not change_records(race).get(name, {}).get("epochs"):
         return f"no ingest record ({ingest.ingest_record(race, change=name)})"
     task = ingest.ingest_task(race, change=name)
     if task is None or not {task, ingest.count_task(records.ingest_prefix(task))} & race.op_metrics().keys():
@@ -160,7 +164,7 @@ def _described(race, name):
 def _settings_read(race, name):
     """The index settings the ingest ran with, as its ingest's set-up read them (runners/studies/ingest.py); "-" for a record
     without them."""
-    found = race.ingest_changes.get(name, {}).get("index-settings")
+    found = change_records(race).get(name, {}).get("index-settings")
     return ", ".join(f"{key.removeprefix('index.')} {value}" for key, value in found.items()) if found else "-"
 
 
@@ -281,10 +285,12 @@ def segment_table(race):
     """Where an epoch's wall time goes, seed 000's segments beside ours, per epoch (the mean over epochs): for the
     baseline of ingest-changes and for the race's own ingest (ingest.json: full, ingest-baseline, ...)."""
     found = []
-    if INGEST_CHANGE_BASELINE in race.ingest_changes:
+    if INGEST_CHANGE_BASELINE in change_records(race):
         found.append(("ingest-changes baseline", change_rows(race, INGEST_CHANGE_BASELINE), change_problem(race, INGEST_CHANGE_BASELINE)))
-    if race.ingest:
-        found.append((f"{race.challenge} ingest", epoch_rows(race, race.ingest, ingest.ingest_prefix(race)), ingest.ingest_problem(race)))
+    if ingest.ingest_of(race):
+        found.append(
+            (f"{race.challenge} ingest", epoch_rows(race, ingest.ingest_of(race), ingest.ingest_prefix(race)), ingest.ingest_problem(race))
+        )
     columns = [(label, _segments(rows), problem) for label, rows, problem in found]
     columns = [c for c in columns if c[1] is not None]
     if not columns:
@@ -354,3 +360,26 @@ SECTIONS = [
     ),
 ]
 ANSWER = Section("Ingest: what each change saves", answer_table, "ingest changes", ANSWER_NOTE)
+
+
+def ingest_walls(race):
+    """A race's baseline ingest (its epochs' walls summed, s) as INGEST_WALL's own cell, and each change of
+    ingest-changes as "<INGEST_WALL>: <change>": full's baseline is the race's own ingest, the figure's own cell."""
+    found = {}
+    rows = ingest.ingest_rows(race)
+    if rows:
+        found[INGEST_WALL.cell()] = summed_walls([row["wall_s"] for row in rows], ingest.ingest_problem(race))
+    for name in ingests(race):
+        if not main_baseline(race, name):
+            walls = [row["wall"] for row in change_rows(race, name)]
+            found[INGEST_WALL.cell(name)] = summed_walls(walls, change_problem(race, name))
+    return found
+
+
+def seed_ingest_wall(cell):
+    """Seed 000's ingest: its walls over its 5 epochs (s); it gives none per change."""
+    return 5 * SEED_WALL_S if cell == INGEST_WALL.cell() else None
+
+
+INGEST_WALL = Figure("ingest wall (s)", "s", COST, ingest_walls, seed=seed_ingest_wall)
+TREND_FIGURES = (INGEST_WALL,)

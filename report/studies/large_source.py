@@ -9,6 +9,7 @@ import json
 import statistics
 
 from report.shared import tables
+from report.shared.figures import COST, Figure, median_or_why
 from report.shared.tables import Section
 from report.shared.uncertainty import median_interval
 from runners.contracts import records
@@ -24,13 +25,11 @@ SEED_FETCH_MS = 556  # "a search request returning 20 documents will take at lea
 BASE_FORMAT = "json"
 
 
-def load_records(race, record_dir):
-    """source-large's records in a race's record folder: what made the documents, and every fetch."""
-    path = record_dir / records.LARGE_SOURCE_FETCHES
-    fetches = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
-    documents = records.read(str(record_dir), records.LARGE_SOURCE_DOCUMENTS)
-    if documents or fetches:
-        race.large_source = {"documents": documents, "fetches": fetches}
+def large_source_records(race):
+    """source-large's records: {"documents": what made the documents, "fetches": every fetch}, {} when it ran none."""
+    fetches = race.record(records.LARGE_SOURCE_FETCHES, [])
+    documents = race.record(records.LARGE_SOURCE_DOCUMENTS)
+    return {"documents": documents, "fetches": fetches} if documents or fetches else {}
 
 
 def cell(race, mode, fmt):
@@ -38,7 +37,7 @@ def cell(race, mode, fmt):
     None}; None when the race did not run it."""
     task = race.task_of(**{"source-mode": mode, "format": fmt})
     op = race.op_metrics().get(task)
-    lines = [line for line in race.large_source.get("fetches", []) if line.get("task") == task]
+    lines = [line for line in large_source_records(race).get("fetches", []) if line.get("task") == task]
     if op is None and not lines:
         return None
     bad = [line for line in lines if not line.get("success")]
@@ -121,7 +120,7 @@ def fetch_table(race):
 
 def fetch_note(race):
     doc_mb, size = settings(race)
-    documents = (race.large_source or {}).get("documents") or {}
+    documents = large_source_records(race).get("documents") or {}
     made = documents.get("documents") or []
     walls = sorted(d["wall-ms"] for d in made)
     loaded = (
@@ -215,3 +214,16 @@ SECTIONS = [
         seed_note,
     ),
 ]
+
+
+def fetch_figures(race):
+    """Each large fetch's wall (its median and interval), or why it failed."""
+    found = {}
+    for (mode, fmt), fetch in cells(race).items() if large_source_records(race) else ():
+        walls = [line.get("wall-ms") for line in fetch["measured"]]
+        found[LARGE_FETCH.cell(f"{mode} {fmt}")] = fetch["failed"] or median_or_why(walls)
+    return found
+
+
+LARGE_FETCH = Figure("large fetch wall (ms)", "ms", COST, fetch_figures)
+TREND_FIGURES = (LARGE_FETCH,)

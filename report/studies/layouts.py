@@ -2,8 +2,9 @@
 the shards went and which node did the work."""
 
 from report.shared.tables import Section, failed, normalized, pct
-from report.studies import layout_seed
-from report.studies.ingest import epoch_task, epoch_wall, ingest_prefix, ingest_problem
+from report.studies import layout_seed, widths
+from report.studies.ingest import epoch_task, epoch_wall, ingest_prefix, ingest_problem, ingest_record
+from runners.contracts import records
 from runners.studies import layouts as layout_rules
 
 LAYOUT_CELLS = (("D_td", "msearch"), ("D_td", "terms"), ("D_hdr", "msearch"), ("D_hdr", "terms"))
@@ -29,11 +30,11 @@ def layout_ingest_rows(race):
     """Per layout: documents (primaries, from layout-stats), bulk wall time (its epochs', epoch_wall), docs/s."""
     rows = []
     for layout, ops in layout_ops(race).items():
-        epochs = (race.layout_ingest.get(layout) or {}).get("epochs") or []
+        epochs = (layout_ingest(race).get(layout) or {}).get("epochs") or []
         walls = [epoch_wall(ops, row, epoch_task("", row["epoch"])) for row in epochs]
         if not epochs:  # a race without the layout's ingest record: its bulk tasks
             walls = [op["duration"] / 1000 for task, op in ops.items() if task.startswith(epoch_task("", ""))]
-        copies = race.layouts.get(layout, {}).get("ingested", [])
+        copies = layout_records(race).get(layout, {}).get("ingested", [])
         docs = sum(c["docs"] for c in copies if c["primary"])
         wall = sum(walls) if walls and None not in walls else None
         rows.append(
@@ -64,7 +65,7 @@ def layout_ingest_table(race):
 
 def layout_data_nodes(race):
     """The race's data nodes (its search-pool record), else the seed's 3 (the layout sweep's meta data_nodes)."""
-    return (race.search_pool or {}).get("data-nodes") or layout_seed.SEED_DATA_NODES
+    return (widths.search_pool(race) or {}).get("data-nodes") or layout_seed.SEED_DATA_NODES
 
 
 def layout_query_table(race):
@@ -99,11 +100,11 @@ def layout_rate(race, layout, variant, transport):
 
 def layout_placement_table(race):
     """Per layout: each node's shard copies, share of indexing and of search work; the busiest node."""
-    if not race.layouts:
+    if not layout_records(race):
         return None
     header = ["layout", "node", "shard copies", "indexing share", "search share", "bottleneck"]
     body = []
-    for layout, record in race.layouts.items():
+    for layout, record in layout_records(race).items():
         ingested, searched = record.get("ingested", []), record.get("searched", [])
         indexing = layout_rules.node_shares(ingested, "index_total")
         search = layout_rules.node_shares(searched, "query_total") if searched else {}
@@ -133,3 +134,19 @@ SECTIONS = [
     Section("Layout sweep: coverage throughput per layout", layout_query_table, "layout sweep coverages", lambda race: LAYOUT_NOTE),
     Section("Layout sweep: where the shards went and who did the work", layout_placement_table, "layout placement", None),
 ]
+
+
+def layout_records(race):
+    """{layout: its layout-stats record} (runners/studies/layouts.py writes layout-<layout>.json), in name order."""
+    return {data["layout"]: data for data in (race.record(name) for name in race.record_names("layout-", ".json"))}
+
+
+def layout_ingest(race):
+    """{layout: its ingest record}: as ingest_record names it, else as races before it named it (ingest-<layout>.json)."""
+    found = {}
+    for layout in layout_records(race):
+        data = race.record(ingest_record(race, layout=layout))
+        data = data if data is not None else race.record(records.legacy_layout_ingest_record(layout))
+        if data is not None:
+            found[layout] = data
+    return found

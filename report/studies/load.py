@@ -6,8 +6,8 @@ behind earlier coverages; service time is the coverage alone. Rally keeps a p99 
 the redline uses the largest latency (never below the p99), and the table says which one it used.
 """
 
-from report.shared import tables
-from report.shared.tables import Section
+from report.shared import charts, tables
+from report.shared.tables import Chart, Section
 from report.studies import hosts
 
 
@@ -26,7 +26,7 @@ def cells(race):
     for v in race.param("load_variants"):
         for t in race.param("load_transports"):
             tasks = [(p, race.task_of(variant=v, transport=t, **{"load-percent": p})) for p in race.param("load_steps")]
-            steps = [(p, ops.get(task), race.load_steps.get(task)) for p, task in tasks]
+            steps = [(p, ops.get(task), hosts.load_steps(race).get(task)) for p, task in tasks]
             steps = [s for s in steps if s[1]]
             if steps:
                 found[(v, t)] = {"calibration": ops.get(race.task_of(variant=v, transport=t, measure="calibration")), "steps": steps}
@@ -178,3 +178,30 @@ SECTIONS = [
     Section("Load-driver hosts: what each host's clients ran", hosts.hosts_table, "several load-driver hosts", hosts.HOSTS_NOTE),
     Section("Live: ingest and coverages, each alone and beside the other", live_table, "live", LIVE_NOTE),
 ]
+
+
+def load_lines(race, path):
+    """Latency (p50 solid, tail dashed) against the achieved rate, one panel per transport, one line per variant."""
+    found = cells(race)
+    if not found:
+        return None
+    transports = [t for t in tables.TRANSPORTS if any(t == key[1] for key in found)]
+    fig, axes = charts.plt.subplots(1, len(transports), figsize=(5 * len(transports), 4.5), squeeze=False)
+    for ax, t in zip(axes[0], transports):
+        for (v, cell_t), cell in found.items():
+            if cell_t != t:
+                continue
+            ok = [
+                (achieved_rate(race, op), op.get("latency", {}).get("50_0"), tail_latency(op)[0])
+                for _, op, _ in cell["steps"]
+                if not tables.failed(op)
+            ]
+            ok = [p for p in ok if None not in p]
+            (line,) = ax.plot([p[0] for p in ok], [p[1] for p in ok], "o-", label=f"{v} p50")
+            ax.plot([p[0] for p in ok], [p[2] for p in ok], "s--", color=line.get_color(), label=f"{v} tail")
+        ax.axhline(race.param("redline_latency_ms"), color="grey", lw=0.8, ls=":")
+        charts.axes(ax, "achieved coverages per second", "latency (ms)", t, legend=7)
+    return charts.save(fig, path, f"Coverage latency against rate — race {race.race_id[:8]} (dotted: redline limit)")
+
+
+CHARTS = (Chart("load.png", load_lines, "Coverage latency against offered rate"),)

@@ -1,9 +1,9 @@
 """aggregation-memory's table: per cell its request breaker floor and GC activity beside its time (seed 002's question
 on the query DSL's aggregations)."""
 
-from report.shared import tables
-from report.shared.tables import Section
-from runners.contracts import queries
+from report.shared import charts, tables
+from report.shared.tables import Chart, Section
+from runners.contracts import queries, records
 
 KIB = 1024
 FLOOR_MEASURE = "breaker-floor"  # a floor task's cell measure: its samples are the bisection's steps, not repeats of one cell
@@ -21,7 +21,7 @@ def memory_cells(race):
     """[(cell, floor record or None, timed op, floor op)] of the aggregation-memory cells, in run order: each breaker
     floor's task (its cell measures "breaker-floor") beside the timed coverages of the same cell."""
     ops, cells = race.op_metrics(), race.cells
-    rows = {r["task"]: r for r in race.memory}
+    rows = {r["task"]: r for r in race.record(records.MEMORY, [])}
     return [
         (cells[task], rows.get(task), ops.get(race.task_of(**{**cells[task], "measure": "time"})), op)
         for task, op in ops.items()
@@ -119,3 +119,33 @@ SECTIONS = [
         MEMORY_NOTE,
     ),
 ]
+
+
+def memory_tradeoff(race, path):
+    """Time against memory per aggregation-memory cell: median coverage time against the request breaker floor
+    (left) and against young GCs per coverage (right); colour by percentile algorithm, marker by transport."""
+    points = memory_points(race)
+    if not points:
+        return None
+    colours = {"tdigest": "tab:blue", "hdr": "tab:red", "none": "tab:grey"}
+    markers = {"serial": "o", "msearch": "s", "terms": "^"}
+    fig, axes = charts.plt.subplots(1, 2, figsize=(13, 5.5))
+    for ax, index, xlabel in (
+        (axes[0], 3, "request breaker floor per coverage (KiB, log)"),
+        (axes[1], 5, "young GCs per coverage (JVM statistics)"),
+    ):
+        for point in points:
+            label, transport, algorithm = point[:3]
+            ax.scatter(point[index], point[4], color=colours[algorithm], marker=markers.get(transport, "o"), s=36)
+            ax.annotate(f"{label} {transport}", (point[index], point[4]), fontsize=6, xytext=(3, 2), textcoords="offset points")
+        charts.axes(ax, xlabel, "median coverage time (ms, log)", legend=None)
+        if index == 3:
+            ax.set_xscale("log")
+    handles = [charts.plt.Line2D([], [], color=c, marker="o", ls="", label=a) for a, c in colours.items()] + [
+        charts.plt.Line2D([], [], color="black", marker=m, ls="", label=t) for t, m in markers.items()
+    ]
+    axes[1].legend(handles=handles, fontsize=7, loc="best")
+    return charts.save(fig, path, f"Time against memory per cell — race {race.race_id[:8]} (failed cells left out)")
+
+
+CHARTS = (Chart("memory.png", memory_tradeoff, "Coverage time against memory per cell"),)

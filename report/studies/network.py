@@ -13,8 +13,9 @@ import math
 import numpy as np
 from scipy import stats
 
-from report.shared import tables
-from report.shared.tables import Section
+from report.shared import charts, tables
+from report.shared.figures import COST, Figure
+from report.shared.tables import Chart, Section
 from report.studies.study import TOOK, WALL, median_text
 from runners.contracts.queries import TRANSPORTS, VARIANTS, rtt_samples
 
@@ -173,7 +174,7 @@ def ccs_point_table(race):
                 for cell, task in ccs_cells(race, v, t, rtt):
                     if task not in ops:
                         continue
-                    took, wall = race.measured(task, TOOK), race.measured(task, WALL)
+                    took, wall = tables.measured(race, task, TOOK), tables.measured(race, task, WALL)
                     seed = SEED_001_CELLS.get(cell)
                     if tables.failed(ops[task]):
                         figures = [tables.failed_label(ops[task]), "", "", ""]
@@ -338,7 +339,13 @@ FAULTS_NOTE = (
 )
 
 SECTIONS = [
-    Section("Over the network: median coverage time (ms) at each round-trip time", rtt_table, "RTT sweep", rtt_note),
+    Section(
+        "Over the network: median coverage time (ms) at each round-trip time",
+        rtt_table,
+        "RTT sweep",
+        rtt_note,
+        summary=lambda race: rtt_note(race).splitlines()[-1],
+    ),
     Section(
         "Cross-cluster search: median coverage time (ms) at each round-trip time between the clusters",
         ccs_table,
@@ -353,3 +360,55 @@ SECTIONS = [
     ),
     Section("Network faults: what each fault did, and the link healed", faults_table, "network faults", FAULTS_NOTE),
 ]
+
+
+def round_trip_figures(race):
+    """The round trips each RTT sweep cell waited for, with the fit's interval (round_trips)."""
+    return {ROUND_TRIPS.cell(f"{variant} {transport}"): figure for (variant, transport), figure in round_trips(race).items()}
+
+
+# rtt-sweep's headline in the history: ms of coverage time per ms of RTT
+ROUND_TRIPS = Figure("round trips (ms per ms of RTT)", "ms/ms", COST, round_trip_figures)
+TREND_FIGURES = (ROUND_TRIPS,)
+
+
+def _lines_against_rtt(series, path, title, model=None):
+    """Median service time against RTT, one line per series; failed points are left out and marked FAILED."""
+    if not series:
+        return None
+    fig, ax = charts.plt.subplots(figsize=(9, 5))
+    for label, points in series.items():
+        valid = [(r, _median(op)) for r, op in points if _median(op) is not None]
+        (line,) = ax.plot([r for r, _ in valid], [m for _, m in valid], "o-", label=" ".join(map(str, label)))
+        if model and valid:
+            rounds = model(label)
+            base = model_base(valid, rounds)
+            xs = [r for r, _ in points]
+            ax.plot(xs, [base + rounds * r for r in xs], "--", color=line.get_color(), alpha=0.6)
+        for r, op in points:
+            if tables.failed(op):
+                ax.annotate("FAILED", (r, 0.03), xycoords=("data", "axes fraction"), color="red", fontsize=7, rotation=90, ha="center")
+    charts.axes(ax, "round-trip time added by Toxiproxy (ms)", "median service time per coverage (ms)")
+    return charts.save(fig, path, title)
+
+
+def rtt_lines(race, path):
+    """The RTT sweep: measured (solid) and the model base + round trips x RTT (dashed, same colour)."""
+    return _lines_against_rtt(
+        rtt_series(race),
+        path,
+        f"Coverage time against RTT — race {race.race_id[:8]} " "(dashed: model)",
+        model=lambda label: model_round_trips(label[1]),
+    )
+
+
+def ccs_lines(race, path):
+    """Cross-cluster search with and without minimized round trips against the RTT between the clusters."""
+    series = {(v, t, f"minimize {str(m).lower()}"): points for (v, t, m), points in ccs_series(race).items()}
+    return _lines_against_rtt(series, path, f"Cross-cluster coverage against RTT — race {race.race_id[:8]}")
+
+
+CHARTS = (
+    Chart("rtt.png", rtt_lines, "Coverage time against round-trip time"),
+    Chart("ccs.png", ccs_lines, "Cross-cluster coverage time against round-trip time"),
+)

@@ -7,8 +7,10 @@ with an error rate above 0 answered wrongly or not at all, and no overhead or ph
 import statistics
 
 from report.shared import tables
+from report.shared.figures import COST, Figure, median_or_why
 from report.shared.tables import Section
 from report.shared.uncertainty import CONFIDENCE, median_interval, min_samples
+from runners.contracts import records
 from runners.studies import profile as runner
 
 # seed 000, D_td, one node's _search: its profile overhead table (mean took per call) and its single-call phases
@@ -33,7 +35,7 @@ PHASE_LABELS = {
 def _calls(race):
     """{profile ON (bool): the successful measured calls} of the race's profile task, in the order they ran."""
     calls = {False: [], True: []}
-    for call in race.profile_calls:
+    for call in race.record(records.PROFILE_CALLS, []):
         if call["success"] and runner.is_measured(call):
             calls[call["profile"]].append(call)
     return calls
@@ -43,11 +45,11 @@ def _tasks(race):
     """The race's profile tasks: those it recorded calls of, and those whose every call failed before an answer."""
     ops = race.op_metrics()
     named = [task for task, cell in race.cells.items() if cell.get("measure") == "profile" and task in ops]
-    return list(dict.fromkeys([*(call["task"] for call in race.profile_calls), *named]))
+    return list(dict.fromkeys([*(call["task"] for call in race.record(records.PROFILE_CALLS, [])), *named]))
 
 
 def _has_profile(race):
-    return bool(race.profile_calls or race.profile or _tasks(race))
+    return bool(race.record(records.PROFILE_CALLS, []) or race.record(records.PROFILE, {}) or _tasks(race))
 
 
 def _measured_calls(race):
@@ -64,7 +66,7 @@ def _problem(race):
     for task in _tasks(race):
         if tables.failed(ops.get(task)):
             return f"{task} {tables.failed_label(ops[task])}: a wrong or missing answer, so no figure is read from it"
-    if not race.profile_calls:
+    if not race.record(records.PROFILE_CALLS, []):
         return "this race recorded no profile ON / OFF calls (it ran before profile-breakdown recorded them)"
     return None
 
@@ -250,9 +252,9 @@ SHARES_NOTE = (
 
 def shares_table(race):
     """The profile's parts of the measured ON calls (profile.json): mean profiled time per call and share."""
-    if not race.profile:
+    if not race.record(records.PROFILE):
         return None
-    parts = sorted(race.profile["parts"].items(), key=lambda kv: -kv[1]["nanos"])
+    parts = sorted(race.record(records.PROFILE)["parts"].items(), key=lambda kv: -kv[1]["nanos"])
     header = ["part", "time (ms, profiled, per call)", "share"]
     return header, [[name, p["nanos"] / 1e6, tables.pct(p["share"])] for name, p in parts]
 
@@ -273,3 +275,17 @@ SECTIONS = [
     ),
     Section("Single-call phases (as the seed derived them)", phases_table, "single-call phases", phases_note),
 ]
+
+
+def took_trend_figures(race):
+    """The took of profile-breakdown's calls, profile ON and OFF (their medians and intervals), or why there is none."""
+    tooks = took_figures(race)
+    found = {}
+    for switch in ("ON", "OFF"):
+        if isinstance(tooks, str) or tooks.get(switch):
+            found[PROFILE_TOOK.cell(f"profile {switch}")] = tooks if isinstance(tooks, str) else median_or_why(tooks[switch])
+    return found
+
+
+PROFILE_TOOK = Figure("profile took (ms)", "ms", COST, took_trend_figures)
+TREND_FIGURES = (PROFILE_TOOK,)

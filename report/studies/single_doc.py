@@ -4,7 +4,7 @@ the same shards unreplicated, beside seed 003's statements."""
 from report.shared.tables import Section, failed, failed_label, normalized
 from report.shared.uncertainty import MIN_SAMPLES, median_interval, ratio_interval
 from report.studies import layout_seed
-from report.studies.layouts import LAYOUT_BASELINE, layout_ops
+from report.studies.layouts import LAYOUT_BASELINE, layout_ops, layout_records
 from runners.studies import layouts as layout_rules
 from runners.studies.single_doc import RECORD_KEY
 
@@ -19,7 +19,7 @@ def single_doc_rows(race):
         if op is None:
             continue
         check = ops.get(race.task_of(layout=layout, measure="single-doc-count"))
-        record = race.layouts.get(layout, {}).get(RECORD_KEY) or {}
+        record = layout_records(race).get(layout, {}).get(RECORD_KEY) or {}
         problem = None
         if failed(op):
             problem = failed_label(op)

@@ -6,9 +6,13 @@ or from Rally's metrics store. A figure is a median with its 95% order-statistic
 (report/shared/uncertainty.py); a failed cell is FAILED and is never a baseline, a share or a speedup.
 """
 
+import math
+import re
+
 from report.shared import tables, uncertainty
+from report.shared.figures import COST, PLAUSIBLE_WALL_MS, Figure, implausible
 from report.shared.tables import Section
-from report.studies import coverage, profile
+from report.studies import coverage, profile, widths
 from runners.contracts.queries import TRANSPORTS, VARIANTS
 
 # Seed 000 (Elasticsearch 8.17.2, one node on an 8-core host, 5 x 1,000,000 rows, 15 samples a cell; its means)
@@ -38,13 +42,13 @@ NO_SHARE = "no share"  # of a production query whose median took is 0 ms
 
 def measured(race, key, field):
     """The cell's measured values of one record field; None when the cell failed or a value is missing."""
-    return race.measured(tables.study_task(race, key), field)
+    return tables.measured(race, tables.study_task(race, key), field)
 
 
 def _cells(race):
     """The coverage cells the race recorded or Rally reported (a cell whose every request failed records nothing, and
     is still shown, FAILED); none for a race without coverage records (an older track version)."""
-    recorded = {line.get("task") for line in race.validation}
+    recorded = {line.get("task") for line in tables.validation(race)}
     if not recorded:
         return []
     return tables.in_study_order(
@@ -249,7 +253,7 @@ def parallelism_table(race):
     cells = [k for k in _cells(race) if k[1] in ("msearch", "terms")]
     if not cells:
         return None
-    node = ((race.search_pool or {}).get("nodes") or [{}])[0]
+    node = ((widths.search_pool(race) or {}).get("nodes") or [{}])[0]
     pool, processors = node.get("search-pool-size", "not recorded"), node.get("allocated-processors", "not recorded")
     header = [
         "variant",
@@ -280,7 +284,7 @@ def parallelism_table(race):
 
 
 def parallelism_note(race):
-    node = ((race.search_pool or {}).get("nodes") or [{}])[0]
+    node = ((widths.search_pool(race) or {}).get("nodes") or [{}])[0]
     cores = node.get("allocated-processors")
     here = (
         f"This node has {cores} allocated processors and a search pool of {node.get('search-pool-size')} threads against the "
@@ -384,7 +388,7 @@ def answer_line(race):
     tail = f"; FAILED cells (not ranked): {', '.join(failed)}" if failed else ""
     if _failed(race, PRODUCTION):
         return f"production {PRODUCTION[0]} {PRODUCTION[1]}: {FAILED}; no speed-up can be given" + tail
-    if race.validation:
+    if tables.validation(race):
         medians = _answering_medians(race, _cells(race))
     else:
         ops = tables.coverage_cells(race)
@@ -398,7 +402,7 @@ def answer_line(race):
         return line + "; no other configuration that computes its answer was faster" + tail
     speedup = (
         _speedup(measured(race, PRODUCTION, WALL), measured(race, fastest, WALL))
-        if race.validation
+        if tables.validation(race)
         else f"{medians[PRODUCTION] / medians[fastest]:.1f}x (no interval: Rally's medians)"
     )
     return line + f"; fastest that computes its answer: {fastest[0]} {fastest[1]}, {medians[fastest]:,.0f} ms, {speedup}" + tail
@@ -425,7 +429,7 @@ RECOMMENDATION_NOTE = (
 
 def answer_note(race):
     """Under the answer's table: how to read it, and why the seed's figures differ."""
-    node = ((race.search_pool or {}).get("nodes") or [{}])[0]
+    node = ((widths.search_pool(race) or {}).get("nodes") or [{}])[0]
     here = (
         f"this node {node['allocated-processors']} cores and a pool of {node.get('search-pool-size')}"
         if node.get("allocated-processors")
@@ -501,6 +505,54 @@ SECTIONS = [
         "the production cell D_td serial",
         RECOMMENDATION_NOTE,
     ),
-    Section("Speedup against D_td serial (median)", coverage.speedup_table, "the baseline D_td serial", None),
+    Section("Speedup against D_td serial (median)", coverage.speedup_table, "the baseline D_td serial", None, summary=answer_line),
 ]
 ANSWER = Section("Coverage: what to run instead of production", recommendation_table, "the production cell D_td serial", answer_note)
+
+
+def coverage_times(race):
+    """{task: (median, low, high, n)} of every coverage cell a finished race ran (its samples' median and 95% interval);
+    {task: why} for a cell that failed, has no samples, or has a sample that cannot be a time (implausible)."""
+    found = {}
+    for task in sorted(task for task, cell in race.cells.items() if "variant" in cell and "transport" in cell):  # a coverage cell
+        op = race.op_metrics().get(task)
+        if race.order_statistics is not None:  # read from a store by aggregation: no samples, their order statistics
+            n, failed, at = race.order_statistics.get(task, (0, 0, {}))
+            samples = "absent" if not n else None if failed else at
+        else:
+            samples = (race.samples or {}).get(task, "absent")
+        if samples == "absent" and op is None:
+            continue  # the challenge's cell did not run in this race (another challenge's task)
+        if samples is None or samples == "absent" or not samples:
+            found[task] = "failed" if samples is None or (op and (op.get("error_rate") or 0) > 0) else "no samples recorded"
+            continue
+        problem = implausible(list(samples.values()) if isinstance(samples, dict) else samples, _wall_bound_ms(op))
+        if problem:
+            found[task] = f"failed: {problem}"
+            continue
+        interval = uncertainty.median_interval_of(n, samples) if isinstance(samples, dict) else uncertainty.median_interval(samples)
+        found[task] = (interval.median, interval.low, interval.high, interval.n)
+    return found
+
+
+def _wall_bound_ms(op):
+    """The longest a sample of this task can have taken: its task's duration (race.json, ms) and at most an hour."""
+    duration = (op or {}).get("duration")
+    usable = isinstance(duration, (int, float)) and math.isfinite(duration) and duration > 0
+    return min(PLAUSIBLE_WALL_MS, duration) if usable else PLAUSIBLE_WALL_MS
+
+
+STUDY_CELL = re.compile(r"coverage-(?P<variant>[A-Za-z0-9_]+)-(?P<transport>serial|msearch|terms)")  # the track's task names
+
+
+def seed_wall(cell):
+    """Seed 000's wall per coverage (ms) of a study cell, serial or msearch; None where the seed has none."""
+    match = STUDY_CELL.fullmatch(cell)
+    if not match or match["variant"] not in SEED_WALL or match["transport"] not in ("serial", "msearch"):
+        return None
+    return SEED_WALL[match["variant"]][("serial", "msearch").index(match["transport"])]
+
+
+# every coverage cell's time in the history, a cell per task: its samples' median (ms)
+COVERAGE_TIME = Figure("coverage time (ms)", "ms", COST, coverage_times, seed=seed_wall)
+TREND_FIGURES = (COVERAGE_TIME,)

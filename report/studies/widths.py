@@ -9,8 +9,9 @@ Without samples (race.json alone) the table shows the ratio of medians and names
 
 import numpy as np
 
-from report.shared import tables, uncertainty
-from report.shared.tables import Section
+from report.shared import charts, tables, uncertainty
+from report.shared.figures import PLACE, Figure
+from report.shared.tables import Chart, Section
 from report.studies import ingest
 from runners.contracts import queries, records
 from runners.contracts.queries import TRANSPORTS, VARIANTS
@@ -222,7 +223,7 @@ CROSSOVER_ANSWER_NOTE = (
 
 def search_pool_note(race):
     """What bounds _msearch's concurrency here, and what the host's cores mean for the crossover."""
-    pool = race.search_pool
+    pool = search_pool(race)
     parts = []
     if pool:
         node = pool["nodes"][0] if pool.get("nodes") else {}
@@ -271,7 +272,7 @@ def width_ingest_table(race):
     """Per width: the documents ingested, the bulk tasks' wall time (race.json durations) and docs/s."""
     ops = race.op_metrics()
     body = []
-    for w, record in sorted(race.width_ingest.items()):
+    for w, record in sorted(width_ingest(race).items()):
         docs = sum(row["docs"] for row in record.get("epochs", []))
         prefix = ingest.ingest_prefix(race, width=w) or ""
         wall = sum(ingest.epoch_wall(ops, row, ingest.epoch_task(prefix, row["epoch"])) or 0 for row in record.get("epochs", []))
@@ -283,13 +284,19 @@ def width_ingest_table(race):
     return ["width (nodes)", "documents", "bulk wall (s)", "docs/s", "bulk took (s)"], body
 
 
-def load_records(race, record_dir):
-    """The sweep's records of a race folder: each width's ingest and the search pool."""
+def width_ingest(race):
+    """{width: its ingest record} of the sweep's widths that ingested."""
+    found = {}
     for width in sorted(cell["width"] for cell in race.cells.values() if cell.get("measure") == "ingest" and "width" in cell):
-        data = records.read(str(record_dir), ingest.ingest_record(race, width=width))
+        data = race.record(ingest.ingest_record(race, width=width))
         if data is not None:
-            race.width_ingest[width] = data
-    race.search_pool = records.read(str(record_dir), SEARCH_POOL)
+            found[width] = data
+    return found
+
+
+def search_pool(race):
+    """The search pool and _msearch's default concurrency the race recorded (runners/studies/search_pool.py), or None."""
+    return race.record(SEARCH_POOL)
 
 
 # this study's report sections, in report order
@@ -299,3 +306,61 @@ SECTIONS = [
     Section("Coverage width: ingest per width", width_ingest_table, "width ingest", None),
 ]
 ANSWER = Section("Coverage width: where terms overtakes _msearch", crossover_answer, "a width sweep", CROSSOVER_ANSWER_NOTE)
+
+
+def crossover_figures(race):
+    """The crossover width per variant and msearch setting, between the width before it and it (its interval), or why
+    there is none."""
+    found = {}
+    for (variant, msearch), (width, before, statement) in crossover_widths(race).items():
+        cell = CROSSOVER.cell(f"{variant} terms against {label(msearch)}")
+        found[cell] = statement if width is None else (float(width), float(before or width), float(width), 1)
+    return found
+
+
+# coverage-width's headline in the history: a place, not a cost (a width higher or lower), on the sweep's few widths
+CROSSOVER = Figure("crossover width (nodes)", "nodes", PLACE, crossover_figures, discrete=True)
+TREND_FIGURES = (CROSSOVER,)
+
+
+def width_lines(race, path):
+    """coverage-width: median service time against the width (log-log), one panel per variant, one line per
+    transport; each point's 95% interval as an error bar when the race has its samples; failed points left out."""
+    cells = width_cells(race)
+    if not cells:
+        return None
+    variants = variants_of(cells)
+    columns = min(3, len(variants))
+    rows = -(-len(variants) // columns)
+    fig, axes = charts.plt.subplots(rows, columns, figsize=(5 * columns, 4 * rows), squeeze=False)
+    for ax, v in zip(axes.flat, variants):
+        for t in transports_of(cells):
+            points = []
+            for w in widths_of(cells):
+                op = cells.get((w, v, t))
+                if op is None or tables.failed(op):
+                    continue
+                samples = _samples(race, (w, v, t))
+                interval = uncertainty.median_interval(samples) if samples else None
+                # the point and its bar from the same samples (the coverage's recorded wall time, or Rally's service
+                # time from a store): Rally's median from race.json can lie a hair outside the records' interval
+                median = interval.median if interval else tables.service_ms(op, "median")
+                low, high = (interval.low, interval.high) if interval and interval.low is not None else (median, median)
+                points.append((w, median, median - low, high - median))
+            if points:
+                ax.errorbar(
+                    [p[0] for p in points],
+                    [p[1] for p in points],
+                    yerr=[[p[2] for p in points], [p[3] for p in points]],
+                    fmt="o-",
+                    capsize=3,
+                    label=label(t),
+                )
+        ax.set_xscale("log")
+        charts.axes(ax, "monitored nodes (width)", "median per coverage (ms)", v, legend=7)
+    for ax in list(axes.flat)[len(variants) :]:
+        ax.set_visible(False)
+    return charts.save(fig, path, f"Coverage time against width — race {race.race_id[:8]}")
+
+
+CHARTS = (Chart("width.png", width_lines, "Coverage time against width"),)

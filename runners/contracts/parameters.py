@@ -3,8 +3,8 @@ module of its study declares it.
 
 track.json declares every parameter with its default at its top (runners/contracts/track_files.py reads them). Each study module
 declares the rules of its own parameters beside its runners (`PARAMETER_RULES`, with runners/contracts/rules.py); this module
-holds the track-wide ones and collects the rest from the study modules (runners.studies.tables), as
-runners/operations.py collects the OPERATIONS tables. The
+holds the track-wide ones, and the study package hands it the others when it is imported (runners/studies/__init__.py:
+contracts import nothing of the studies), as runners/operations.py collects the OPERATIONS tables. The
 track processor checks the values a user gave against these rules when the track loads, before anything is sent to the
 cluster, and names the parameter and what it expects. The template renders any value without failing (typed Rally
 fields fall back to the default), so that this check, not a JSON error, is what a user sees.
@@ -73,14 +73,22 @@ def collect(tables, declared):
     return collected
 
 
+_study_tables = []  # the study package's (module name, PARAMETER_RULES) pairs, once it handed them (install_study_rules)
+
+
+def install_study_rules(tables):
+    """The study modules' rule tables, handed by their package when it is imported (runners/studies/__init__.py), before
+    any study module runs: the rules are collected from them at the first check."""
+    _study_tables[:] = [lambda: list(tables())]
+    all_rules.cache_clear()
+
+
 @functools.lru_cache(maxsize=1)
 def all_rules():
     """{parameter: rule} of every track parameter: this module's and each study module's."""
-    tables = [("parameters", PARAMETER_RULES)]
-    from runners import studies  # here, not at the top: the study modules import this one
-
-    tables += list(studies.tables("PARAMETER_RULES"))
-    return collect(tables, DEFAULTS.keys())
+    if not _study_tables:
+        raise RuntimeError("the study modules' parameter rules are not loaded: import runners.studies before checking a parameter")
+    return collect([("parameters", PARAMETER_RULES)] + _study_tables[0](), DEFAULTS.keys())
 
 
 def check(user_params):
@@ -117,13 +125,3 @@ def accepted(name):
     except ParameterError as e:
         return str(e)
     raise AssertionError(f"the rule of {name} accepted an object()")
-
-
-def main():
-    """`make params`: every track parameter in track.json's order, its default and what it accepts."""
-    for name, default in DEFAULTS.items():
-        print(f"{name} = {json.dumps(default)}\n    {accepted(name)}")
-
-
-if __name__ == "__main__":
-    main()

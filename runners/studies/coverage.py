@@ -12,7 +12,7 @@ from runners.contracts import parameters, queries, records, rules
 from runners.contracts.context import CONTEXT_KEY, DEFAULT_CLUSTER, RaceContext
 from runners.contracts.corpus import FETCH_TRUTH_ROWS
 from runners.contracts.queries import FETCH_KINDS, FETCH_TRANSPORTS
-from runners.registry import Need, Operation
+from runners.contracts.registry import Need, Operation
 from runners.shared import interleave, results, wire
 from runners.shared.validation import (
     CoverageErrors,

@@ -5,7 +5,7 @@ import elasticsearch
 from runners.contracts.context import DEFAULT_CLUSTER, RaceContext
 from runners.contracts.corpus import FINGERPRINT_KEY, CorpusError
 from runners.contracts.queries import SOURCE_MODE_SETTING
-from runners.registry import Need, Operation
+from runners.contracts.registry import Need, Operation
 from runners.shared import restore, results
 from runners.studies.search_pool import SearchPool
 

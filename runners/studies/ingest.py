@@ -22,7 +22,7 @@ from esrally.track import params as rally_params
 from runners.contracts import corpus, parameters, records, rules
 from runners.contracts.context import RaceContext
 from runners.contracts.queries import INGEST_CHANGES
-from runners.registry import Need, Operation
+from runners.contracts.registry import Need, Operation
 from runners.shared import results, wire
 from runners.shared.hosts import HOSTS_KEY
 from runners.shared.index_body import FreshIndexBodyParamSource

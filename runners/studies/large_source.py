@@ -36,7 +36,7 @@ from elastic_transport import Serializer
 from runners.contracts import parameters, records, rules
 from runners.contracts.context import CONTEXT_KEY, RaceContext
 from runners.contracts.queries import LARGE_SOURCE_FORMATS, LARGE_SOURCE_MODES
-from runners.registry import Need, Operation
+from runners.contracts.registry import Need, Operation
 from runners.shared import results
 from runners.shared.validation import CoverageErrors, check_shards
 from runners.studies.coverage import MALFORMED, MEASURED_KEY, WARMUPS_KEY, http_error, network_error

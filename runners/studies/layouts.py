@@ -5,7 +5,7 @@ import re
 
 from runners.contracts import records, rules
 from runners.contracts.context import RaceContext
-from runners.registry import Need, Operation
+from runners.contracts.registry import Need, Operation
 
 LAYOUT = re.compile(r"^(\d+)S(\d+)R$")
 

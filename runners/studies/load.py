@@ -24,7 +24,7 @@ import elasticsearch
 from runners.contracts import records, rules
 from runners.contracts.context import RaceContext
 from runners.contracts.queries import TRANSPORTS, VARIANTS
-from runners.registry import Need, Operation
+from runners.contracts.registry import Need, Operation
 from runners.shared import results
 from runners.shared.hosts import HOSTS_KEY, this_host
 from runners.shared.restore import JSON, SMALL_INDEX_SETTINGS, body_of

@@ -20,7 +20,7 @@ import numbers
 from runners.contracts import parameters, queries, records, rules
 from runners.contracts.context import RaceContext
 from runners.contracts.queries import TRANSPORTS, VARIANTS
-from runners.registry import SETTINGS_CHANGE, Need, Operation
+from runners.contracts.registry import SETTINGS_CHANGE, Need, Operation
 from runners.shared import restore, results
 from runners.studies.coverage import Coverage, CoverageParamSource, validate_coverage
 

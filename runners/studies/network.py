@@ -8,7 +8,7 @@ import time
 from runners.contracts import parameters, rules
 from runners.contracts.context import DEFAULT_CLUSTER
 from runners.contracts.queries import CCS_DIRECT_ROUTES, TRANSPORTS, VARIANTS
-from runners.registry import Need, Operation
+from runners.contracts.registry import Need, Operation
 from runners.shared import interleave, restore
 from runners.shared.toxiproxy import DEFAULT_API, FAULTS, Toxiproxy, ToxiproxyError
 

@@ -1,12 +1,11 @@
 """The Elasticsearch privileges a challenge needs, from what its operations ask of the cluster, and the check that
 asks the cluster for them before anything changes.
 
-Each operation type's need is declared beside its runner (its module's OPERATIONS table, runners/registry.py); this
+Each operation type's need is declared beside its runner (its module's OPERATIONS table, runners/contracts/registry.py); this
 module adds those of Rally's own operations the track uses and of Rally itself. The track processor sums a
 challenge's needs into its check-privileges task, the first task of every challenge (challenge_needs); `make
-privileges` prints the same sum for every challenge, before any race (main).
-
-    python -m runners.studies.privileges [--track-params PARAMS]     (PARAMS as Rally's --track-params takes them)
+privileges` prints the same sum for every challenge, before any race (table, runners/listings.py). Both are handed the
+operation table (runners/operations.py), which sits above the studies.
 """
 
 import argparse
@@ -17,7 +16,7 @@ import elasticsearch
 
 from runners.contracts import cells, corpus, records
 from runners.contracts.context import CONTEXT_KEY, DEFAULT_CLUSTER, RaceContext
-from runners.registry import SETTINGS_CHANGE, Need, Operation
+from runners.contracts.registry import SETTINGS_CHANGE, Need, Operation
 from runners.shared import cluster_facts, restore
 from runners.shared.results import error_reason
 from runners.studies import load
@@ -213,17 +212,17 @@ def _why(operation_types, why):
     return "; ".join(reasons) or "needed by the challenge"
 
 
-def hand_to_check(challenge_name, tasks, context):
+def hand_to_check(challenge_name, tasks, context, operations):
     """At load: hands the challenge's check-privileges task what the challenge asks of the target cluster
     (challenge_needs; the tasks of another cluster, a remote's by its alias, are not the target's) and the challenge's
-    cells, which it records (runners/contracts/cells.py). context: the race's main corpus set, or the first width's."""
-    from runners.operations import OPERATIONS  # here: the operation table imports this module
+    cells, which it records (runners/contracts/cells.py). context: the race's main corpus set, or the first width's;
+    operations: the operation table (runners/operations.py)."""
 
     def index_of(params):  # Rally's operations name it; ours carry their corpus set's context (a width's, for one)
         own = RaceContext.of(params) if CONTEXT_KEY in params else context
         return params.get("index") or (own.index if own else None)
 
-    needs = challenge_needs([(task.operation.type, task.operation.params) for task in tasks], index_of, OPERATIONS)
+    needs = challenge_needs([(task.operation.type, task.operation.params) for task in tasks], index_of, operations)
     recorded = cells.of_tasks((task.name, task.operation.params) for task in tasks)
     for task in tasks:
         if task.operation.type == "check-privileges":
@@ -239,14 +238,14 @@ OPERATIONS = {
 }
 
 
-def table(track_params):
+def table(track_params, operations):
     """A markdown table of every challenge's privileges on one load-driver host, the track rendered with these
     parameters: its cluster privileges, those on the indices it works in (the corpus index, a width's, source-large's,
-    a layout's single-document index: cluster-metrics*) and on the restore-notes index."""
+    a layout's single-document index: cluster-metrics*) and on the restore-notes index. operations: the operation table
+    (runners/operations.py)."""
     from esrally.track import loader
 
     from runners.contracts import track_files
-    from runners.operations import OPERATIONS
     from runners.studies import widths
 
     def index_of(params):  # as the processor binds them: a width's task works in its width's corpus set
@@ -261,33 +260,9 @@ def table(track_params):
     ]
     for challenge in sorted(rendered["challenges"], key=lambda c: c["name"]):
         tasks = [(task["operation"]["operation-type"], task["operation"]) for task in track_files.rendered_tasks(challenge)]
-        found = challenge_needs(tasks, index_of, OPERATIONS)
+        found = challenge_needs(tasks, index_of, operations)
         indices = {p for name, privileges in found["index"].items() if name != restore.NOTES_INDEX for p in privileges}
         lines.append(
             f"| `{challenge['name']}` | {names(found['cluster'])} | {names(indices)} | {names(found['index'].get(restore.NOTES_INDEX, []))} |"
         )
     return "\n".join(lines)
-
-
-def main(argv=None):
-    """make privileges: every challenge's privileges (table), the track parameters as Rally's --track-params takes them."""
-    from esrally.utils import opts
-
-    from runners.contracts import parameters
-
-    parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--track-params", default="", help="k:v,k:v, JSON, or a .json file, as esrally race --track-params")
-    args = parser.parse_args(argv)
-    track_params = opts.to_dict(args.track_params) if args.track_params else {}
-    unknown = sorted(set(track_params) - set(parameters.DEFAULTS))
-    if unknown:
-        parser.error(f"this track has no parameter {', '.join(unknown)} (make params lists them). Correct TRACK_PARAMS.")
-    try:
-        parameters.check(track_params)  # a bad value named, as a race names it, not a template error
-    except parameters.ParameterError as e:
-        parser.error(f"{e}. Correct it in TRACK_PARAMS.")
-    print(table(track_params))
-
-
-if __name__ == "__main__":
-    main()

@@ -17,7 +17,7 @@ import elasticsearch
 
 from runners.contracts import parameters, queries, records, rules
 from runners.contracts.context import CONTEXT_KEY, RaceContext
-from runners.registry import Need, Operation
+from runners.contracts.registry import Need, Operation
 from runners.shared import results
 from runners.shared.validation import CoverageErrors, NodeExpectation, PercentileErrors, check_node_response
 from runners.studies.coverage import JSON, MALFORMED, MEASURED_KEY, NO_CACHE, WARMUPS_KEY, http_error, network_error

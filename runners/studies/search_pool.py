@@ -3,7 +3,7 @@ reports of every study whose cells use _msearch (the search-pool task, or verify
 
 from runners.contracts import records
 from runners.contracts.context import RaceContext
-from runners.registry import Need, Operation
+from runners.contracts.registry import Need, Operation
 
 SEARCH_POOL = "search-pool.json"  # coverage-width: the search pool and _msearch's default concurrency
 

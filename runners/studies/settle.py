@@ -24,7 +24,7 @@ import elasticsearch
 
 from runners.contracts import records, rules
 from runners.contracts.context import CONTEXT_KEY, RaceContext
-from runners.registry import Need, Operation
+from runners.contracts.registry import Need, Operation
 from runners.shared import restore, results
 from runners.studies import warm_up
 

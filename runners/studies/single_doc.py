@@ -19,7 +19,7 @@ import elasticsearch
 
 from runners.contracts import corpus, parameters, records, rules
 from runners.contracts.context import RaceContext
-from runners.registry import Need, Operation
+from runners.contracts.registry import Need, Operation
 from runners.shared import results
 from runners.shared.index_body import FreshIndexBodyParamSource
 from runners.shared.restore import JSON, body_of

@@ -7,7 +7,7 @@ import logging
 from runners.contracts import parameters, queries, records, rules
 from runners.contracts.context import RaceContext
 from runners.contracts.queries import SOURCE_MODES, TRANSPORTS, VARIANTS
-from runners.registry import Need, Operation
+from runners.contracts.registry import Need, Operation
 from runners.shared import results
 from runners.studies.index_checks import ALTERED_KEY
 

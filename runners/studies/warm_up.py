@@ -13,7 +13,7 @@ recorded as warm-ups (not measured) under "<pass>/<cell>", so no cell's measured
 """
 
 from runners.contracts import records, rules
-from runners.registry import Need, Operation
+from runners.contracts.registry import Need, Operation
 from runners.shared import interleave, results
 from runners.studies import coverage, large_source, scope
 

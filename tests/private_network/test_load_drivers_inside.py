@@ -20,10 +20,9 @@ from pathlib import Path
 import pytest
 from esrally.driver.driver import calculate_worker_assignments
 
-from report import races, store
 from report.__main__ import compare_report
 from report.__main__ import main as report_main
-from report.shared import tables
+from report.shared import races, store, tables
 from report.studies import coverage
 from report.studies import hosts as host_report
 from report.studies import ingest, study
@@ -173,19 +172,19 @@ def test_ingest_tuned_splits_its_clients_over_both_hosts(cluster, metrics_store,
     race_id = raced.race["race-id"]
     assert doc_count(port=TARGET_PORT) == EPOCHS * TEST_MODE_DOCS
 
-    race = races.from_store(metrics_store, race_id)
+    race = races.Stored(metrics_store).race(race_id)
     by_host = race.hosts["ingest"]  # one task over every epoch; its epochs' boundaries kept through the cluster
     assert {host: c["clients"] for host, c in by_host.items()} == {NAMES[1]: [0, 1], NAMES[2]: [2, 3]}
-    assert race.ingest["count"] == {"actual": EPOCHS * TEST_MODE_DOCS, "expected": EPOCHS * TEST_MODE_DOCS}
-    assert [row["docs"] for row in race.ingest["epochs"]] == [TEST_MODE_DOCS] * EPOCHS  # each epoch exact at its boundary
+    assert ingest.ingest_of(race)["count"] == {"actual": EPOCHS * TEST_MODE_DOCS, "expected": EPOCHS * TEST_MODE_DOCS}
+    assert [row["docs"] for row in ingest.ingest_of(race)["epochs"]] == [TEST_MODE_DOCS] * EPOCHS  # each epoch exact at its boundary
     # each host's own disk: the took files of its own clients only, and the store's table counts both hosts'
-    for epoch, row in enumerate(race.ingest["epochs"], 1):
+    for epoch, row in enumerate(ingest.ingest_of(race)["epochs"], 1):
         on_disk = {i: bulk_lines(str(cluster.records(i, race_id)), "ingest", epoch) for i in (1, 2)}
         assert sorted(Path(name).stem for name in on_disk[1]) == [f"epoch-{epoch}-client-0", f"epoch-{epoch}-client-1"]
         assert sorted(Path(name).stem for name in on_disk[2]) == [f"epoch-{epoch}-client-2", f"epoch-{epoch}-client-3"]
         each = {i: sum(len(lines) for lines in on_disk[i].values()) for i in (1, 2)}
         assert each[1] > 0 and each[2] > 0 and row["bulk-requests"] == each[1] + each[2]
-    assert sum(row["bulk-requests"] for row in race.ingest["epochs"]) == sum(c["samples"] for c in by_host.values())
+    assert sum(row["bulk-requests"] for row in ingest.ingest_of(race)["epochs"]) == sum(c["samples"] for c in by_host.values())
     header, body = host_report.hosts_table(race)
     assert [row[1] for row in body if row[0] == "ingest"] == [NAMES[1], NAMES[2]]
     # Rally's own log: the coordinator's puts workers 0 and 1 (a client each) on ld-1, 2 and 3 on ld-2; each host's
@@ -218,7 +217,7 @@ def test_coverage_load_steps_run_on_both_hosts_at_their_calibrated_rate(cluster,
     assert seconds[1] and seconds[2] == pytest.approx(seconds[1], abs=1e-6)
     assert cluster_state() == before  # the share index is gone
 
-    race = races.from_store(metrics_store, race_id)
+    race = races.Stored(metrics_store).race(race_id)
     assert set(race.hosts[calibration]) == {NAMES[1]}
     share = race.hosts[f"{calibration}-share"]
     assert {host: c["clients"] for host, c in share.items()} == {NAMES[1]: [0], NAMES[2]: [1]}
@@ -227,7 +226,7 @@ def test_coverage_load_steps_run_on_both_hosts_at_their_calibrated_rate(cluster,
         step = f"coverage-D_td-msearch-load-{percent}pct"
         assert {host: c["clients"] for host, c in race.hosts[step].items()} == {NAMES[1]: [0], NAMES[2]: [1]}
         rows = {row[1]: row for row in body if row[0] == step}
-        target = race.load_steps[step]["target_per_s"]
+        target = host_report.load_steps(race)[step]["target_per_s"]
         assert rows[NAMES[1]][5] == pytest.approx(target / 2) and rows[NAMES[2]][5] == pytest.approx(target / 2), (body, race.op_metrics())
         assert rows["all hosts"][5] == pytest.approx(target)
         assert rows["all hosts"][6] == pytest.approx(rows[NAMES[1]][6] + rows[NAMES[2]][6]) and rows[NAMES[2]][6] > 0
@@ -239,7 +238,7 @@ def test_production_comparison_validates_every_cell_on_both_hosts(cluster, metri
         home, "production-comparison", TWO_HOSTS, STORE, params(epochs=EPOCHS, schedule="blocked", coverage_clients=2), target_hosts=TARGET
     )
     assert_clean(raced)
-    race = races.from_store(metrics_store, raced.race["race-id"])
+    race = races.Stored(metrics_store).race(raced.race["race-id"])
     header, body = coverage.validation_table(race)
     # each cell's timed coverages and the settling's ones before them (settle/<cell>), all checked, none failed
     cells = ["coverage-D_hdr-msearch", "coverage-D_hdr-terms", "coverage-D_td-msearch", "coverage-D_td-serial"]
@@ -327,7 +326,7 @@ def test_a_race_through_the_coordinators_daemon_into_the_store_reports_what_its_
     folder = races_root(home) / race_id
     folder.rename(tmp_path / "away")
     try:
-        from_store = races.from_store(metrics_store, race_id[:8])
+        from_store = races.Stored(metrics_store).race(race_id[:8])
         assert (
             report_main(
                 ["--race", race_id[:8], "--rally-home", str(home), "--configuration-name", store.CONFIG_NAME, "--out", str(tmp_path)]
@@ -336,16 +335,20 @@ def test_a_race_through_the_coordinators_daemon_into_the_store_reports_what_its_
         )
     finally:
         (tmp_path / "away").rename(folder)
-    from_files = races.find(race_id, home)
+    from_files = races.Files(home).race(race_id)
     assert from_store.race_id == race_id and from_store.path is None
     assert from_store.source == f"Rally's metrics store at http://127.0.0.1:{STORE_PORT}"
 
     # the track's own records: per-epoch ingest cost and every coverage's validation counts
-    assert len(from_files.ingest["epochs"]) == EPOCHS and all(row["bulk-requests"] > 0 for row in from_files.ingest["epochs"])
+    assert len(ingest.ingest_of(from_files)["epochs"]) == EPOCHS and all(
+        row["bulk-requests"] > 0 for row in ingest.ingest_of(from_files)["epochs"]
+    )
     assert ingest.ingest_table(from_store) == ingest.ingest_table(from_files)
     validation = coverage.validation_table(from_files)
     settled = [row for row in validation[1] if row[0].startswith("settle/")]
-    assert validation == coverage.validation_table(from_store) and len(validation[1]) == 2 * len(settled) == 2 * len(VARIANTS_RACED) * len(TRANSPORTS)
+    assert validation == coverage.validation_table(from_store) and len(validation[1]) == 2 * len(settled) == 2 * len(VARIANTS_RACED) * len(
+        TRANSPORTS
+    )
     assert study.took_table(from_store) == study.took_table(from_files)
     assert all(coverages >= 1 and checks > 0 and failed == 0 for _, coverages, checks, failed, _ in validation[1])
 

@@ -1,4 +1,4 @@
-"""report.cluster: the cluster as `esrally race` takes it (--target-hosts, --client-options in Rally's spellings),
+"""report.shared.cluster: the cluster as `esrally race` takes it (--target-hosts, --client-options in Rally's spellings),
 reached with Rally's own client, and every failure to reach it named with its address and fix (a loopback plain-HTTP
 stand-in for Elasticsearch, and tests/secure_stand_in.py in front of it for TLS, credentials and privileges)."""
 
@@ -10,8 +10,8 @@ from elasticsearch import AuthenticationException
 from esrally.utils import opts
 
 from report import ReportError, accuracy
-from report.cluster import Cluster
 from report.shared import rally_compat
+from report.shared.cluster import Cluster
 from tests.loopback_es import LoopbackElasticsearch, closed_port
 from tests.secure_stand_in import ADMIN, ADMIN_API_KEY, RESTRICTED, Identity, SecuredStandIn, authorize
 

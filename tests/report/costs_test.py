@@ -1,9 +1,13 @@
 """The report's cost sections on race data built by hand: a failed task is FAILED and takes no part in a ratio."""
 
+import json
 from pathlib import Path
 
-from report import charts, races
-from report.studies import costs, memory
+from report.shared import races
+from report.studies import costs
+from report.studies import ingest as ingest_report
+from report.studies import memory
+from runners.contracts import records
 
 
 def op(task, median, error_rate=0.0, duration=None):
@@ -41,7 +45,9 @@ def source_race(failed_fetch=False):
             "track-params": {"source_modes": ["disabled", "stored"], "source_variants": ["D_td"]},
         },
     )
-    r.sources, r.source_ingest = sources, ingest
+    # the records as the race folder holds them: each mode's storage and ingest record by its name
+    r.record_texts.update({records.source_record(mode): json.dumps(data) for mode, data in sources.items()})
+    r.record_texts.update({ingest_report.ingest_record(r, **{"source-mode": mode}): json.dumps(data) for mode, data in ingest.items()})
     return r
 
 
@@ -89,9 +95,7 @@ def memory_race(tmp_path, floor_failed=False):
                 }
             )
     data = {"race-id": "m" * 36, "challenge": "aggregation-memory", "results": {"op_metrics": ops}, "track-params": {}}
-    r = races.Race("m" * 36, Path("."), data)
-    r.memory = rows
-    return r
+    return races.Race("m" * 36, Path("."), data, record_texts={records.MEMORY: "".join(json.dumps(row) + "\n" for row in rows)})
 
 
 def test_the_memory_table_gives_each_cell_its_floor_gcs_and_time(tmp_path):
@@ -99,7 +103,7 @@ def test_the_memory_table_gives_each_cell_its_floor_gcs_and_time(tmp_path):
     assert body[0] == ["D_td", "t-digest 100", "terms", 150, 120_000 / 1024, 110_000 / 1024, 0.0, 0.0]
     assert body[1][:2] == ["D_hdr", "hdr 3 digits"] and body[1][6] == 2.0
     assert body[2][4] == "< 1"  # passed at the lowest limit tried
-    assert charts.memory_tradeoff(memory_race(tmp_path), tmp_path / "memory.png").is_file()
+    assert memory.memory_tradeoff(memory_race(tmp_path), tmp_path / "memory.png").is_file()
 
 
 def test_a_failed_floor_is_failed_and_left_out_of_the_chart(tmp_path):

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from report import races
 from report.__main__ import single_report
+from report.shared import races
 from report.studies import ingest
 from report.studies.study import NO_SHARE
 from runners.contracts import records
@@ -62,7 +62,7 @@ def test_the_ingest_tables_read_the_ingest_tasks_own_record():
     at each boundary (the bulks' windows and service times), not from Rally's task durations."""
     race = races.load(RACE_DIR)
     rows, (header, body) = ingest.ingest_rows(race), ingest.ingest_time_table(race)
-    for row, recorded, split in zip(rows, race.ingest["epochs"], body):
+    for row, recorded, split in zip(rows, ingest.ingest_of(race)["epochs"], body):
         assert row["wall_s"] == recorded["wall-s"] and row["docs_per_s"] == pytest.approx(recorded["docs"] / recorded["wall-s"])
         split = dict(zip(header, split))
         assert split["wall (s)"] == recorded["wall-s"] and split["Elasticsearch: took (s)"] == recorded["bulk-took-ms"] / 1000

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from report import charts, races
 from report.__main__ import single_report
-from report.charts import plt
+from report.shared import charts, races
+from report.shared.charts import plt
 from runners.contracts import records
 from runners.contracts.queries import INGEST_CHANGE_BASELINE
 from runners.processor import CorpusChecks
@@ -42,7 +42,7 @@ def unpacked(tmp_path_factory):
 
 
 def _not_drawn(fig, path, title=None):
-    """charts._save but for the drawing: each chart's data and plot calls run in every shape; its layout and PNG, most of
+    """charts.save but for the drawing: each chart's data and plot calls run in every shape; its layout and PNG, most of
     this module's time, are drawn whole in the as-raced shape of every challenge."""
     if title:
         fig.suptitle(title)
@@ -76,7 +76,7 @@ def test_every_section_builds_on_a_full_scale_race_in_every_shape(unpacked, chal
     shutil.copytree(unpacked[challenge], race_dir)
     if shape:
         shape(race_dir)
-        monkeypatch.setattr(charts, "_save", _not_drawn)
+        monkeypatch.setattr(charts, "save", _not_drawn)
     race = races.load(race_dir)
     text = single_report(race, tmp_path / "reports")[0].read_text()
     assert f"challenge `{challenge}`" in text and "Traceback" not in text
@@ -95,7 +95,9 @@ def test_every_challenge_has_a_full_scale_race():
     missing = sorted(set(rendered_challenges()) - set(ARCHIVED))
     assert not missing, (
         f"no full-scale race of {', '.join(missing)} in tests/fixtures/full-scale-races.tar.xz: race each at full scale "
-        f"(make race CHALLENGE=<challenge>: it generates the corpus first) and pack it beside the others "
+        f"(make race CHALLENGE=<challenge>: it generates the corpus first; a challenge that queries the index without "
+        f"ingesting it needs the corpus ingested before: make race CHALLENGE=ingest-baseline, then make race "
+        f"CHALLENGE=<challenge>) and pack it beside the others "
         f"(python tests/fixtures/pack_full_scale.py --add <race id>)"
     )
 
@@ -129,19 +131,19 @@ def test_the_drift_check_reads_a_tasks_coverages_in_the_order_they_started(unpac
 def test_each_ingest_change_is_a_figure_of_the_history(unpacked):
     """make trend follows each ingest change's walls (the epochs' summed) as a figure of its own, the baseline's too in
     ingest-changes; in full the baseline is the race's own ingest, followed as the ingest wall alone."""
-    from report.history import series
     from report.studies import ingest_changes
+    from report.studies.ingest_changes import INGEST_WALL
 
-    changes = series._cell_points(races.load(unpacked["ingest-changes"]))
-    names = [INGEST_CHANGE_BASELINE, "bulk-size", "clients", "refresh", "translog", "all"]
-    assert [k for k in changes if series.in_seconds(k)] == [series.ingest_change_cell(n) for n in names]
     race = races.load(unpacked["ingest-changes"])
+    changes = INGEST_WALL.measure(race)
+    names = [INGEST_CHANGE_BASELINE, "bulk-size", "clients", "refresh", "translog", "all"]
+    assert list(changes) == [INGEST_WALL.cell(n) for n in names] and INGEST_WALL.unit == "s"
     for name in names:
-        assert changes[series.ingest_change_cell(name)][0] == pytest.approx(sum(r["wall"] for r in ingest_changes.change_rows(race, name)))
-    assert changes[series.ingest_change_cell("all")][0] < 0.6 * changes[series.ingest_change_cell(INGEST_CHANGE_BASELINE)][0]
-    full = series._cell_points(races.load(unpacked["full"]))
-    assert series.INGEST_WALL in full and series.ingest_change_cell(INGEST_CHANGE_BASELINE) not in full
-    assert series.ingest_change_cell("all") in full
+        assert changes[INGEST_WALL.cell(name)][0] == pytest.approx(sum(r["wall"] for r in ingest_changes.change_rows(race, name)))
+    assert changes[INGEST_WALL.cell("all")][0] < 0.6 * changes[INGEST_WALL.cell(INGEST_CHANGE_BASELINE)][0]
+    full = INGEST_WALL.measure(races.load(unpacked["full"]))
+    assert INGEST_WALL.cell() in full and INGEST_WALL.cell(INGEST_CHANGE_BASELINE) not in full
+    assert INGEST_WALL.cell("all") in full
 
 
 def test_other_studies_headline_figures_are_figures_of_the_history(unpacked):
@@ -149,16 +151,14 @@ def test_other_studies_headline_figures_are_figures_of_the_history(unpacked):
     faster, between the width before it and it), the RTT sweep's round trips (the fitted ms per ms of RTT with its
     interval), each large fetch's wall and profile-breakdown's took ON and OFF: the same figures the race's own report
     gives."""
-    from report.history import series
     from report.studies import large_source, network, profile, widths
 
     race = races.load(unpacked["coverage-width"])
-    figures = series._cell_points(race)
-    crossovers = {k: v for k, v in figures.items() if k.startswith(series.CROSSOVER)}
+    crossovers = widths.CROSSOVER.measure(race)
     _, rows = widths.crossover_answer(race)
     assert len(crossovers) == len(rows) > 0
     for variant, against, statement in rows:
-        value = crossovers[f"{series.CROSSOVER}: {variant} terms against {against}"]
+        value = crossovers[widths.CROSSOVER.cell(f"{variant} terms against {against}")]
         if isinstance(value, str):  # no crossover in the sweep: never a point, its statement the reason
             assert value == statement and "does not overtake" in statement
         else:
@@ -169,7 +169,7 @@ def test_other_studies_headline_figures_are_figures_of_the_history(unpacked):
                 and (f"faster from {width:.0f} on" in statement or f"narrowest width, {width:.0f}" in statement)
             )
     sweep = races.load(unpacked["rtt-sweep"])
-    trips = {k: v for k, v in series._cell_points(sweep).items() if k.startswith(series.ROUND_TRIPS)}
+    trips = network.ROUND_TRIPS.measure(sweep)
     note = network.rtt_note(sweep)
     assert len(trips) == len(network.rtt_series(sweep)) > 0
     for cell, (slope, low, high, points) in trips.items():
@@ -178,12 +178,14 @@ def test_other_studies_headline_figures_are_figures_of_the_history(unpacked):
         # the model's round trips (30 for serial, 1 else) within 10% of the interval: the sweep at full scale fits it
         assert low * 0.9 <= network.model_round_trips(transport) <= high * 1.1, (cell, low, high)
     large = races.load(unpacked["source-large"])
-    fetches = {k: v for k, v in series._cell_points(large).items() if k.startswith(series.LARGE_FETCH)}
+    fetches = large_source.LARGE_FETCH.measure(large)
     assert len(fetches) == len(large_source.cells(large)) == 6
     for (mode, fmt), fetch in large_source.cells(large).items():
-        wall, low, high, n = fetches[f"{series.LARGE_FETCH}: {mode} {fmt}"]
+        wall, low, high, n = fetches[large_source.LARGE_FETCH.cell(f"{mode} {fmt}")]
         assert wall == large_source.figures(fetch)["wall"] and low <= wall <= high and n == len(fetch["measured"])
     profiled = races.load(unpacked["profile-breakdown"])
-    tooks = {k: v for k, v in series._cell_points(profiled).items() if k.startswith(series.PROFILE_TOOK)}
+    tooks = profile.PROFILE_TOOK.measure(profiled)
     _, rows = profile.overhead_table(profiled)
-    assert [tooks[f"{series.PROFILE_TOOK}: profile {switch}"][::3] for switch in ("ON", "OFF")] == [(row[1], row[3]) for row in rows[:2]]
+    assert [tooks[profile.PROFILE_TOOK.cell(f"profile {switch}")][::3] for switch in ("ON", "OFF")] == [
+        (row[1], row[3]) for row in rows[:2]
+    ]

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from report import ReportError
+from report import ReportError, catalog
 from report.history import races, series, trend
+from report.shared.races import Files
+from report.studies.ingest_changes import INGEST_WALL
 from runners.contracts import records
 
 CELL = "coverage-D_td-serial"
@@ -60,7 +62,7 @@ def write_race(
 
 
 def run(home, tmp_path, *args):
-    return trend.main(["--rally-home", str(home), "--out", str(tmp_path / "out"), *args])
+    return trend.main(["--rally-home", str(home), "--out", str(tmp_path / "out"), *args], catalog.TREND_FIGURES)
 
 
 def test_no_race_of_the_track_names_the_other_tracks_found(tmp_path):
@@ -101,8 +103,8 @@ def test_mixed_challenges_and_corpora_are_separate_series_and_an_unfinished_race
     write_race(tmp_path, "a3", "20261103T000000Z", corpus_rows=100000)
     write_race(tmp_path, "a4", "20261104T000000Z", finished=False)
     write_race(tmp_path, "a5", "20261105T000000Z", samples=(900.0,) * 8, params={"epochs": 3})
-    found = races.from_files(races.Selection(), tmp_path)
-    built = series.build(found.races)
+    found = races.select(races.Selection(), Files(tmp_path))
+    built = series.build(found.races, catalog.TREND_FIGURES)
     assert [[r[0] for r in s.races] for s in built] == [["a1", "a4"], ["a2"], ["a3"], ["a5"]]
     assert [(p.race_id, p.median) for p in built[0].cells[CELL]] == [("a1", 400.0)]
     assert built[0].excluded == [("a4", None, "DID NOT FINISH")]
@@ -117,7 +119,7 @@ def test_a_failed_cell_is_excluded_with_its_reason_never_a_point(tmp_path):
     data = json.loads(path.read_text())
     data["results"]["op_metrics"][0]["error_rate"] = 0.5
     path.write_text(json.dumps(data))
-    (built,) = series.build(races.from_files(races.Selection(), tmp_path).races)
+    (built,) = series.build(races.select(races.Selection(), Files(tmp_path)).races, catalog.TREND_FIGURES)
     assert [p.race_id for p in built.cells[CELL]] == ["a1"] and built.excluded == [("a2", CELL, "failed")]
 
 
@@ -145,7 +147,7 @@ def test_points_ordered_by_version_or_by_a_tag_when_asked(tmp_path):
         ("a3", "20261103T000000Z", "8.19.21", "a"),
     ):
         write_race(tmp_path, race_id, when, version=version, tags={"build": tag})
-    (built,) = series.build(races.from_files(races.Selection(), tmp_path).races)
+    (built,) = series.build(races.select(races.Selection(), Files(tmp_path)).races, catalog.TREND_FIGURES)
     points = built.cells[CELL]
     assert [p.race_id for p in trend.order_points(points, "race")] == ["a1", "a2", "a3"]
     assert [p.race_id for p in trend.order_points(points, "version")] == ["a2", "a3", "a1"]
@@ -184,7 +186,7 @@ def test_a_wall_that_cannot_be_a_time_fails_its_cell_with_the_reason(tmp_path, c
     text = "".join(json.dumps({**line, "wall-ms": wall}) + "\n" for line, wall in zip(lines, walls))
     (folder / records.RECORD_DIR / records.VALIDATION).write_text(text)
     assert run(tmp_path, tmp_path, "--fail-on", "slower") == 0
-    (built,) = series.build(races.from_files(races.Selection(), tmp_path).races)
+    (built,) = series.build(races.select(races.Selection(), Files(tmp_path)).races, catalog.TREND_FIGURES)
     assert [p.race_id for p in built.cells[CELL]] == ["r01", "r02", "r03"]
     ((race_id, cell, reason),) = built.excluded
     assert (race_id, cell) == ("r04", CELL) and reason.startswith("failed: ") and why in reason
@@ -197,7 +199,7 @@ def test_a_wall_longer_than_its_task_ran_is_implausible(tmp_path):
     data = json.loads(path.read_text())
     data["results"]["op_metrics"][0]["duration"] = 300.0  # the walls are 404-411 ms
     path.write_text(json.dumps(data))
-    (built,) = series.build(races.from_files(races.Selection(), tmp_path).races)
+    (built,) = series.build(races.select(races.Selection(), Files(tmp_path)).races, catalog.TREND_FIGURES)
     assert built.excluded == [("r02", CELL, "failed: a sample of 404 ms is beyond any plausible time (300 ms)")]
 
 
@@ -247,7 +249,7 @@ def test_a_race_copied_counts_once_and_is_named(tmp_path, capsys):
     shutil.copytree(race_folder(tmp_path, "r04"), race_folder(tmp_path, "r04-copy"))
     shutil.copytree(race_folder(tmp_path, "r03"), race_folder(tmp_path, "r05"))
     _edit(race_folder(tmp_path, "r05"), lambda d: d.update({"race-id": "r05", "race-timestamp": "20261105T120000Z"}))
-    found = races.from_files(races.Selection(), tmp_path)
+    found = races.select(races.Selection(), Files(tmp_path))
     assert [race.race_id for race in found.races] == ["r01", "r02", "r03", "r04"]
     said = dict(found.left_out)
     assert said[str(race_folder(tmp_path, "r04-copy"))].startswith("the same race-id as")
@@ -269,13 +271,13 @@ def test_a_home_or_an_out_that_cannot_be_is_named_with_its_fix(tmp_path):
     history_of(tmp_path, 2)
     (tmp_path / "a-file").write_text("x")
     with pytest.raises(ReportError, match=r"--rally-home .*missing: no such folder; give the folder that holds .rally"):
-        trend.main(["--rally-home", str(tmp_path / "missing"), "--out", str(tmp_path / "out")])
+        trend.main(["--rally-home", str(tmp_path / "missing"), "--out", str(tmp_path / "out")], catalog.TREND_FIGURES)
     with pytest.raises(ReportError, match=r"--rally-home .*a-file is a file: give the folder that holds .rally"):
-        trend.main(["--rally-home", str(tmp_path / "a-file"), "--out", str(tmp_path / "out")])
+        trend.main(["--rally-home", str(tmp_path / "a-file"), "--out", str(tmp_path / "out")], catalog.TREND_FIGURES)
     with pytest.raises(ReportError, match=r"--rally-home is empty"):
-        trend.main(["--rally-home", "", "--out", str(tmp_path / "out")])
+        trend.main(["--rally-home", "", "--out", str(tmp_path / "out")], catalog.TREND_FIGURES)
     with pytest.raises(ReportError, match=r"--out .*a-file is a file: give a folder for the report"):
-        trend.main(["--rally-home", str(tmp_path), "--out", str(tmp_path / "a-file")])
+        trend.main(["--rally-home", str(tmp_path), "--out", str(tmp_path / "a-file")], catalog.TREND_FIGURES)
 
 
 def test_a_reused_out_keeps_no_chart_of_an_earlier_run(tmp_path):
@@ -307,7 +309,7 @@ def test_an_ingest_wall_that_cannot_be_a_time_fails_the_ingest_figure(tmp_path, 
     data = json.loads(path.read_text())
     data["epochs"][2]["wall-s"] = wall
     path.write_text(json.dumps(data))
-    (built,) = series.build(races.from_files(races.Selection(), tmp_path).races)
-    assert series.INGEST_WALL not in built.cells
-    ((race_id, cell, why),) = [e for e in built.excluded if e[1] == series.INGEST_WALL]
+    (built,) = series.build(races.select(races.Selection(), Files(tmp_path)).races, catalog.TREND_FIGURES)
+    assert INGEST_WALL.cell() not in built.cells
+    ((race_id, cell, why),) = [e for e in built.excluded if e[1] == INGEST_WALL.cell()]
     assert why.startswith("failed: a sample of") and ("not a finite time above 0" in why or "beyond any plausible time" in why)

@@ -4,6 +4,7 @@ starts of one version about 10% (log sd 0.10), between races of one start 3-5% (
 slower. Each rate is measured here over hundreds of histories; the bounds are the issue's."""
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -12,6 +13,8 @@ from report.history import changes
 from report.history.races import Facts
 from report.history.series import Point
 from report.shared import uncertainty
+from report.studies.study import COVERAGE_TIME
+from report.studies.widths import CROSSOVER
 
 BETWEEN_STARTS = 0.10  # log sd of a node start's level, one version (the real history: 0.095-0.114 over 4 cells)
 BETWEEN_RACES = 0.04  # log sd of a race around its start's level (the real history: 0.028-0.034 on the steady cells)
@@ -48,7 +51,7 @@ def history(rng, starts, races_per_start, level=lambda start, race: 0.0, version
 
 
 def named(points):
-    found, _, _ = changes.find("cell", points)
+    found, _, _ = changes.find("cell", points, COVERAGE_TIME)
     return found
 
 
@@ -110,7 +113,13 @@ def test_the_morning_after_a_large_step_on_a_running_node_it_is_found():
     small = [running_node(rng, 1.2, 5) for _ in range(200)]
     found_large = sum(found_at(points, 10) for points in large) / 200
     found_small = sum(found_at(points, 10) for points in small) / 200
-    alerted = sum(bool(trend.alerts([(None, {"cell": (points, named(points), None)})], 5)) for points in large) / 200
+    alerted = (
+        sum(
+            bool(trend.alerts([(SimpleNamespace(figures={"cell": COVERAGE_TIME}), {"cell": (points, named(points), None)})], 5))
+            for points in large
+        )
+        / 200
+    )
     print(f"on a running node: 1.5x with 3 after found {found_large:.1%} (alerted {alerted:.1%}), 1.2x with 5 after {found_small:.1%}")
     assert found_large >= 0.9 and found_small >= 0.9 and alerted >= 0.9
 
@@ -157,7 +166,7 @@ def test_a_race_alone_between_a_step_and_its_way_back_is_an_outlier_not_two_chan
     rng = np.random.default_rng(19)
     points = history(rng, 1, 20)
     points[10] = Point(points[10].race_id, points[10].when, points[10].median * 1.6, None, None, 15, points[10].facts)
-    assert not changes.find("cell", points)[0]
+    assert not changes.find("cell", points, COVERAGE_TIME)[0]
     assert changes._without_outliers([4, 10, 11, 15], 20) == ([4, 15], [10])
     assert changes._without_outliers([4, 19], 20) == ([4, 19], [])  # the newest race alone: the start of a change
 
@@ -203,13 +212,16 @@ def test_a_moved_crossover_width_is_a_change_higher_or_lower_and_never_an_alert(
     said "higher" or "lower", and no --fail-on slower alert. 30 nightly races, 300 histories each: with a race's
     width off by a step one time in ten, no move named in at most 5%; a move to the next width with 5 races after it
     found in at least 65% (one time in twenty off: 80%; never off: always)."""
-    from report.history import series, trend
+    from report.history import trend
 
-    cell = f"{series.CROSSOVER}: D_td terms against msearch (default concurrency)"
+    cell = CROSSOVER.cell("D_td terms against msearch (default concurrency)")
     rng = np.random.default_rng(29)
-    null = sum(bool(changes.find(cell, crossover_history(rng, 30, 0.1))[0]) for _ in range(300)) / 300
+    null = sum(bool(changes.find(cell, crossover_history(rng, 30, 0.1), CROSSOVER)[0]) for _ in range(300)) / 300
     moved = {
-        off: sum(any(abs(c.index - 25) <= 1 for c in changes.find(cell, crossover_history(rng, 30, off, 25))[0]) for _ in range(300)) / 300
+        off: sum(
+            any(abs(c.index - 25) <= 1 for c in changes.find(cell, crossover_history(rng, 30, off, 25), CROSSOVER)[0]) for _ in range(300)
+        )
+        / 300
         for off in (0.0, 0.05, 0.1)
     }
     print(
@@ -217,16 +229,21 @@ def test_a_moved_crossover_width_is_a_change_higher_or_lower_and_never_an_alert(
         + ", ".join(f"{k:.0%} off {v:.1%}" for k, v in moved.items())
     )
     assert null <= 0.05 and moved[0.0] == 1.0 and moved[0.05] >= 0.8 and moved[0.1] >= 0.65
-    (change,), _, _ = changes.find(cell, crossover_history(rng, 30, 0.0, 25))
+    (change,), _, _ = changes.find(cell, crossover_history(rng, 30, 0.0, 25), CROSSOVER)
     assert change.index == 25 and change.comparison.verdict == uncertainty.SLOWER
-    assert series.verdict_text(cell, change.comparison.verdict) == "higher" and changes.noise_floor(cell) == 0.0
-    assert series.verdict_text("coverage-D_td-serial", change.comparison.verdict) == uncertainty.SLOWER
+    assert CROSSOVER.verdict_text(change.comparison.verdict) == "higher" and changes.noise_floor(CROSSOVER) == 0.0
+    assert COVERAGE_TIME.verdict_text(change.comparison.verdict) == uncertainty.SLOWER
     points = crossover_history(rng, 30, 0.0, 25)
-    fake = [(None, {cell: (points, [change], None)})]
-    assert trend.alerts(fake, 5) == [] and trend.alerts([(None, {"coverage-D_td-serial": (points, [change], None)})], 5) == [change]
+    widths_series, coverage_series = SimpleNamespace(figures={cell: CROSSOVER}), SimpleNamespace(
+        figures={"coverage-D_td-serial": COVERAGE_TIME}
+    )
+    fake = [(widths_series, {cell: (points, [change], None)})]
+    assert trend.alerts(fake, 5) == [] and trend.alerts([(coverage_series, {"coverage-D_td-serial": (points, [change], None)})], 5) == [
+        change
+    ]
     # two races off and back: an episode, named as outliers, not two changes
     episode = crossover_history(rng, 30, 0.0)
     for n in (12, 13):
         episode[n] = crossover_history(rng, 30, 0.0, 0)[n]
-    found, _, outliers = changes.find(cell, episode)
+    found, _, outliers = changes.find(cell, episode, CROSSOVER)
     assert not found and outliers == ["race-0012", "race-0013"]

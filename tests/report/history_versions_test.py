@@ -14,8 +14,10 @@ import pytest
 
 from report import ReportError
 from report.history import versions
-from report.history.series import INGEST_WALL, Point
+from report.history.series import Point
 from report.shared import uncertainty
+from report.studies.ingest_changes import INGEST_WALL
+from report.studies.study import COVERAGE_TIME
 from tests.conftest import REPO
 from tests.report.history_test import facts
 
@@ -52,7 +54,7 @@ def plan(rng, effect=None, rounds=3, races=4, drift=DRIFT, arms=ARMS, level_ms=2
 
 
 def verdicts_of(points, cell="coverage-D_td-serial"):
-    return {a.arm: a.comparison for a in versions.judge_arms(cell, points).arms[1:]}
+    return {a.arm: a.comparison for a in versions.judge_arms(cell, COVERAGE_TIME, points).arms[1:]}
 
 
 def rate(outcome, count=PLANS, seed=7, **kwargs):
@@ -118,7 +120,7 @@ def test_without_rounds_the_starts_spread_is_the_unit_and_wider():
     unrounded = [
         Point(p.race_id, p.when, p.median, p.low, p.high, p.n, p.facts, {versions.ARM_TAG: p.tags[versions.ARM_TAG]}) for p in points
     ]
-    paired, unpaired = versions.judge_arms("c", points), versions.judge_arms("c", unrounded)
+    paired, unpaired = versions.judge_arms("c", COVERAGE_TIME, points), versions.judge_arms("c", COVERAGE_TIME, unrounded)
     assert paired.unit_spread.basis == versions.BASIS_PAIRED and unpaired.unit_spread is unpaired.spread
     assert paired.arms[2].comparison.ratio == pytest.approx(unpaired.arms[2].comparison.ratio)
     assert (
@@ -128,27 +130,27 @@ def test_without_rounds_the_starts_spread_is_the_unit_and_wider():
 
 def test_a_start_level_leaves_out_its_first_race_and_a_drift_within_starts_is_named():
     rng = np.random.default_rng(5)
-    steady = versions.judge_arms("c", plan(rng, drift=0.0))
+    steady = versions.judge_arms("c", COVERAGE_TIME, plan(rng, drift=0.0))
     assert all(s.level.races == 3 and len(s.medians) == 4 for s in steady.starts)
     assert steady.first_race is not None and steady.first_race[0] > 1.05
     assert steady.drift.verdict == uncertainty.SAME and not steady.drift.races
-    drifting = versions.judge_arms("c", plan(rng, drift=-0.06))
+    drifting = versions.judge_arms("c", COVERAGE_TIME, plan(rng, drift=-0.06))
     assert drifting.drift.verdict == uncertainty.FASTER and drifting.drift.per_race < 0.97
     assert len(drifting.drift.races) >= 2 * len(drifting.starts) * 3 // 4  # two races a start, in most starts
 
 
 def test_a_baseline_that_did_not_race_is_named():
     with pytest.raises(ReportError, match=r"--baseline 7\.0\.0: no race of that arm.*8\.17\.2, 8\.19\.21, 9\.5\.3, 8\.17\.2-aa"):
-        versions.judge_arms("c", plan(np.random.default_rng(1)), baseline="7.0.0")
+        versions.judge_arms("c", COVERAGE_TIME, plan(np.random.default_rng(1)), baseline="7.0.0")
 
 
 def test_the_ingest_has_no_millisecond_floor_and_the_seed_figures_are_the_seeds():
-    assert versions.seed_figure("coverage-D_td-serial") == 1323 and versions.seed_figure("coverage-D_hdr-msearch") == 101
-    assert versions.seed_figure("coverage-D_hdr-terms") is None
-    assert versions.seed_figure(INGEST_WALL) == pytest.approx(5 * 76.867)
+    assert COVERAGE_TIME.seed("coverage-D_td-serial") == 1323 and COVERAGE_TIME.seed("coverage-D_hdr-msearch") == 101
+    assert COVERAGE_TIME.seed("coverage-D_hdr-terms") is None and INGEST_WALL.seed(INGEST_WALL.cell("all")) is None
+    assert INGEST_WALL.seed(INGEST_WALL.cell()) == pytest.approx(5 * 76.867)
     # 60 s of ingest 50% slower on one arm, three starts each: seconds are not milliseconds under the floor
     rng = np.random.default_rng(2)
-    found = versions.judge_arms(INGEST_WALL, plan(rng, effect={"9.5.3": 0.5}, races=1, drift=0.0, level_ms=60.0))
+    found = versions.judge_arms(INGEST_WALL.cell(), INGEST_WALL, plan(rng, effect={"9.5.3": 0.5}, races=1, drift=0.0, level_ms=60.0))
     assert {a.arm: a.comparison for a in found.arms[1:]}["9.5.3"].verdict == uncertainty.SLOWER
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
-from report import races
 from report.__main__ import main as report_main
+from report.shared import races
 from report.studies import ingest, ingest_changes
 from runners.contracts import records
 from runners.contracts.corpus import races_root
@@ -140,7 +140,7 @@ def test_a_failed_baseline_gives_no_change_a_saving(tmp_path):
 def test_a_race_without_the_challenge_has_neither_table(tmp_path):
     race = make_race(tmp_path, walls={})
     assert ingest_changes.changes_table(race) is None and ingest_changes.segment_table(race) is None
-    full = races.find(FULL, rally_home=HOME)
+    full = races.Files(rally_home=HOME).race(FULL)
     assert ingest_changes.changes_table(full) is None
 
 
@@ -175,7 +175,7 @@ def test_the_race_own_ingest_gets_its_segments_too(tmp_path):
     assert header[3:] == ["full ingest (s per epoch)", "full ingest share"]
     assert {row[0].split(":")[0]: row[3] for row in body}["wall"] == pytest.approx(21.0)
     # and on a real full race: its ingest.json and its bulk-epoch-N durations
-    full = races.find(FULL, rally_home=HOME)
+    full = races.Files(rally_home=HOME).race(FULL)
     header, body = ingest_changes.segment_table(full)
     walls = [r["wall_s"] for r in ingest.ingest_rows(full)]
     assert {row[0].split(":")[0]: row[3] for row in body}["wall"] == pytest.approx(statistics.mean(walls))

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from report import races
 from report.__main__ import single_report
+from report.shared import races
 from report.studies import large_source
 from runners.contracts import records
 from runners.contracts.queries import LARGE_SOURCE_FORMATS, LARGE_SOURCE_MODES
@@ -86,7 +86,7 @@ def rows_of(table):
 
 def test_each_cell_gives_its_measured_fetches_figures(tmp_path):
     race = write_race(tmp_path)
-    assert race.large_source["documents"]["parameters"]["large_doc_mb"] == DOC_MB
+    assert large_source.large_source_records(race)["documents"]["parameters"]["large_doc_mb"] == DOC_MB
     header, rows = rows_of(large_source.fetch_table(race))
     assert list(rows) == [(m, f) for m in LARGE_SOURCE_MODES for f in LARGE_SOURCE_FORMATS]
     json_cell = rows[("returned", "json")]

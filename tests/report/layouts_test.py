@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from report import races, scaling
+from report import scaling
 from report.__main__ import main as report_main
+from report.shared import races
 from report.studies import layout_seed, layouts, single_doc
 from runners.contracts import records
 from runners.studies.layouts import record_name
@@ -58,7 +59,7 @@ def fixture_race(home, race_id, rates=RATES, data_nodes=3, processors=2, fail=()
     nodes.insert(0, {"name": "coord-1", "data": False, "allocated-processors": 2})
     records.write(str(record_dir), SEARCH_POOL, {"nodes": nodes, "data-nodes": data_nodes, "default-max-concurrent-searches": 12})
     (dst / "race.json").write_text(json.dumps(data))
-    return races.find(race_id[:8], rally_home=home)
+    return races.Files(rally_home=home).race(race_id[:8])
 
 
 def test_single_doc_table_gives_docs_per_second_against_1s0r_with_intervals_and_the_seeds_figures(tmp_path):

@@ -1,9 +1,11 @@
 """The report's load and live sections on race data built by hand: the redline never comes from a failed step."""
 
+import json
 from pathlib import Path
 
-from report import races
+from report.shared import races
 from report.studies import load
+from runners.contracts import records
 
 
 def step(percent, tail, error_rate=0.0, samples=30):
@@ -20,9 +22,8 @@ def step(percent, tail, error_rate=0.0, samples=30):
 
 def race(ops, params, steps, challenge="coverage-load"):
     data = {"race-id": "r" * 36, "challenge": challenge, "track-params": params, "results": {"op_metrics": ops}}
-    r = races.Race("r" * 36, Path("."), data)
-    r.load_steps = {f"coverage-D_td-msearch-load-{p}pct": {"target_per_s": p / 10, "calibrated_per_s": 10.0} for p in steps}
-    return r
+    lines = [{"task": f"coverage-D_td-msearch-load-{p}pct", "target_per_s": p / 10, "calibrated_per_s": 10.0} for p in steps]
+    return races.Race("r" * 36, Path("."), data, record_texts={records.LOAD_STEPS: "".join(json.dumps(line) + "\n" for line in lines)})
 
 
 PARAMS = {"load_variants": ["D_td"], "load_transports": ["msearch"], "load_steps": [25, 50, 100, 200], "redline_latency_ms": 500}
@@ -71,7 +72,8 @@ def test_the_hosts_table_gives_each_host_its_share_of_a_step_and_what_it_reached
 
     task = "coverage-D_td-msearch-load-50pct"
     r = race([step(50, 100)], PARAMS, [50])  # duration 6,400 ms, target 5/s
-    r.load_steps[task]["clients"] = 2
+    steps = [{**line, "clients": 2} if line["task"] == task else line for line in r.record(records.LOAD_STEPS)]
+    r = races.Race(r.race_id, r.path, r.data, record_texts={records.LOAD_STEPS: "".join(json.dumps(line) + "\n" for line in steps)})
     r.hosts = {
         task: {"ld-1": {"clients": [0], "samples": 16, "measured": 16}, "ld-2": {"clients": [1], "samples": 16, "measured": 8}},
         "check-privileges": {"ld-1": {"clients": [0], "samples": 1, "measured": 1}},

@@ -10,9 +10,9 @@ from pathlib import Path
 import matplotlib.image
 import pytest
 
-from report import ReportError, races
+from report import ReportError
 from report.__main__ import main as report_main
-from report.shared import tables, uncertainty
+from report.shared import races, tables, uncertainty
 from report.studies import coverage, ingest, layouts
 from runners.contracts import records
 from tests.conftest import REPO, TEST_PORT, ensure_test_index
@@ -23,19 +23,19 @@ FULL, PROFILE, PRODUCTION = "b8b9bc99", "23248411", "87d33580"
 
 
 def test_newest_race_of_the_track_is_the_default():
-    race = races.find(rally_home=HOME)
+    race = races.Files(HOME).race()
     stamps = {json.loads(p.read_text())["race-timestamp"]: p.parent.name for p in (HOME / ".rally/benchmarks/races").glob("*/race.json")}
     assert len(stamps) == 3 and race.race_id == stamps[max(stamps)]
 
 
 def test_unknown_race_is_said_plainly():
     with pytest.raises(ReportError, match="no race matching 'ffffffff'"):
-        races.find("ffffffff", rally_home=HOME)
+        races.Files(rally_home=HOME).race("ffffffff")
 
 
 def test_full_race_report_has_every_table_and_real_numbers(tmp_path, capsys):
     assert report_main(["--race", FULL, "--rally-home", str(HOME), "--out", str(tmp_path)]) == 0
-    race = races.find(FULL, rally_home=HOME)
+    race = races.Files(rally_home=HOME).race(FULL)
     text = (tmp_path / race.race_id / "report.md").read_text()
     for title in ("Ingest per epoch", "service time per coverage", "Speedup against D_td serial"):
         assert title in text
@@ -56,7 +56,7 @@ def test_full_race_report_has_every_table_and_real_numbers(tmp_path, capsys):
 
 def test_charts_are_produced_and_not_empty(tmp_path):
     report_main(["--race", FULL, "--rally-home", str(HOME), "--out", str(tmp_path)])
-    race = races.find(FULL, rally_home=HOME)
+    race = races.Files(rally_home=HOME).race(FULL)
     for name in ("coverage.png", "ingest.png"):
         path = tmp_path / race.race_id / name
         assert path.stat().st_size > 10_000
@@ -76,7 +76,7 @@ def test_query_only_race_says_it_has_no_ingest(tmp_path):
 def test_compare_puts_races_side_by_side_with_ratios(tmp_path, capsys):
     assert report_main(["--race", FULL, "--race", PRODUCTION, "--compare", "--rally-home", str(HOME), "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    full, production = races.find(FULL, rally_home=HOME), races.find(PRODUCTION, rally_home=HOME)
+    full, production = races.Files(rally_home=HOME).race(FULL), races.Files(rally_home=HOME).race(PRODUCTION)
     line = next(l for l in out.splitlines() if l.startswith("| coverage-D_td-serial median"))
     a = full.op_metrics()["coverage-D_td-serial"]["service_time"]["mean"]
     b = production.op_metrics()["coverage-D_td-serial"]["service_time"]["mean"]
@@ -134,7 +134,7 @@ def test_races_from_a_track_repository_are_found(tmp_path):
         data["race-timestamp"] = "29991231T000000Z"
 
     _copy_race(FULL, tmp_path, "feedfeed-0000-0000-0000-000000000000", from_repository)
-    assert races.find(rally_home=tmp_path).race_id.startswith("feedfeed")
+    assert races.Files(tmp_path).race().race_id.startswith("feedfeed")
 
 
 def _fail(task, rate=0.4):
@@ -148,11 +148,11 @@ def _fail(task, rate=0.4):
 
 def test_a_failed_cell_is_marked_and_never_ranked(tmp_path, capsys):
     """A fast cell that answered wrongly: FAILED in every table, never the fastest, no speedup from it."""
-    full = races.find(FULL, rally_home=HOME)
+    full = races.Files(rally_home=HOME).race(FULL)
     fastest = tables.fastest_cell(tables.coverage_cells(full))
     task = f"coverage-{fastest[0]}-{fastest[1]}"
     _copy_race(FULL, tmp_path, "badcell0-0000-0000-0000-000000000000", _fail(task))
-    race = races.find("badcell0", rally_home=tmp_path)
+    race = races.Files(rally_home=tmp_path).race("badcell0")
     cells = tables.coverage_cells(race)
     assert tables.fastest_cell(cells) != fastest and tables.valid_median(cells, fastest) is None
     by_variant = dict((row[0], row) for row in coverage.coverage_table(race)[1])
@@ -167,7 +167,7 @@ def test_a_failed_cell_is_marked_and_never_ranked(tmp_path, capsys):
 
 def test_a_failed_baseline_gives_no_speedups(tmp_path):
     _copy_race(FULL, tmp_path, "badbase0-0000-0000-0000-000000000000", _fail("coverage-D_td-serial"))
-    race = races.find("badbase0", rally_home=tmp_path)
+    race = races.Files(rally_home=tmp_path).race("badbase0")
     assert "baseline D_td serial FAILED" in coverage.speedup_table(race)
     report_main(["--race", "badbase0", "--rally-home", str(tmp_path), "--out", str(tmp_path / "out")])
     text = next((tmp_path / "out").glob("*/report.md")).read_text()
@@ -187,8 +187,8 @@ LAYOUT_HOME = Path(__file__).parents[1] / "fixtures" / "layout-race"  # a real -
 
 
 def test_layout_sweep_tables_from_a_real_race(tmp_path):
-    race = races.find(rally_home=LAYOUT_HOME)
-    assert set(race.layouts) == {"1S0R", "2S0R", "3S0R", "1S1R", "2S1R", "3S1R", "1S2R", "3S2R"}
+    race = races.Files(LAYOUT_HOME).race()
+    assert set(layouts.layout_records(race)) == {"1S0R", "2S0R", "3S0R", "1S1R", "2S1R", "3S1R", "1S2R", "3S2R"}
     per_layout = {row[0]: row for row in layouts.layout_ingest_table(race)[1]}
     assert per_layout["1S0R"][6] == pytest.approx(1.0) and per_layout["2S1R"][3] == 5000
     bulk_wall = sum(op["duration"] for task, op in race.op_metrics().items() if task.startswith("layout-2S1R-bulk-epoch-")) / 1000
@@ -217,7 +217,7 @@ def test_a_failed_layout_cell_is_marked(tmp_path):
     fail(data)
     data["race-id"] = dst.name
     (dst / "race.json").write_text(json.dumps(data))
-    query = {row[0]: row for row in layouts.layout_query_table(races.find("cafecafe", rally_home=tmp_path))[1]}
+    query = {row[0]: row for row in layouts.layout_query_table(races.Files(rally_home=tmp_path).race("cafecafe"))[1]}
     assert query["2S1R"][4] == "FAILED" and query["2S1R"][5] is None
 
 
@@ -238,7 +238,7 @@ def test_a_set_of_repeated_races_reports_each_cells_spread(tmp_path, capsys):
         _copy_race(FULL, tmp_path, race_id, _scaled(factor))
     assert report_main(["--race", ",".join(i[:8] for i in ids), "--rally-home", str(tmp_path), "--out", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
-    base = races.find(FULL, rally_home=HOME).op_metrics()["coverage-D_td-msearch"]["service_time"]["mean"]
+    base = races.Files(rally_home=HOME).race(FULL).op_metrics()["coverage-D_td-msearch"]["service_time"]["mean"]
     row = next(l for l in out.splitlines() if l.startswith("| coverage-D_td-msearch |"))
     assert f"{base:.1f} / {base * 1.1:.1f} / {base * 0.9:.1f}" in row and "| 20.0% |" in row
     assert row.rstrip().endswith("| - |")  # race.json keeps no samples: no pooled interval without a metrics store
@@ -279,10 +279,10 @@ def test_sets_are_compared_race_by_race(tmp_path, capsys):
 
 
 def test_ingest_time_is_split_between_elasticsearch_the_connection_and_the_load_driver(tmp_path):
-    race = races.find(FULL, rally_home=HOME)
+    race = races.Files(rally_home=HOME).race(FULL)
     header, body = ingest.ingest_time_table(race)
     ops, first = race.op_metrics(), dict(zip(header, body[0]))
-    bulk, epoch = ops["bulk-epoch-1"], race.ingest["epochs"][0]
+    bulk, epoch = ops["bulk-epoch-1"], ingest.ingest_of(race)["epochs"][0]
     n = epoch["bulk-requests"]
     assert first["wall (s)"] == pytest.approx((bulk["duration"] + bulk["processing_time"]["mean"]) / 1000)  # to the last request's end
     assert first["Elasticsearch: took (s)"] == epoch["bulk-took-ms"] / 1000
@@ -299,7 +299,7 @@ def test_ingest_time_is_split_between_elasticsearch_the_connection_and_the_load_
     for row in record["epochs"]:
         row["bulk-requests"] = 3  # two clients' requests, each as long as the task
     (copy / "cluster-metrics" / "ingest.json").write_text(json.dumps(record))
-    assert ingest.ingest_time_table(races.find("c2c2c2c2", rally_home=tmp_path)) is None
+    assert ingest.ingest_time_table(races.Files(rally_home=tmp_path).race("c2c2c2c2")) is None
 
 
 def _with_epoch_walls(folder, walls):
@@ -346,20 +346,53 @@ def test_a_paired_comparison_names_a_difference_only_beyond_its_interval():
 def test_the_report_sections_are_collected_from_every_study_module_in_the_listed_order():
     """The studies' sections in REPORT_ORDER's order, every report module that declares SECTIONS among them: one not
     listed follows the listed ones, by name (no list to edit for it to join); a listed name with no such module is
-    refused, named."""
-    from report import __main__ as report_main
+    refused, named; so is a declaration of the wrong type."""
+    from report import catalog
     from report.studies import profile
 
-    names = [module.__name__.removeprefix("report.studies.") for module in report_main.STUDIES]
-    listed = [name for name in names if name in report_main.REPORT_ORDER]
-    assert listed == list(report_main.REPORT_ORDER)  # the listed ones first, in REPORT_ORDER's order
+    names = [module.__name__.removeprefix("report.studies.") for module in catalog.STUDIES]
+    listed = [name for name in names if name in catalog.REPORT_ORDER]
+    assert listed == list(catalog.REPORT_ORDER)  # the listed ones first, in REPORT_ORDER's order
     assert names == listed + sorted(set(names) - set(listed))  # then a study's module that is not listed, by name
-    assert set(profile.SECTIONS) <= set(report_main.SECTIONS)
-    unlisted = tuple(name for name in report_main.REPORT_ORDER if name not in ("memory", "coverage"))
-    moved = [module.__name__.removeprefix("report.studies.") for module in report_main.study_modules(unlisted)]
+    assert set(profile.SECTIONS) <= set(catalog.SECTIONS)
+    unlisted = tuple(name for name in catalog.REPORT_ORDER if name not in ("memory", "coverage"))
+    moved = [module.__name__.removeprefix("report.studies.") for module in catalog.declaring("SECTIONS", unlisted)]
     assert moved[: len(unlisted)] == list(unlisted) and moved[len(unlisted) :] == sorted(set(names) - set(unlisted))
-    with pytest.raises(RuntimeError, match="REPORT_ORDER names memroy: no report module of that name declares SECTIONS"):
-        report_main.study_modules(("ingest", "memroy"))
+    with pytest.raises(RuntimeError, match="report/catalog.py names memroy: no report module of that name declares SECTIONS"):
+        catalog.declaring("SECTIONS", ("ingest", "memroy"))
+
+
+def test_charts_and_trend_figures_are_collected_from_the_modules_that_declare_them(monkeypatch):
+    """Each study's charts and trend figures come from its own module (CHARTS, TREND_FIGURES), typed: a figure's unit
+    and direction are declared, never read from its name; a declaration of the wrong type is refused, named."""
+    from report import catalog
+    from report.shared.figures import COST, PLACE, Figure
+    from report.studies import memory, study, widths
+
+    assert [chart.file for chart in catalog.CHARTS] == [
+        "coverage.png",
+        "ingest.png",
+        "rtt.png",
+        "ccs.png",
+        "load.png",
+        "memory.png",
+        "width.png",
+    ]
+    assert set(memory.CHARTS) <= set(catalog.CHARTS) and catalog.TREND_FIGURES[0] is study.COVERAGE_TIME
+    assert {f.name: (f.unit, f.direction) for f in catalog.TREND_FIGURES} == {
+        "coverage time (ms)": ("ms", COST),
+        "ingest wall (s)": ("s", COST),
+        "crossover width (nodes)": ("nodes", PLACE),
+        "round trips (ms per ms of RTT)": ("ms/ms", COST),
+        "large fetch wall (ms)": ("ms", COST),
+        "profile took (ms)": ("ms", COST),
+    }
+    assert widths.CROSSOVER.discrete and not any(f.discrete for f in catalog.TREND_FIGURES if f is not widths.CROSSOVER)
+    with pytest.raises(ValueError, match="figure 'heap': direction must be one of"):
+        Figure("heap", "MB", "bigger", dict)
+    monkeypatch.setattr(memory, "TREND_FIGURES", ("heap (MB)",), raising=False)
+    with pytest.raises(RuntimeError, match=r"report.studies.memory.TREND_FIGURES holds 'heap \(MB\)': each must be a Figure"):
+        catalog.declaring("TREND_FIGURES", catalog.TREND_ORDER)
 
 
 def test_a_race_that_did_not_finish_has_no_answer(tmp_path, capsys):

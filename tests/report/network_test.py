@@ -1,10 +1,12 @@
 """The report's network sections on race data built by hand (the real races: tests/test_network.py): the fitted
 slope, the model, failed points never measured."""
 
+import json
 from pathlib import Path
 
-from report import races
+from report.shared import races
 from report.studies import network
+from runners.contracts import records
 
 
 def op(task, median, error_rate=0.0):
@@ -43,10 +45,10 @@ def test_the_race_s_own_cells_record_is_what_the_report_joins_race_json_to():
     """A race that recorded its cells is read by them, whatever its tasks were named: here one the track would not
     render."""
     r = race([op("renamed-rtt-point", 1600)], {"rtt_ms": [50], "rtt_variants": ["D_td"], "rtt_transports": ["serial"]})
-    r.recorded_cells = {"renamed-rtt-point": {"variant": "D_td", "transport": "serial", "rtt-ms": 50}}
+    r.record_texts[records.CELLS] = json.dumps({"renamed-rtt-point": {"variant": "D_td", "transport": "serial", "rtt-ms": 50}})
     assert network.rtt_table(r)[1][0][:3] == ["D_td", "serial", 1600]
     r = race([op("coverage-D_td-serial-rtt-50ms", 1600)], {"rtt_ms": [50], "rtt_variants": ["D_td"], "rtt_transports": ["serial"]})
-    r.recorded_cells = {}  # recorded, and this task not among them
+    r.record_texts[records.CELLS] = "{}"  # recorded, and this task not among them
     assert network.rtt_table(r) is None
 
 
@@ -85,7 +87,7 @@ def test_seed_001_point_puts_each_cell_beside_the_seeds_range_and_the_model():
     ]
     params = {"ccs_rtt_ms": [190], "ccs_variants": ["D_td"], "ccs_transports": ["terms"], "ccs_shards": 200}
     r = race(ops, params, "ccs-roundtrips")
-    r.validation = validation
+    r.record_texts[records.VALIDATION] = "".join(json.dumps(line) + "\n" for line in validation)
     header, body = network.ccs_point_table(r)
     rows = {row[3]: row for row in body}
     assert list(rows) == ["direct-near", "direct-far", "direct-far-new-connection", "minimize-true", "minimize-false"]

@@ -5,7 +5,8 @@ without the settling's record (settle: false, an older race) gets no line."""
 import json
 from pathlib import Path
 
-from report import outcome, races
+from report import outcome
+from report.shared import races
 from runners.studies import settle
 
 

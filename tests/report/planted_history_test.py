@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from report import catalog
 from report.history import trend
 from runners.contracts import records
 
@@ -60,7 +61,7 @@ def nightly(tmp_path):
     """(exit status, what it printed) of `python -m report trend --fail-on slower` over the home."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        status = trend.main(["--rally-home", str(tmp_path), "--out", str(tmp_path / "out"), "--fail-on", "slower"])
+        status = trend.main(["--rally-home", str(tmp_path), "--out", str(tmp_path / "out"), "--fail-on", "slower"], catalog.TREND_FIGURES)
     return status, out.getvalue()
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from report import races
 from report.__main__ import main as report_main
+from report.shared import races
 from report.shared.uncertainty import median_interval
 from report.studies import profile
 from runners.contracts import records
@@ -75,7 +75,7 @@ def fixture_race(tmp_path, calls, race_id="feed0000-0000-0000-0000-000000000000"
     (dst / "race.json").write_text(json.dumps(data))
     if calls:
         (dst / records.RECORD_DIR / records.PROFILE_CALLS).write_text("".join(json.dumps(c) + "\n" for c in calls))
-    return races.find(race_id[:8], rally_home=tmp_path)
+    return races.Files(rally_home=tmp_path).race(race_id[:8])
 
 
 def rows(table):
@@ -165,10 +165,10 @@ def test_too_few_samples_give_figures_without_an_interval_and_say_so_once(tmp_pa
 
 
 def test_a_race_without_recorded_calls_says_so_and_one_without_a_profile_has_no_section(tmp_path):
-    old = races.find(PROFILE, rally_home=HOME)  # profile.json, but raced before the calls were recorded
+    old = races.Files(rally_home=HOME).race(PROFILE)  # profile.json, but raced before the calls were recorded
     for build in (profile.overhead_table, profile.phases_table):
         assert "recorded no profile ON / OFF calls" in build(old)
-        assert build(races.find(FULL, rally_home=HOME)) is None
+        assert build(races.Files(rally_home=HOME).race(FULL)) is None
 
 
 def test_a_failed_task_is_marked_and_gives_no_overhead(tmp_path):
@@ -196,9 +196,9 @@ def test_the_report_shows_both_tables_with_their_notes(tmp_path):
 
 
 def test_the_profile_shares_sum_to_one():
-    race = races.find(PROFILE, rally_home=HOME)
+    race = races.Files(rally_home=HOME).race(PROFILE)
     header, body = profile.shares_table(race)
-    assert sum(p["share"] for p in race.profile["parts"].values()) == pytest.approx(1.0)
+    assert sum(p["share"] for p in race.record(records.PROFILE)["parts"].values()) == pytest.approx(1.0)
     assert any("TDigestPercentilesAggregator" in row[0] for row in body)
     # the collector's time contains the aggregations' collect time: counting it too would double-count
-    assert "collector" not in race.profile["parts"] and "query (filter)" in race.profile["parts"]
+    assert "collector" not in race.record(records.PROFILE)["parts"] and "query (filter)" in race.record(records.PROFILE)["parts"]

@@ -4,8 +4,7 @@ same answer, and so does the installed Rally, whichever it is (make test-fast, o
 import pytest
 from esrally.utils import opts
 
-from report import store
-from report.shared import rally_compat
+from report.shared import rally_compat, store
 
 HOSTS = {"default": [{"host": "es1.example", "port": 9243}], "remote": [{"host": "es9.example", "port": 9200}]}
 
@@ -51,7 +50,7 @@ def test_each_shape_gives_the_default_clusters_entry(shape):
 
 
 def test_without_a_default_cluster_each_rally_does_as_its_race_would():
-    """2.13.0 has no such cluster (report.cluster.settings names a KeyError as unusable settings); master takes the first."""
+    """2.13.0 has no such cluster (report.shared.cluster.settings names a KeyError as unusable settings); master takes the first."""
     only_remote = {"remote": HOSTS["remote"]}
     with pytest.raises(KeyError):
         rally_compat.default_of(Options213(only_remote))

@@ -15,8 +15,8 @@ import certifi
 import pytest
 from esrally import config as rally_config
 
-from report import ReportError, races, store
-from report.shared import rally_compat
+from report import ReportError
+from report.shared import races, rally_compat, store
 from tests.loopback_es import LoopbackElasticsearch
 from tests.secure_stand_in import Identity, SecuredStandIn, authorize
 
@@ -46,7 +46,7 @@ def test_an_unreachable_store_is_named_with_its_fix(tmp_path):
     config = store.write_config(tmp_path, "127.0.0.1", 9)  # port 9 (discard): nothing listens on loopback
     unreachable = store.Store.from_config(tmp_path, store.CONFIG_NAME)
     with pytest.raises(ReportError, match=r"cannot read Rally's metrics store at http://127.0.0.1:9 .*make metrics-store"):
-        races.from_store(unreachable, "abc")
+        races.Stored(unreachable).race("abc")
     config.unlink()
     with pytest.raises(ReportError, match="make metrics-store writes it"):
         store.Store.from_config(tmp_path, store.CONFIG_NAME)
@@ -144,7 +144,7 @@ def test_a_configuration_rally_cannot_read_is_named_without_quoting_it(tmp_path)
 def resolved_in_a_fresh_process(home, **env):
     """The store's client options with RALLY_REPORTING_DATASTORE_* set: Rally reads them when it is imported."""
     show = (
-        "import json, sys; from report import store; from report.shared import rally_compat; "
+        "import json, sys; from report.shared import rally_compat, store; "
         "print(json.dumps(rally_compat.configured_store_options(store.Store.from_config(sys.argv[1]).cluster.client_options)))"
     )
     environment = {**os.environ, **{f"RALLY_REPORTING_DATASTORE_{k}": v for k, v in env.items()}}

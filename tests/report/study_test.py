@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from report import races
 from report.__main__ import main as report_main
-from report.shared import uncertainty
+from report.shared import races, uncertainty
 from report.studies import coverage, study
 from runners.contracts import records
 from runners.contracts.queries import TRANSPORTS, VARIANTS
+from runners.studies.search_pool import SEARCH_POOL
 
 HOME = Path(__file__).parents[1] / "fixtures" / "races"
 FULL = "b8b9bc99-5da6-4a41-8d0a-0e3dace860a2"
@@ -74,7 +74,7 @@ def make_race(tmp_path, race_id, cells=None, spread=0.02, seed=1, change=None, w
             lines.append(json.dumps(line))
     (dst / records.RECORD_DIR).mkdir(exist_ok=True)
     (dst / records.RECORD_DIR / records.VALIDATION).write_text("\n".join(lines) + "\n")
-    return races.find(race_id[:8], rally_home=tmp_path)
+    return races.Files(rally_home=tmp_path).race(race_id[:8])
 
 
 def fail(race, task):
@@ -159,7 +159,7 @@ def test_a_missing_took_is_said_not_counted_as_zero(tmp_path):
 
 def test_effective_parallelism_is_the_searches_took_over_the_wall(tmp_path):
     race = make_race(tmp_path, "66666666-0000-0000-0000-000000000000")
-    race.search_pool = {"nodes": [{"allocated-processors": 2, "search-pool-size": 4}], "data-nodes": 1}
+    race.record_texts[SEARCH_POOL] = json.dumps({"nodes": [{"allocated-processors": 2, "search-pool-size": 4}], "data-nodes": 1})
     rows = {(r[0], r[1]): r for r in study.parallelism_table(race)[1]}
     ratio = median_of(rows[("D_td", "msearch")][4])
     assert abs(ratio - 1.05 * 1199 / (1323 / 8)) < 0.5 and rows[("D_td", "msearch")][5:7] == [4, 2]

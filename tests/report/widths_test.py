@@ -1,11 +1,14 @@
 """The coverage-width section: the crossover is named only beyond the noise, never on a failed cell, and the table and
 chart show what ran and why the rest did not. Synthetic races with known answers; the real sweep: tests/test_challenges.py."""
 
+import json
+
 import numpy as np
 import pytest
 
-from report import charts, races
+from report.shared import races
 from report.studies import widths
+from runners.contracts import records
 from runners.studies import search_pool
 from tests.conftest import rendered_challenges, rendered_tasks
 
@@ -26,7 +29,7 @@ def race_of(medians, spread=0.02, failed=(), samples=True, n=10, seed=1):
     data = {"race-id": "w" * 36, "challenge": "coverage-width", "results": {"op_metrics": ops}, "track-params": {}}
     race = races.Race("w" * 36, None, data)
     race.samples = times if samples else None
-    race.recorded_cells = cells
+    race.record_texts[records.CELLS] = json.dumps(cells)
     return race
 
 
@@ -92,14 +95,15 @@ def test_the_table_says_why_serial_is_missing_above_its_cap_and_the_note_estimat
 def test_the_chart_draws_every_variant(tmp_path):
     cells = sweep(terms=[30, 60, 300], msearch=[20, 80, 900])
     cells.update({(w, "D_hdr", t): 2.0 * ms for (w, v, t), ms in list(cells.items())})
-    assert charts.width_lines(race_of(cells), tmp_path / "width.png").stat().st_size > 10_000
+    assert widths.width_lines(race_of(cells), tmp_path / "width.png").stat().st_size > 10_000
 
 
 @pytest.mark.parametrize("concurrency", [0, 1, 16])
 def test_a_width_cell_is_found_by_what_it_measures_not_its_name(concurrency):
     transport = widths.width_transport("msearch", concurrency)
     race = race_of({(3000, "C_hdr", transport): 10.0})
-    race.recorded_cells = {"any-name": race.recorded_cells.popitem()[1]}
+    (cell,) = json.loads(race.record_texts[records.CELLS]).values()
+    race = races.Race(race.race_id, None, race.data, race.samples, record_texts={records.CELLS: json.dumps({"any-name": cell})})
     race.data["results"]["op_metrics"][0]["task"] = "any-name"
     assert list(widths.width_cells(race)) == [(3000, "C_hdr", transport)]
     assert widths.width_key({"variant": "D_td", "transport": "msearch", "rtt-ms": 50}) is None  # another study's cell
@@ -146,4 +150,4 @@ def test_the_width_chart_draws_each_point_from_its_own_samples(tmp_path):
     race = race_of(sweep(terms=[300, 150, 400], msearch=[190, 344, 2000]), spread=0.0)
     for op in race.data["results"]["op_metrics"]:
         op["service_time"]["50_0"] *= 1.01
-    assert charts.width_lines(race, tmp_path / "width.png") and (tmp_path / "width.png").stat().st_size > 0
+    assert widths.width_lines(race, tmp_path / "width.png") and (tmp_path / "width.png").stat().st_size > 0

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from runners import operations, studies
-from runners.registry import Need, Operation
+from runners.contracts.registry import Need, Operation
 
 
 class Runner:

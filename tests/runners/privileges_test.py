@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from runners import listings
 from runners.contracts import cells, records
 from runners.contracts.context import CONTEXT_KEY, RaceContext
 from runners.operations import OPERATIONS
@@ -195,5 +196,5 @@ def test_a_check_that_gets_no_answer_is_no_pass(status, body):
 )
 def test_make_privileges_names_a_bad_track_parameter_before_rendering(given, named, capsys):
     with pytest.raises(SystemExit):
-        privileges.main(["--track-params", given])
+        listings.privileges_table(["--track-params", given])
     assert named in capsys.readouterr().err

@@ -322,7 +322,12 @@ def test_query_challenges_check_the_corpus_before_the_first_timed_query():
         # a timed query of the generated corpus: tagged query, of an operation that reads it (registry.Operation)
         timed = [i for i, t in enumerate(tasks) if "query" in t["tags"] and getattr(OPERATIONS.get(types[i]), "reads_corpus", False)]
         if timed:
-            assert "verify-corpus" in types[: timed[0]], challenge["name"]
+            assert "verify-corpus" in types[: timed[0]], (
+                f"{challenge['name']}.json: its first timed query {tasks[timed[0]]['operation']['name']} runs before any "
+                'verify-corpus: put {"operation": {"name": "verify-corpus", "operation-type": "verify-corpus", "shape": '
+                '{{ standard_shape | tojson }}}, "tags": ["check"]} before it, so a race on an index that holds another corpus stops '
+                "before anything is timed"
+            )
         checked.append(bool(timed))
     assert sum(checked) >= 12, checked  # the query challenges (not the ingests, nor source-large's own index)
 
@@ -651,7 +656,7 @@ def test_make_privileges_prints_what_the_processor_hands_each_challenges_check(c
         needs = check_privileges_params(load(root, params, test_mode, challenge=challenge), challenge)
         corpus_index = sorted({p for name, privileges in needs["index"].items() if name != NOTES_INDEX for p in privileges})
         found[challenge] = (needs["cluster"], corpus_index, needs["index"].get(NOTES_INDEX, []))
-    printed = privileges.table(WIDTH_PARAMS)
+    printed = privileges.table(WIDTH_PARAMS, OPERATIONS)
     assert table_rows(printed) == found and len(found) == len(rendered_challenges({}))
     # least privilege: a query challenge reads, only the challenges that change a cluster setting manage the cluster
     assert found["query-decomposition"] == (["monitor"], ["read", "view_index_metadata"], ["read"])
@@ -667,7 +672,7 @@ def test_every_default_passes_its_own_rule_and_make_params_names_what_each_accep
     for name, default in parameters.DEFAULTS.items():
         parameters.all_rules()[name](default)  # a default the processor would refuse: track.json and the rule disagree
     listed = subprocess.run(
-        [sys.executable, "-m", "runners.contracts.parameters"], capture_output=True, text=True, cwd=REPO, check=True
+        [sys.executable, "-m", "runners.listings", "params"], capture_output=True, text=True, cwd=REPO, check=True
     ).stdout
     assert (
         "epochs = 5\n    an integer of at least 1\n" in listed

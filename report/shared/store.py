@@ -16,7 +16,7 @@ from elasticsearch import ApiError
 from esrally import config as rally_config
 
 from report import ReportError
-from report.cluster import Cluster, Fixes, unusable
+from report.shared.cluster import Cluster, Fixes, unusable
 from runners.contracts import records
 from runners.shared import hosts
 

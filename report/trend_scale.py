@@ -1,6 +1,6 @@
 """make trend-scale: how long the trend takes over a store of many races (a benchmark, not a test).
 
-    python -m report.history.scale --port 9220 [--races 500] [--cells 100] [--samples 15]
+    python -m report.trend_scale --port 9220 [--races 500] [--cells 100] [--samples 15]
 
 Fills a local metrics store node of its own (make trend-scale starts one on TREND_SCALE_PORT and stops it after) with
 races of this track as Rally writes them: a race document each (rally-races-*), and per race a check-privileges sample
@@ -20,8 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
+from report import catalog
 from report.history import races, series, trend
-from report.store import SERVICE_TIME, Store
+from report.shared.races import Stored
+from report.shared.store import SERVICE_TIME, Store
 from runners.contracts import records
 
 
@@ -100,9 +102,9 @@ def main(argv=None):
     timings = []
     for _ in range(3):
         began = time.monotonic()
-        found = races.from_store(races.Selection(), store)
+        found = races.select(races.Selection(), Stored(store))
         read = time.monotonic() - began
-        analysed = trend.analyse(series.build(found.races))
+        analysed = trend.analyse(series.build(found.races, catalog.TREND_FIGURES))
         with tempfile.TemporaryDirectory() as out:
             _, line = trend.write_report(analysed, found, races.Selection(), out, "race")
         timings.append((read, time.monotonic() - began))

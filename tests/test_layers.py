@@ -1,0 +1,44 @@
+"""The layers of runners/ and report/ as pyproject.toml's import-linter contracts state them (make lint runs
+lint-imports): kept by the repository, and each one broken, naming the import, when a wrong-way import is added to a
+copy of the packages."""
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO
+
+LINT_IMPORTS = [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"]
+
+
+def lint_imports(root):
+    return subprocess.run([*LINT_IMPORTS, "--no-cache"], cwd=root, capture_output=True, text=True, env={"PYTHONPATH": str(root)})
+
+
+def test_the_repository_keeps_its_layers():
+    done = lint_imports(REPO)
+    assert done.returncode == 0 and "0 broken" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+@pytest.mark.parametrize(
+    "module, wrong_way, contract",
+    [
+        ("runners/contracts/cells.py", "runners.studies.coverage", "runners/: its top > studies > shared > contracts"),
+        ("runners/shared/wire.py", "runners.operations", "runners/: its top > studies > shared > contracts"),
+        ("report/history/series.py", "report.studies.coverage", "report/: its top > history | studies > shared"),
+        ("report/studies/memory.py", "report.history.changes", "report/: its top > history | studies > shared"),
+        ("report/shared/tables.py", "report.catalog", "report/: its top > history | studies > shared"),
+    ],
+)
+def test_a_wrong_way_import_breaks_its_contract_naming_it(tmp_path, module, wrong_way, contract):
+    for package in ("runners", "report"):
+        shutil.copytree(REPO / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", tmp_path)
+    path = tmp_path / module
+    path.write_text(path.read_text() + f"\nimport {wrong_way}  # noqa: E402,F401\n")
+    done = lint_imports(tmp_path)
+    importer = module.removesuffix(".py").replace("/", ".")
+    assert done.returncode != 0 and f"{contract} BROKEN" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"{importer} -> {wrong_way}" in done.stdout, done.stdout[-3000:]
