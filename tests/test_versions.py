@@ -12,6 +12,7 @@ import subprocess
 import pytest
 
 from report.history import races as history_races
+from report.shared.races import Files
 from tests.conftest import ACTOR_SYSTEM, LAUNCHER, PYTHON, REPO, SMALL_CORPUS, wait_for_our_rally
 
 # make it builds the node homes of the versions it races before its tests (the namespace it runs them in has no network)
@@ -70,7 +71,7 @@ def test_make_versions_races_each_arm_by_node_starts_and_judges_them(rally_home,
     assert [(d["es"], d["start"]) for d in state["done"]] == [(v, s) for s in (1, 2) for v in ARMS], state
     assert state["design"]["race-args"] == "--test-mode"
     # every race of the plan in the Rally home, tagged with its arm and round, each start on a node of its own
-    found = history_races.from_files(history_races.Selection((), {"node-starts": plan}), rally_home)
+    found = history_races.select(history_races.Selection((), {"node-starts": plan}), Files(rally_home))
     assert len(found.races) == 8, [r.race_id for r in found.races]
     by_start = {}
     for race in found.races:
