@@ -118,7 +118,22 @@ def test_a_scalar_parameter_of_any_value_renders_so_that_the_processor_can_name_
 
     scalars = [name for name, default in parameters.DEFAULTS.items() if not isinstance(default, list)]
     for value in ("x", -1, 2.5, None, {"a": 1}):
-        assert rendered_challenges(dict.fromkeys(scalars, value)), value
+        try:
+            rendered_challenges(dict.fromkeys(scalars, value))
+        except Exception as e:  # which parameter broke it, named with the fix
+            broken = [name for name in scalars if not _renders({name: value})]
+            raise AssertionError(
+                f"track parameter(s) {', '.join(broken)} given {value!r} break the track's rendering ({e.__class__.__name__}: "
+                f"{str(e)[:120]}), so Rally fails before the processor can name the bad value: write an integer parameter "
+                "through count() ({{ count(p_name) }}) and any other through tojson ({{ p_name | tojson }})"
+            ) from None
+
+
+def _renders(params):
+    try:
+        return bool(rendered_challenges(params))
+    except Exception:
+        return False
 
 
 def readme_tags():
