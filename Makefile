@@ -303,9 +303,10 @@ params: venv
 privileges: venv
 	@$(VPY) -m runners.listings privileges $(if $(TRACK_PARAMS),--track-params="$(TRACK_PARAMS)")
 
-# unit tests only (no node, no race): about 80 s on 2 cores, lint included
+# the quick loop: unit tests only (no node, no race), less those marked slow (make test runs them): about 55 s on 2
+# cores, lint included
 test-fast: venv lint
-	$(VPY) -m pytest -n $(TEST_JOBS) -m 'not integration' tests
+	$(VPY) -m pytest -n $(TEST_JOBS) -m 'not integration and not slow' tests
 
 # the formatting (pyproject.toml: black and isort, line length 140) is checked by the tests and applied by make format
 PY_SOURCES := runners report tests corpora-gen local-es tracks corpora-gen/generate

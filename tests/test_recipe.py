@@ -9,6 +9,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import REPO
 
 RECIPE = REPO / "docs" / "repository.md"
@@ -133,6 +135,7 @@ def run(root, *command):
     return subprocess.run([sys.executable, *command], cwd=root, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_a_study_written_by_the_recipe_passes_the_unit_checks_and_reports_from_files_and_a_store(tmp_path):
     blocks = recipe_blocks()
     files = [path for path, _, _ in blocks]

@@ -59,6 +59,7 @@ def rate(histories):
     return sum(bool(named(points)) for points in histories) / len(histories)
 
 
+@pytest.mark.slow
 def test_histories_without_a_change_name_one_in_at_most_5_percent_of_cells():
     """Short shapes, 300 histories each: two versions with no difference alternated, 3 node starts each of 4 races
     (the real history's); a nightly history of 30 races, each on a node started for it; 3 long-lived node starts of 10
@@ -84,6 +85,7 @@ def found_at(points, index, verdict=uncertainty.SLOWER):
     return any(c.comparison.verdict == verdict and abs(c.index - index) <= 1 and c.kind == changes.STEP for c in named(points))
 
 
+@pytest.mark.slow
 def test_a_20_percent_step_with_5_races_after_it_is_found_in_90_percent_of_histories():
     """A 20% step on a running node (a setting changed without a restart: its races before and after share the node
     start, so the race-to-race spread is the noise), 10 races before it on that start and 5 after, behind an earlier
@@ -102,6 +104,7 @@ def running_node(rng, step, after, before=10):
     return history(rng, 1, before + after, level=lambda s, n: math.log(step) if n >= before else 0.0)
 
 
+@pytest.mark.slow
 def test_the_morning_after_a_large_step_on_a_running_node_it_is_found():
     """The shapes a team has on a running node: a 1.5x step with 3 races after it, a 1.2x step with 5 after, 10 races
     before on the same node start: each found where it begins, slower, as a step, in at least 90% of histories; and
@@ -124,6 +127,7 @@ def test_the_morning_after_a_large_step_on_a_running_node_it_is_found():
     assert found_large >= 0.9 and found_small >= 0.9 and alerted >= 0.9
 
 
+@pytest.mark.slow
 def test_a_large_step_in_a_nightly_history_and_after_an_upgrade():
     """Nightly, each race on a node of its own: a 1.5x step with 3 races after it, found in at least 90%. After an
     upgrade, node starts of 4 races (3 before on 8.17.2, 3 after on 9.5.3, the version recorded): a 1.3x step is
@@ -139,6 +143,7 @@ def test_a_large_step_in_a_nightly_history_and_after_an_upgrade():
     assert nightly >= 0.9 and 0.3 <= upgrade <= 0.7
 
 
+@pytest.mark.slow
 def test_a_step_at_a_node_start_is_judged_against_the_spread_between_starts():
     """The same 20% step where every race is on a node of its own (nightly), and where it comes with a node start of
     4 races (an upgrade, the real history's shape): each node start's 10% is in the noise, so it is found less often;
@@ -152,6 +157,7 @@ def test_a_step_at_a_node_start_is_judged_against_the_spread_between_starts():
     assert 0.1 < nightly < 0.9 and upgrade < 0.5 and large >= 0.9
 
 
+@pytest.mark.slow
 def test_a_slow_drift_is_reported_as_a_drift_not_a_step():
     """1.5% a race over 30 races on one long-lived node (1.55x from first to last): whatever is named is a drift."""
     rng = np.random.default_rng(17)
@@ -207,6 +213,7 @@ def crossover_history(rng, races, off, move_at=None):
     return points
 
 
+@pytest.mark.slow
 def test_a_moved_crossover_width_is_a_change_higher_or_lower_and_never_an_alert():
     """A figure that is a width, not a cost: every move a candidate, a move of two races an episode; no 5 ms floor,
     said "higher" or "lower", and no --fail-on slower alert. 30 nightly races, 300 histories each: with a race's

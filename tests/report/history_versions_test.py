@@ -89,18 +89,21 @@ def test_the_plan_alternates_its_arms_and_names_a_bad_entry():
         node_starts.arms("8.17")
 
 
+@pytest.mark.slow
 def test_no_version_effect_gives_no_difference_in_at_least_95_percent_of_cells():
     same = rate(lambda found: np.mean([c.verdict == uncertainty.SAME for c in found.values()]))
     print(f"no effect: {same:.1%} of cells no difference")
     assert same >= 0.95
 
 
+@pytest.mark.slow
 def test_the_a_a_arm_gives_no_difference_in_at_least_95_percent_of_plans():
     same = rate(lambda found: found["8.17.2-aa"].verdict == uncertainty.SAME)
     print(f"A/A arm: {same:.1%} of plans no difference")
     assert same >= 0.95
 
 
+@pytest.mark.slow
 def test_a_20_percent_version_effect_is_found():
     """With the spread between node starts measured, 3 starts a version find a 20% effect in about 60% of plans, 6 in
     at least 90% (docs/versions.md says how many a team needs)."""

@@ -118,6 +118,7 @@ def race_sets(rng, races, shift=1.0, samples=10, size=TRIALS // 2):
     return np.median(rng.lognormal(MU, SIGMA, (size, races, samples)) * offsets * shift, axis=2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("races", [2, 3, 5])
 def test_identical_race_sets_are_rarely_called_different(races):
     rng = np.random.default_rng(100 + races)
@@ -138,6 +139,7 @@ def test_pooling_the_samples_of_repeated_races_calls_noise_a_difference():
 
 # power on synthetic sets (3% race-to-race spread, 10 samples a race): 3 races find a 20% difference 86% of the time,
 # 5 races a 10% one 78%
+@pytest.mark.slow
 @pytest.mark.parametrize("races,shift,verdict,power", [(3, 1.2, SLOWER, 0.8), (3, 1 / 1.2, FASTER, 0.8), (5, 1.1, SLOWER, 0.7)])
 def test_a_real_difference_between_race_sets_is_found(races, shift, verdict, power):
     rng = np.random.default_rng(int(races * 100 * shift))
@@ -181,6 +183,7 @@ def races_naming_a_drift(cells):
     return np.mean(named)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [12, 15, 30])
 def test_a_race_without_drift_rarely_names_a_cell(n):
     """Independent samples in random order, 24 cells a race: the verdicts hold together, so a race names any cell in at
@@ -189,6 +192,7 @@ def test_a_race_without_drift_rarely_names_a_cell(n):
     assert races_naming_a_drift(draws(rng, n, size=CELLS * 300)) <= 0.05
 
 
+@pytest.mark.slow
 def test_a_node_whose_speed_wanders_is_not_called_drifting(monkeypatch):
     """Samples that wander as much as a warm node's (each keeps 45% of the one before: their t statistics spread as on
     the calibration races, 1.86) name a drift in at most 5% of races; with the error of independent samples, the same
@@ -232,6 +236,7 @@ def test_the_dependence_factor_covers_the_warm_races_it_was_measured_on():
     [(12, np.full(4, 2.0)), (12, np.linspace(3.0, 2.0, 4)), (21, np.linspace(2.5, 1.5, 7))],
     ids=["12-first-third-2x", "12-easing-3x-to-2x", "21-easing-2.5x-to-1.5x"],
 )
+@pytest.mark.slow
 def test_a_cell_measured_cold_is_called_drifting(n, slow):
     """One cell of 24 measured on a cold JVM, its first third slow (flat or easing off), with a warm cell's spread (5%,
     the calibration races' median): the last third against the first is faster, beyond noise, nearly always; a rule
