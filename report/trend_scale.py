@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from report import catalog
-from report.history import races, series, trend
+from report.history import analysis, races, series, trend
 from report.shared.races import Stored
 from report.shared.store import SERVICE_TIME, Store
 from runners.contracts import records
@@ -104,7 +104,7 @@ def main(argv=None):
         began = time.monotonic()
         found = races.select(races.Selection(), Stored(store))
         read = time.monotonic() - began
-        analysed = trend.analyse(series.build(found.races, catalog.TREND_FIGURES))
+        analysed = analysis.analyse(series.build(found.races, catalog.TREND_FIGURES))
         with tempfile.TemporaryDirectory() as out:
             _, line = trend.write_report(analysed, found, races.Selection(), out, "race")
         timings.append((read, time.monotonic() - began))

@@ -29,7 +29,6 @@ class Series:
     races: list = field(default_factory=list)  # (race id, timestamp, facts), in order
     cells: dict = field(default_factory=dict)  # cell -> [Point], in race order
     excluded: list = field(default_factory=list)  # (race id, cell or None for the whole race, why)
-    outliers: dict = field(default_factory=dict)  # cell -> race ids alone between a step and its way back
     figures: dict = field(default_factory=dict)  # cell -> its figure (report/shared/figures.py: unit, direction)
 
     @property

@@ -22,6 +22,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from report import ReportError  # noqa: E402
+from report.history import analysis  # noqa: E402
 from report.history import changes as change_points  # noqa: E402
 from report.history import races as history_races  # noqa: E402
 from report.history import series as history_series  # noqa: E402
@@ -29,34 +30,6 @@ from report.shared import tables, uncertainty  # noqa: E402
 from report.shared.races import source  # noqa: E402
 
 ALERT_EXIT = 3  # --fail-on slower found one: distinct from 1 (a report error) and 2 (bad arguments)
-
-
-def _version_key(version):
-    return tuple(int(part) if part.isdigit() else -1 for part in (version or "0").split("."))
-
-
-def order_points(points, order):
-    """Points in race order (their timestamps), or by Elasticsearch version, or by a user tag's value, then time."""
-    if order == "race":
-        return points
-    if order == "version":
-        return sorted(points, key=lambda p: (_version_key(p.facts.version), p.when))
-    key = order.split(":", 1)[1]
-    return sorted(points, key=lambda p: (str((p.tags or {}).get(key, "")), p.when))
-
-
-def analyse(series_list, order="race"):
-    """[(series, {cell: (points, changes, spread)})]."""
-    found = []
-    for series in series_list:
-        cells = {}
-        for cell, points in series.cells.items():
-            points = order_points(points, order)
-            cell_changes, unit_spread, outliers = change_points.find(cell, points, series.figures[cell])
-            cells[cell] = (points, cell_changes, unit_spread)
-            series.outliers[cell] = outliers
-        found.append((series, cells))
-    return found
 
 
 def _value(value, figure):
@@ -73,8 +46,8 @@ def _level_text(lvl, figure):
 def change_rows(analysed):
     rows = []
     for series, cells in analysed:
-        for cell, (points, cell_changes, _) in cells.items():
-            for c in cell_changes:
+        for a in cells.values():
+            for c in a.changes:
                 rows.append((c.when, series, c))
     rows.sort(key=lambda r: r[0], reverse=True)
     return rows
@@ -104,25 +77,27 @@ def changes_table(rows):
     return header, body
 
 
-def spread_text(points, cell_changes, unit_spread):
+def spread_text(a):
     """The spreads a cell's verdicts read, within the segments its changes leave: between node starts (a change at a
     node start), and between races of one node start (a change on a running node), where there is one."""
-    races = change_points.within_start_spread(points, [c.index for c in cell_changes])
-    shown = races.sd is not None and unit_spread.basis == change_points.BASIS_STARTS
+    races = a.within_start
+    shown = races.sd is not None and a.spread.basis == change_points.BASIS_STARTS
     within = f"; {math.expm1(races.sd):.1%} between races of one node start ({races.df} degrees of freedom)" if shown else ""
-    return unit_spread.text() + within
+    return a.spread.text() + within
 
 
-def segment_table(figure, points, cell_changes, unit_spread):
+def segment_table(a):
     header = ["segment", "races", "node starts", "first race", "last race", "level [95%]"]
     body = []
-    for i, (first, end) in enumerate(change_points.segments(points, cell_changes)):
-        lvl = change_points.level(points[first:end], unit_spread)
-        body.append([i + 1, end - first, lvl.starts, points[first].race_id[:8], points[end - 1].race_id[:8], _level_text(lvl, figure)])
+    for i, (first, end, lvl) in enumerate(a.segments):
+        body.append(
+            [i + 1, end - first, lvl.starts, a.points[first].race_id[:8], a.points[end - 1].race_id[:8], _level_text(lvl, a.figure)]
+        )
     return header, body
 
 
-def points_table(figure, points):
+def points_table(a):
+    figure, points = a.figure, a.points
     header = ["race", "date", "Elasticsearch", "node start", "median [95%]", "n"]
     starts = {}
     body = []
@@ -172,12 +147,12 @@ def charts(analysed, out):
     """One chart per changed cell, and a small multiple of the others; returns the markdown lines."""
     lines, rest = [], []
     for n, (series, cells) in enumerate(analysed):
-        for cell, (points, cell_changes, unit_spread) in cells.items():
-            if not cell_changes:
-                rest.append((cell, series.figures[cell], points, cell_changes, unit_spread))
+        for cell, a in cells.items():
+            if not a.changes:
+                rest.append((cell, a.figure, a.points, a.changes, a.spread))
                 continue
             fig, ax = plt.subplots(figsize=(7, 3))
-            _draw(ax, cell, series.figures[cell], points, cell_changes, unit_spread)
+            _draw(ax, cell, a.figure, a.points, a.changes, a.spread)
             ax.set_xlabel(
                 "race (oldest first: date, id); dotted: a node start; dashed: a change; orange: each segment's level in each node start",
                 fontsize=6,
@@ -207,10 +182,9 @@ def configuration_lines(analysed):
     header = ["cell", "configuration", "level [95%]", "against the first [95%]"]
     body = []
     for series, cells in analysed:
-        for cell, (points, _, unit_spread) in cells.items():
-            figure = series.figures[cell]
-            for text, lvl, comparison in change_points.by_configuration(points, unit_spread, change_points.noise_floor(figure)):
-                body.append([cell, text, _level_text(lvl, figure), "-" if comparison is None else comparison.text()])
+        for cell, a in cells.items():
+            for text, lvl, comparison in a.by_configuration:
+                body.append([cell, text, _level_text(lvl, a.figure), "-" if comparison is None else comparison.text()])
     if not body:
         return []
     return [
@@ -229,10 +203,9 @@ def first_race_lines(analysed):
     """Per cell, the first race after a node start against the same start's later races."""
     body = []
     for series, cells in analysed:
-        for cell, (points, _, _) in cells.items():
-            effect = change_points.first_race_effect(points)
-            if effect:
-                ratio, low, high, starts = effect
+        for cell, a in cells.items():
+            if a.first_race:
+                ratio, low, high, starts = a.first_race
                 verdict = uncertainty.verdict(ratio, low, high, uncertainty.MARGIN, float("inf"), 0).verdict
                 body.append([cell, starts, f"{ratio:.3f} [{low:.3f}, {high:.3f}]", verdict])
     if not body:
@@ -278,7 +251,7 @@ NOT_JUDGED = "no two node starts of one configuration and no two races of one no
 
 def unjudged_cells(analysed):
     """How many cells have no spread to judge a change by (one race; one race a configuration)."""
-    return sum(1 for _, cells in analysed for points, _, _ in cells.values() if change_points.spread(points).sd is None)
+    return sum(1 for _, cells in analysed for a in cells.values() if not a.judged)
 
 
 def alerts(analysed, within):
@@ -286,9 +259,10 @@ def alerts(analysed, within):
     newest `within` races of its series, or a drift up that goes on to the newest race."""
     found = []
     for series, cells in analysed:
-        for cell, (points, cell_changes, _) in cells.items():
+        for cell, a in cells.items():
+            points, cell_changes = a.points, a.changes
             for k, c in enumerate(cell_changes):
-                if c.comparison.verdict != uncertainty.SLOWER or not series.figures[cell].is_cost:
+                if c.comparison.verdict != uncertainty.SLOWER or not a.figure.is_cost:
                     continue
                 newest = c.kind == change_points.STEP and len(points) - c.index <= within
                 ongoing = c.kind == change_points.DRIFT and k == len(cell_changes) - 1
@@ -348,12 +322,12 @@ def write_report(analysed, found, selection, out_root, order):
         parts.append("")
     for i, (series, cells) in enumerate(analysed):
         parts += [f"## Series {i + 1}: {series.describe()}", ""]
-        for cell, (points, cell_changes, unit_spread) in cells.items():
-            parts += [f"### {cell}", "", f"Spread used for its verdicts: {spread_text(points, cell_changes, unit_spread)}.", ""]
-            parts += [tables.markdown(*segment_table(series.figures[cell], points, cell_changes, unit_spread)), ""]
-            if series.outliers.get(cell):
-                parts += [f"Outlier race(s), alone between a step and its way back: {', '.join(r[:8] for r in series.outliers[cell])}.", ""]
-            parts += [tables.markdown(*points_table(series.figures[cell], points)), ""]
+        for cell, a in cells.items():
+            parts += [f"### {cell}", "", f"Spread used for its verdicts: {spread_text(a)}.", ""]
+            parts += [tables.markdown(*segment_table(a)), ""]
+            if a.outliers:
+                parts += [f"Outlier race(s), alone between a step and its way back: {', '.join(r[:8] for r in a.outliers)}.", ""]
+            parts += [tables.markdown(*points_table(a)), ""]
         if series.excluded:
             parts += ["Excluded (never a point):", ""]
             parts += [f"- race {race_id[:8]}{'' if cell is None else ' cell ' + cell}: {why}" for race_id, cell, why in series.excluded]
@@ -405,7 +379,7 @@ def main(argv, figures):
     check_out(args.out)
     found = history_races.select(selection, source(args.rally_home, args.configuration_name))
     history_races.check_found(found, selection)
-    analysed = analyse(history_series.build(found.races, figures, found.left_out), args.order)
+    analysed = analysis.analyse(history_series.build(found.races, figures, found.left_out), args.order)
     if not any(cells for _, cells in analysed):
         raise ReportError(
             f"{len(found.races)} race(s) selected, but none has a cell with samples to follow: "

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from report import ReportError, catalog
-from report.history import races, series, trend
+from report.history import analysis, races, series, trend
 from report.shared.races import Files
 from report.studies.ingest_changes import INGEST_WALL
 from runners.contracts import records
@@ -149,9 +149,9 @@ def test_points_ordered_by_version_or_by_a_tag_when_asked(tmp_path):
         write_race(tmp_path, race_id, when, version=version, tags={"build": tag})
     (built,) = series.build(races.select(races.Selection(), Files(tmp_path)).races, catalog.TREND_FIGURES)
     points = built.cells[CELL]
-    assert [p.race_id for p in trend.order_points(points, "race")] == ["a1", "a2", "a3"]
-    assert [p.race_id for p in trend.order_points(points, "version")] == ["a2", "a3", "a1"]
-    assert [p.race_id for p in trend.order_points(points, "tag:build")] == ["a3", "a1", "a2"]
+    assert [p.race_id for p in analysis.order_points(points, "race")] == ["a1", "a2", "a3"]
+    assert [p.race_id for p in analysis.order_points(points, "version")] == ["a2", "a3", "a1"]
+    assert [p.race_id for p in analysis.order_points(points, "tag:build")] == ["a3", "a1", "a2"]
     with pytest.raises(SystemExit):
         run(tmp_path, tmp_path, "--order", "colour")
 

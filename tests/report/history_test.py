@@ -4,12 +4,12 @@ starts of one version about 10% (log sd 0.10), between races of one start 3-5% (
 slower. Each rate is measured here over hundreds of histories; the bounds are the issue's."""
 
 import math
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from report.history import changes
+from report.history.analysis import CellAnalysis, SeriesAnalysis
 from report.history.races import Facts
 from report.history.series import Point
 from report.shared import uncertainty
@@ -48,6 +48,11 @@ def history(rng, starts, races_per_start, level=lambda start, race: 0.0, version
             value += level(s, n)
             points.append(Point(f"race-{n:04d}", f"2026{n:010d}", math.exp(value), None, None, 15, facts(version(s), s, settings(n))))
     return points
+
+
+def analysed_as(points, found, figure):
+    """A cell's analysis with these changes (what trend.alerts reads of it)."""
+    return CellAnalysis("cell", figure, points, found, None, [], [], None, [], None)
 
 
 def named(points):
@@ -117,10 +122,7 @@ def test_the_morning_after_a_large_step_on_a_running_node_it_is_found():
     found_large = sum(found_at(points, 10) for points in large) / 200
     found_small = sum(found_at(points, 10) for points in small) / 200
     alerted = (
-        sum(
-            bool(trend.alerts([(SimpleNamespace(figures={"cell": COVERAGE_TIME}), {"cell": (points, named(points), None)})], 5))
-            for points in large
-        )
+        sum(bool(trend.alerts([SeriesAnalysis(None, {"cell": analysed_as(points, named(points), COVERAGE_TIME)})], 5)) for points in large)
         / 200
     )
     print(f"on a running node: 1.5x with 3 after found {found_large:.1%} (alerted {alerted:.1%}), 1.2x with 5 after {found_small:.1%}")
@@ -241,13 +243,9 @@ def test_a_moved_crossover_width_is_a_change_higher_or_lower_and_never_an_alert(
     assert CROSSOVER.verdict_text(change.comparison.verdict) == "higher" and changes.noise_floor(CROSSOVER) == 0.0
     assert COVERAGE_TIME.verdict_text(change.comparison.verdict) == uncertainty.SLOWER
     points = crossover_history(rng, 30, 0.0, 25)
-    widths_series, coverage_series = SimpleNamespace(figures={cell: CROSSOVER}), SimpleNamespace(
-        figures={"coverage-D_td-serial": COVERAGE_TIME}
-    )
-    fake = [(widths_series, {cell: (points, [change], None)})]
-    assert trend.alerts(fake, 5) == [] and trend.alerts([(coverage_series, {"coverage-D_td-serial": (points, [change], None)})], 5) == [
-        change
-    ]
+    as_width = [SeriesAnalysis(None, {cell: analysed_as(points, [change], CROSSOVER)})]
+    as_cost = [SeriesAnalysis(None, {"coverage-D_td-serial": analysed_as(points, [change], COVERAGE_TIME)})]
+    assert trend.alerts(as_width, 5) == [] and trend.alerts(as_cost, 5) == [change]
     # two races off and back: an episode, named as outliers, not two changes
     episode = crossover_history(rng, 30, 0.0)
     for n in (12, 13):
