@@ -4,5 +4,6 @@ judged with the node start as the unit, and what changed in the cluster with eac
 Layers: races (which races of a source, report/shared/races.py: a Rally home or a metrics store, and why one is left
 out), series (like with like: one series a challenge, corpus, parameters and cluster shape; a point per race and cell
 of each figure the studies declare, report/catalog.py hands them), changes (change points, their verdicts and drifts),
-trend (the report, its chart and the console line; `python -m report trend`), versions. No module here imports a study.
+analysis (a typed result per series and cell, before any text), trend (renders it: the report, its chart and the
+console line; `python -m report trend`), versions. No module here imports a study.
 """
