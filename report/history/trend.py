@@ -108,7 +108,9 @@ def points_table(a):
     return header, body
 
 
-def _draw(ax, cell, figure, points, cell_changes, unit_spread, ticks=6):
+def _draw(ax, a, ticks=6):
+    """One cell's chart: its points, each segment's level in each node start it spans, its node starts and changes."""
+    points = a.points
     x = list(range(len(points)))
     y = [p.median for p in points]
     low = [p.median - (p.low if p.low is not None else p.median) for p in points]
@@ -117,21 +119,21 @@ def _draw(ax, cell, figure, points, cell_changes, unit_spread, ticks=6):
     starts = [i for i in range(1, len(points)) if change_points.start_of(points[i]) != change_points.start_of(points[i - 1])]
     several = len(starts) < len(points) - 1  # node starts of several races (where every race is a start, none is marked)
     levels, lows, highs = [], [], []
-    for first, end in change_points.segments(points, cell_changes):
+    for first, end, _ in a.segments:
         # the segment's level in each node start it spans: a start is the unit, and its level is its own
         pieces = [first] + ([i for i in starts if first < i < end] if several else [])
         for lo, hi in zip(pieces, pieces[1:] + [end]):
-            levels.append(change_points.level(points[lo:hi], unit_spread).median)
+            levels.append(change_points.level(points[lo:hi], a.spread).median)
             lows.append(lo - 0.4)
             highs.append(hi - 0.6)
     ax.hlines(levels, lows, highs, colors="tab:orange", lw=1.5)
     if several:
         for i in starts:
             ax.axvline(i - 0.5, color="0.75", ls=":", lw=0.8)  # a node start: the unit the verdicts count
-    for c in cell_changes:
+    for c in a.changes:
         ax.axvline(c.index - 0.5, color="tab:red" if c.comparison.verdict == uncertainty.SLOWER else "tab:green", ls="--", lw=1)
-    ax.set_title(cell, fontsize=8)
-    ax.set_ylabel(f"race median ({figure.unit})", fontsize=6)
+    ax.set_title(a.cell, fontsize=8)
+    ax.set_ylabel(f"race median ({a.figure.unit})", fontsize=6)
     shown = sorted({round(k * (len(points) - 1) / (ticks - 1)) for k in range(ticks)}) if len(points) > ticks else x
     ax.set_xticks(shown)
     ax.set_xticklabels([f"{_date(points[i].when)}\n{points[i].race_id[:8]}" for i in shown], fontsize=5)
@@ -149,10 +151,10 @@ def charts(analysed, out):
     for n, (series, cells) in enumerate(analysed):
         for cell, a in cells.items():
             if not a.changes:
-                rest.append((cell, a.figure, a.points, a.changes, a.spread))
+                rest.append(a)
                 continue
             fig, ax = plt.subplots(figsize=(7, 3))
-            _draw(ax, cell, a.figure, a.points, a.changes, a.spread)
+            _draw(ax, a)
             ax.set_xlabel(
                 "race (oldest first: date, id); dotted: a node start; dashed: a change; orange: each segment's level in each node start",
                 fontsize=6,
@@ -166,8 +168,8 @@ def charts(analysed, out):
         cols = min(4, len(rest))
         rows = math.ceil(len(rest) / cols)
         fig, axes = plt.subplots(rows, cols, figsize=(3 * cols, 2.2 * rows), squeeze=False)
-        for ax, (cell, figure, points, cell_changes, unit_spread) in zip(axes.flat, rest):
-            _draw(ax, cell, figure, points, cell_changes, unit_spread, ticks=3)
+        for ax, a in zip(axes.flat, rest):
+            _draw(ax, a, ticks=3)
         for ax in list(axes.flat)[len(rest) :]:
             ax.axis("off")
         fig.tight_layout()

@@ -15,7 +15,7 @@ from pathlib import Path
 from esrally.track import loader
 
 from report import ReportError
-from report.shared import tables
+from report.shared import tables, uncertainty
 from report.shared.store import Store
 from runners.contracts import cells, parameters, records
 from runners.contracts.corpus import races_root
@@ -253,8 +253,6 @@ class Stored:
         """(document, its source, race or why) of each selected (document, source), in order, a batch of races at a
         time with bounded queries: their records other than the coverages' validation lines (cells, cluster facts, the
         ingest), and each cell's sample count, failure and order statistics by aggregation, in place of samples."""
-        from report.shared import uncertainty
-
         for first in range(0, len(selected), self.BATCH):
             batch = selected[first : first + self.BATCH]
             ids = {data["race-id"]: data for data, _ in batch}

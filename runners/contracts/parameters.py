@@ -73,22 +73,23 @@ def collect(tables, declared):
     return collected
 
 
-_study_tables = []  # the study package's (module name, PARAMETER_RULES) pairs, once it handed them (install_study_rules)
+_study_tables = None  # () -> the study modules' (module name, PARAMETER_RULES) pairs: install_study_rules
 
 
 def install_study_rules(tables):
     """The study modules' rule tables, handed by their package when it is imported (runners/studies/__init__.py), before
     any study module runs: the rules are collected from them at the first check."""
-    _study_tables[:] = [lambda: list(tables())]
+    global _study_tables
+    _study_tables = tables
     all_rules.cache_clear()
 
 
 @functools.lru_cache(maxsize=1)
 def all_rules():
     """{parameter: rule} of every track parameter: this module's and each study module's."""
-    if not _study_tables:
+    if _study_tables is None:
         raise RuntimeError("the study modules' parameter rules are not loaded: import runners.studies before checking a parameter")
-    return collect([("parameters", PARAMETER_RULES)] + _study_tables[0](), DEFAULTS.keys())
+    return collect([("parameters", PARAMETER_RULES), *_study_tables()], DEFAULTS.keys())
 
 
 def check(user_params):
