@@ -115,21 +115,39 @@ def settle_lines(race):
         passes, seconds, ratio = len(line.get("passes") or []), line.get("seconds"), line.get("pace-ratio")
         rule = f"the median of the last {line.get('window')} passes against the {line.get('window')} before"
         pace = "" if ratio is None else f", {ratio:.2f}x"
+        served = _served_text(line)
         if line.get("settled"):
             lines.append(
                 f"The node settled before the timed cells: {passes} passes over them in {seconds:.0f} s ({rule}{pace}, "
-                f"within {line.get('tolerance'):.0%})."
+                f"within {line.get('tolerance'):.0%}){served}."
             )
         elif line.get("stopped-by") == settling.TIME_LIMIT:
+            still = (
+                f"the passes were still getting faster ({rule}{pace}, beyond {line.get('tolerance'):.0%})"
+                if not line.get("paced", False)
+                else f"the node had not yet served the searches its compiler needs{served}"
+            )
             lines.append(
                 f"**The node had NOT settled before the timed cells:** after {passes} passes in {seconds:.0f} s (the "
-                f"time limit, settle_time_limit) the passes were still getting faster ({rule}{pace}, beyond "
-                f"{line.get('tolerance'):.0%}). Its figures are those of a node still warming up: race it again on this "
-                "node, or with a longer settle_time_limit."
+                f"time limit, settle_time_limit) {still}. Its figures are those of a node still warming up: race it "
+                "again on this node, or with a longer settle_time_limit."
             )
         else:
             lines.append(f"**The settling stopped at a failed pass** (pass {passes}, task {line.get('task')}): the failures above say why.")
     return lines + [""] if lines else []
+
+
+def _served_text(line):
+    """The query phases the searching nodes had served since they started, against the floor (settle_node_searches);
+    empty for a record without a floor (older races, or 0)."""
+    floor, served = line.get(settling.NODE_SEARCHES_KEY) or 0, line.get("served-searches") or [None]
+    if not floor:
+        return ""
+    if served[-1] is None:
+        return "; the nodes' searches since they started could not be read (_nodes/stats), so the pace alone decided"
+    uptime = line.get("jvm-uptime-s")
+    age = "" if uptime is None else f", a node up {uptime:.0f} s when it began"
+    return f"; {served[-1]:,} query phases served since the node started, against settle_node_searches {floor:,}{age}"
 
 
 def _drift_lines(race):

@@ -32,6 +32,7 @@ SETTLE = "settle.jsonl"  # the record: a line per settling task (what it ran, ho
 WINDOW_KEY = "window"  # operation parameters: the rule's window (passes), tolerance (a fraction) and time limit (s)
 TOLERANCE_KEY = "tolerance"
 TIME_LIMIT_KEY = "time-limit"
+NODE_SEARCHES_KEY = "node-searches"  # ... and the query phases each searching node must have served since it started
 SETTLED, TIME_LIMIT, FAILED_PASS = "settled", "time limit", "a failed pass"  # what stopped the settling, as recorded
 
 
@@ -44,6 +45,12 @@ def settled(seconds, window, tolerance):
     return ratio is not None and ratio >= 1 - tolerance
 
 
+def warmed(searches, floor):
+    """True when the searching nodes have each served at least `floor` query phases since they started (0: no floor),
+    or where that cannot be read (None: the pace alone decides, and the record says so)."""
+    return floor == 0 or searches is None or searches >= floor
+
+
 def pace_ratio(seconds, window):
     """The median of the last `window` passes over the median of the `window` before them; None with fewer than two
     windows of passes."""
@@ -52,14 +59,43 @@ def pace_ratio(seconds, window):
     return statistics.median(seconds[-window:]) / statistics.median(seconds[-2 * window : -window])
 
 
-async def _process_cpu_ms(es):
-    """The cluster's process CPU (ms, summed over its nodes), or None where node stats give none (an answer without the
-    figure, a node that cannot say): evidence beside the pace, which alone decides."""
+NODE_STATS_PATH = "/_nodes/stats/jvm,process,indices/search"
+NODE_STATS_FIELDS = "nodes.*.process.cpu.total_in_millis,nodes.*.indices.search.query_total,nodes.*.jvm.uptime_in_millis"
+
+
+async def _node_stats(es):
+    """Each node's (process CPU ms, query phases since it started, JVM uptime ms), or None where node stats give none
+    (an answer without the figures, a node that cannot say): read once between passes."""
     try:
-        stats = restore.body_of(await es.perform_request("GET", "/_nodes/stats/process"))["nodes"].values()
-        return sum(node["process"]["cpu"]["total_in_millis"] for node in stats)
+        body = restore.body_of(await es.perform_request("GET", NODE_STATS_PATH, params={"filter_path": NODE_STATS_FIELDS}))
+        return {
+            node_id: (node["process"]["cpu"]["total_in_millis"], node["indices"]["search"]["query_total"], node["jvm"]["uptime_in_millis"])
+            for node_id, node in body["nodes"].items()
+        }
     except (elasticsearch.ApiError, elasticsearch.TransportError, KeyError, TypeError, AttributeError):
         return None
+
+
+def searching_nodes(first, now):
+    """The nodes that served the settling's searches (their query phases grew since its first reading): the ones whose
+    JIT it warms. None where either reading is missing."""
+    if first is None or now is None:
+        return None
+    return sorted(node for node in now if node in first and now[node][1] > first[node][1])
+
+
+def node_searches(first, now):
+    """The fewest query phases any searching node has served since it started (its JVM's count of the per-request
+    and per-shard code that C2 compiles after thousands of calls), or None where it cannot be read."""
+    nodes = searching_nodes(first, now)
+    return min(now[node][1] for node in nodes) if nodes else None
+
+
+def process_cpu_ms(before, after):
+    """The cluster's process CPU over a pass (ms, summed over the nodes read both times), or None."""
+    if before is None or after is None:
+        return None
+    return sum(after[node][0] - before[node][0] for node in after if node in before)
 
 
 def one_epoch(params, n):
@@ -82,41 +118,50 @@ class Settle:
 
     async def __call__(self, es, params):
         window, tolerance, limit = params[WINDOW_KEY], params[TOLERANCE_KEY], params[TIME_LIMIT_KEY]
+        floor = params.get(NODE_SEARCHES_KEY, 0)
         default = es["default"] if isinstance(es, dict) else es
         one_pass = warm_up.WarmUpPass()
-        seconds, cpu_ms, meta = [], [], {}
+        seconds, cpu_ms, served, meta = [], [], [], {}
         started = time.perf_counter()
+        first = last = await _node_stats(default)
         stopped = None
         while stopped is None:
-            cpu_before = await _process_cpu_ms(default)
             begin = time.perf_counter()
             result = await one_pass(es, one_epoch(params, len(seconds)))
             seconds.append(round(time.perf_counter() - begin, 4))
-            cpu_after = await _process_cpu_ms(default)
-            cpu_ms.append(None if cpu_before is None or cpu_after is None else cpu_after - cpu_before)
+            before, last = last, await _node_stats(default)
+            cpu_ms.append(process_cpu_ms(before, last))
+            served.append(node_searches(first, last))
             records.add(meta, {records.META_KEY: result[records.META_KEY]} if records.META_KEY in result else {})
             if not result.get("success", True):
-                return self._done(params, seconds, cpu_ms, started, FAILED_PASS, meta, result["error-description"])
-            if settled(seconds, window, tolerance):
+                return self._done(params, seconds, cpu_ms, served, first, started, FAILED_PASS, meta, result["error-description"])
+            if settled(seconds, window, tolerance) and warmed(served[-1], floor):
                 stopped = SETTLED
             elif time.perf_counter() - started >= limit:
                 stopped = TIME_LIMIT
-        return self._done(params, seconds, cpu_ms, started, stopped, meta)
+        return self._done(params, seconds, cpu_ms, served, first, started, stopped, meta)
 
     @staticmethod
-    def _done(params, seconds, cpu_ms, started, stopped, meta, error=None):
-        ratio = pace_ratio(seconds, params[WINDOW_KEY])
+    def _done(params, seconds, cpu_ms, served, first, started, stopped, meta, error=None):
+        window, floor = params[WINDOW_KEY], params.get(NODE_SEARCHES_KEY, 0)
+        ratio = pace_ratio(seconds, window)
+        uptimes = [first[node][2] for node in first] if first else []
         line = {
             "task": params.get("name"),
             "passes": seconds,
             "process-cpu-ms": cpu_ms,
+            "served-searches": served,
+            "jvm-uptime-s": round(min(uptimes) / 1000, 1) if uptimes else None,
             "seconds": round(time.perf_counter() - started, 3),
             "pace-ratio": None if ratio is None else round(ratio, 4),
+            "paced": settled(seconds, window, params[TOLERANCE_KEY]),
+            "warmed": warmed(served[-1] if served else None, floor),
             "stopped-by": stopped,
             "settled": stopped == SETTLED,
-            WINDOW_KEY: params[WINDOW_KEY],
+            WINDOW_KEY: window,
             TOLERANCE_KEY: params[TOLERANCE_KEY],
             TIME_LIMIT_KEY: params[TIME_LIMIT_KEY],
+            NODE_SEARCHES_KEY: floor,
         }
         records.add(meta, records.append_line(RaceContext.of(params).record_dir, SETTLE, json.dumps(line, sort_keys=True)))
         if error is not None:
@@ -133,7 +178,7 @@ class SettleParamSource(warm_up.WarmUpPassParamSource):
     runs them pass after pass), with the rule's parameters and the race's context."""
 
     def params(self):
-        kept = (WINDOW_KEY, TOLERANCE_KEY, TIME_LIMIT_KEY, CONTEXT_KEY)
+        kept = (WINDOW_KEY, TOLERANCE_KEY, TIME_LIMIT_KEY, NODE_SEARCHES_KEY, CONTEXT_KEY)
         return {**super().params(), **{key: self._params[key] for key in kept if key in self._params}}
 
 
@@ -141,7 +186,15 @@ def validate_settle(params, clients, context):
     """Load-time check: the cells it warms as a warm-up pass's, one client, and the rule's values (the track parameters
     are checked by PARAMETER_RULES before; these are the operation's own, in a challenge file)."""
     warm_up.validate_warm_up_pass(params, clients, context)
-    for key, rule in ((WINDOW_KEY, rules.integer(1)), (TOLERANCE_KEY, rules.fraction), (TIME_LIMIT_KEY, rules.positive_number)):
+    own = (
+        (WINDOW_KEY, rules.integer(1)),
+        (TOLERANCE_KEY, rules.fraction),
+        (TIME_LIMIT_KEY, rules.positive_number),
+        (NODE_SEARCHES_KEY, rules.integer(0)),
+    )
+    for key, rule in own:
+        if key == NODE_SEARCHES_KEY and key not in params:
+            continue  # optional: no floor
         try:
             rule(params.get(key))
         except rules.ParameterError as e:
@@ -153,6 +206,7 @@ def for_test_mode(tasks):
     for task in tasks:
         if task.operation.type == SETTLE_TYPE:
             task.operation.params[WINDOW_KEY] = 1
+            task.operation.params[NODE_SEARCHES_KEY] = 0  # a test-mode corpus cannot afford thousands of searches
 
 
 SETTLE_TYPE = "settle"
@@ -162,6 +216,7 @@ PARAMETER_RULES = {
     "settle_window": rules.integer(1),
     "settle_tolerance": rules.fraction,
     "settle_time_limit": rules.positive_number,
+    "settle_node_searches": rules.integer(0),  # 0: no floor, the pace alone
 }
 
 OPERATIONS = {

@@ -49,3 +49,16 @@ def test_a_settling_cut_short_by_a_failed_pass_says_so_and_a_race_without_the_re
     (text, _) = outcome.settle_lines(race_with(line(settled=False, **{"stopped-by": settle.FAILED_PASS, "pace-ratio": None})))
     assert text.startswith("**The settling stopped at a failed pass** (pass 4, task settle)")
     assert outcome.settle_lines(race_with()) == []
+
+
+def test_the_searches_a_node_had_served_are_said_beside_its_floor_and_a_node_short_of_them_is_named():
+    served = {"node-searches": 10_000, "served-searches": [4_000, 7_000, 10_100], "jvm-uptime-s": 171.0, "paced": True}
+    (text, _) = outcome.settle_lines(race_with(line(**served)))
+    assert "10,100 query phases served since the node started, against settle_node_searches 10,000" in text
+    assert "a node up 171 s when it began" in text
+    short = {**served, "served-searches": [400, 700, 900], "settled": False, "stopped-by": settle.TIME_LIMIT}
+    (text, _) = outcome.settle_lines(race_with(line(**short)))
+    assert text.startswith("**The node had NOT settled") and "had not yet served the searches its compiler needs" in text
+    assert "900 query phases" in text and "still getting faster" not in text
+    (text, _) = outcome.settle_lines(race_with(line(**{**served, "served-searches": [None]})))
+    assert "could not be read (_nodes/stats), so the pace alone decided" in text

@@ -44,8 +44,10 @@ def test_the_rule_is_one_sided_a_pace_still_falling_is_not_settled_a_slower_one_
     assert first_settled(falling, tolerance=0.2) == 10
 
 
-def scripted(monkeypatch, durations, cpu=None):
-    """settle.Settle with each pass taking the next scripted seconds on a fake clock (the pass itself a stub)."""
+def scripted(monkeypatch, durations, cpu=None, searches=None):
+    """settle.Settle with each pass taking the next scripted seconds on a fake clock (the pass itself a stub); node
+    stats read as one node's CPU ms and query phases since it started, from `cpu` and `searches` in turn (None when
+    either runs out: unreadable)."""
     clock = SimpleNamespace(now=0.0)
     monkeypatch.setattr(settle.time, "perf_counter", lambda: clock.now)
     script = list(durations)
@@ -56,22 +58,31 @@ def scripted(monkeypatch, durations, cpu=None):
             return {"weight": 1, "unit": "coverages", "success": True}
 
     monkeypatch.setattr(settle.warm_up, "WarmUpPass", Pass)
-    monkeypatch.setattr(settle, "_process_cpu_ms", _cpu(cpu))
+    monkeypatch.setattr(settle, "_node_stats", _stats(cpu, searches))
     return script
 
 
-def _cpu(values):
-    values = iter(values or [])
+def _stats(cpu, searches):
+    cpu, searches = iter(cpu or []), iter(searches or [])
 
     async def read(es):
-        return next(values, None)
+        c, q = next(cpu, None), next(searches, 0)
+        return None if c is None else {"n1": (c, q, 42_000)}
 
     return read
 
 
-def params_for(context, tmp_path, window=2, tolerance=0.05, limit=60):
+def params_for(context, tmp_path, window=2, tolerance=0.05, limit=60, floor=0):
     here = context.__class__(**dict(context.as_param(), record_dir=str(tmp_path)))
-    return {"name": "settle", "cells": [], "window": window, "tolerance": tolerance, "time-limit": limit, CONTEXT_KEY: here.as_param()}
+    return {
+        "name": "settle",
+        "cells": [],
+        "window": window,
+        "tolerance": tolerance,
+        "time-limit": limit,
+        "node-searches": floor,
+        CONTEXT_KEY: here.as_param(),
+    }
 
 
 def record(tmp_path):
@@ -79,7 +90,7 @@ def record(tmp_path):
 
 
 def test_it_stops_when_the_passes_stop_getting_faster_and_records_each(monkeypatch, context, tmp_path):
-    left = scripted(monkeypatch, [3.0, 2.0, 1.5, 1.2, 1.0, 1.0, 1.01, 0.99, 9, 9], cpu=[100, 1100, 1100, 1900])
+    left = scripted(monkeypatch, [3.0, 2.0, 1.5, 1.2, 1.0, 1.0, 1.01, 0.99, 9, 9], cpu=[100, 1100, 1900])
     result = asyncio.run(settle.Settle()(None, params_for(context, tmp_path)))
     assert result["success"] is True and result["weight"] == 8 and left == [9, 9]
     (line,) = record(tmp_path)
@@ -98,13 +109,59 @@ def test_a_node_still_getting_faster_at_the_time_limit_is_recorded_as_not_settle
     assert line["seconds"] >= 10 and line["pace-ratio"] < 0.95
 
 
+def test_a_paced_node_goes_on_until_it_has_served_the_floor_of_searches_since_it_started(monkeypatch, context, tmp_path):
+    # a node just started: the pace settles at pass 4, its count of query phases reaches 1,000 at pass 7
+    searches = [100, 250, 400, 550, 700, 850, 1000, 1150, 1300]
+    left = scripted(monkeypatch, [1.0] * 12, cpu=[0] * 12, searches=searches)
+    result = asyncio.run(settle.Settle()(None, params_for(context, tmp_path, floor=1000)))
+    (line,) = record(tmp_path)
+    assert result["weight"] == 6 and len(left) == 6 and line["settled"] is True
+    assert line["served-searches"] == [250, 400, 550, 700, 850, 1000] and line["served-searches"][3] < 1000
+    assert line[settle.NODE_SEARCHES_KEY] == 1000
+    assert line["jvm-uptime-s"] == 42.0 and line["paced"] is True and line["warmed"] is True
+
+
+def test_a_node_that_served_its_searches_before_stops_at_the_pace(monkeypatch, context, tmp_path):
+    scripted(monkeypatch, [1.0] * 12, cpu=[0] * 12, searches=[50_000 + 90 * n for n in range(12)])
+    result = asyncio.run(settle.Settle()(None, params_for(context, tmp_path, floor=10_000)))
+    assert result["weight"] == 4  # two windows of 2: the fewest the rule reads
+
+
+def test_a_node_short_of_its_searches_at_the_time_limit_is_not_settled_and_says_why(monkeypatch, context, tmp_path):
+    scripted(monkeypatch, [1.0] * 40, cpu=[0] * 40, searches=[10 * n for n in range(40)])
+    asyncio.run(settle.Settle()(None, params_for(context, tmp_path, limit=10, floor=10_000)))
+    (line,) = record(tmp_path)
+    assert line["settled"] is False and line["stopped-by"] == settle.TIME_LIMIT
+    assert line["paced"] is True and line["warmed"] is False and line["served-searches"][-1] == 100
+
+
+def test_searches_count_only_on_the_nodes_that_served_the_settling():
+    first = {"a": (0, 5_000, 1), "b": (0, 7, 1), "c": (0, 100, 1)}
+    now = {"a": (9, 5_090, 1), "b": (9, 7, 1), "c": (9, 190, 1), "d": (9, 50, 1)}  # b holds no shard; d started since
+    assert settle.searching_nodes(first, now) == ["a", "c"] and settle.node_searches(first, now) == 190
+    assert settle.node_searches(first, None) is None and settle.node_searches(first, first) is None
+    assert settle.process_cpu_ms(first, now) == 27 and settle.process_cpu_ms(None, now) is None
+    assert settle.warmed(None, 10_000) and settle.warmed(5, 0) and not settle.warmed(9_999, 10_000)
+
+
 def test_a_failed_pass_fails_the_sample_naming_it_and_stops(context, tmp_path):
     here = context.__class__(**dict(context.as_param(), record_dir=str(tmp_path)))
     cells = [cell(here, "coverage-D_td-msearch", "msearch")]
-    node_stats = (200, {"nodes": {"n1": {"process": {"cpu": {"total_in_millis": 5000}}}}})
+    node_stats = (
+        200,
+        {
+            "nodes": {
+                "n1": {
+                    "process": {"cpu": {"total_in_millis": 5000}},
+                    "indices": {"search": {"query_total": 9}},
+                    "jvm": {"uptime_in_millis": 1},
+                }
+            }
+        },
+    )
     # pass 1: epoch 1's coverage; pass 2: epoch 2's, refused
     good = [node_stats, *answers(here, "msearch", 1), node_stats]
-    client = StubClient([*good, node_stats, elasticsearch.ConnectionError("Connection refused"), node_stats])
+    client = StubClient([*good, elasticsearch.ConnectionError("Connection refused"), node_stats])
     operation = task("settle", "settle", warms=[c.name for c in cells], window=3, tolerance=0.05, **{"time-limit": 60})
     operation.operation.params[CONTEXT_KEY] = here.as_param()
     warm_up.bind([*cells, operation])
