@@ -201,6 +201,10 @@ def test_full_ingests_every_epoch_and_validates_every_cell(shared_races):
     assert settled["task"] == "settle" and settled["window"] == 1 and len(settled["passes"]) >= 2, settled
     assert settled["stopped-by"] in (settling.SETTLED, settling.TIME_LIMIT) and 0 < sum(settled["passes"]) <= settled["seconds"]
     assert all(cpu is None or cpu >= 0 for cpu in settled["process-cpu-ms"]), settled
+    # the node's own count of searches since it started, read between passes (test mode sets no floor: 0), growing
+    served = settled["served-searches"]
+    assert settled[settling.NODE_SEARCHES_KEY] == 0 and len(served) == len(settled["passes"]) and settled["jvm-uptime-s"] > 0, settled
+    assert all(isinstance(n, int) and n > 0 for n in served) and served == sorted(set(served)), settled
     warmed = [v for v in validated if v["task"].startswith("settle/")]
     assert {v["task"] for v in warmed} == {f"settle/{cell}" for cell in cells}
     assert len(warmed) == len(settled["passes"]) * len(cells) and not any(v["measured"] or v["failed-checks"] for v in warmed)

@@ -32,17 +32,6 @@ from report.shared.races import source  # noqa: E402
 ALERT_EXIT = 3  # --fail-on slower found one: distinct from 1 (a report error) and 2 (bad arguments)
 
 
-def _value(value, figure):
-    """A level in its figure's unit."""
-    unit = figure.unit
-    return f"{value:,.2f} s" if unit == "s" else f"{value:,.0f} nodes" if unit == "nodes" else f"{value:,.1f} {unit}"
-
-
-def _level_text(lvl, figure):
-    interval = f" [{lvl.low:,.1f}, {lvl.high:,.1f}]" if lvl.low is not None else ""
-    return f"{_value(lvl.median, figure)}{interval} ({lvl.races} races, {lvl.starts} node starts)"
-
-
 def change_rows(analysed):
     rows = []
     for series, cells in analysed:
@@ -66,8 +55,8 @@ def changes_table(rows):
             c.cell,
             f"{c.race_id[:8]} ({c.when[:8]})",
             c.kind + BASIS_TEXT.get(c.basis, ""),
-            _level_text(c.before, series.figures[c.cell]),
-            _level_text(c.after, series.figures[c.cell]),
+            series.figures[c.cell].level_text(c.before, counts=True),
+            series.figures[c.cell].level_text(c.after, counts=True),
             f"{c.comparison.ratio:.3f} [{c.comparison.low:.3f}, {c.comparison.high:.3f}]",
             series.figures[c.cell].verdict_text(c.comparison.verdict),
             "; ".join(c.what_changed) or "-",
@@ -91,7 +80,7 @@ def segment_table(a):
     body = []
     for i, (first, end, lvl) in enumerate(a.segments):
         body.append(
-            [i + 1, end - first, lvl.starts, a.points[first].race_id[:8], a.points[end - 1].race_id[:8], _level_text(lvl, a.figure)]
+            [i + 1, end - first, lvl.starts, a.points[first].race_id[:8], a.points[end - 1].race_id[:8], a.figure.level_text(lvl, counts=True)]
         )
     return header, body
 
@@ -103,8 +92,8 @@ def points_table(a):
     body = []
     for p in points:
         start = starts.setdefault(change_points.start_of(p), len(starts) + 1)
-        interval = f" [{p.low:,.1f}, {p.high:,.1f}]" if p.low is not None else ""
-        body.append([p.race_id[:8], p.when, p.facts.version or "?", start, f"{_value(p.median, figure)}{interval}", p.n])
+        interval = f" [{figure.number(p.low)}, {figure.number(p.high)}]" if p.low is not None else ""
+        body.append([p.race_id[:8], p.when, p.facts.version or "?", start, f"{figure.value_text(p.median)}{interval}", p.n])
     return header, body
 
 
@@ -186,7 +175,7 @@ def configuration_lines(analysed):
     for series, cells in analysed:
         for cell, a in cells.items():
             for text, lvl, comparison in a.by_configuration:
-                body.append([cell, text, _level_text(lvl, a.figure), "-" if comparison is None else comparison.text()])
+                body.append([cell, text, a.figure.level_text(lvl, counts=True), "-" if comparison is None else comparison.text()])
     if not body:
         return []
     return [

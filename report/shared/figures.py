@@ -47,6 +47,25 @@ class Figure:
         return self.name if label is None else f"{self.name}: {label}"
 
     @property
+    def digits(self):
+        """The decimals its values are written with: seconds 2, a width in nodes 0, the rest 1."""
+        return {"s": 2, "nodes": 0}.get(self.unit, 1)
+
+    def number(self, value):
+        return f"{value:,.{self.digits}f}"
+
+    def value_text(self, value):
+        """A value in this figure's unit: "1.23 s", "5 nodes", "132.4 ms"."""
+        return f"{self.number(value)} {self.unit}"
+
+    def level_text(self, level, counts=False):
+        """A level (the history's changes.Level: median, low, high, races, starts) as the trend and the versions report
+        write it: the value, its 95% interval where it has one, and with `counts` the races and node starts behind it."""
+        interval = "" if level.low is None else f" [{self.number(level.low)}, {self.number(level.high)}]"
+        behind = f" ({level.races} races, {level.starts} node starts)" if counts else ""
+        return f"{self.value_text(level.median)}{interval}{behind}"
+
+    @property
     def is_cost(self):
         return self.direction == COST
 

@@ -1,4 +1,4 @@
-"""Versions judged with the node start as the unit (report/history/versions.py), on synthetic plans with the spreads the
+"""Versions judged with the node start as the unit (report/history/arms.py, rendered by versions.py), on synthetic plans with the spreads the
 real plan measured (docs/versions.md, "By node start": 4 arms x 3 node starts x 4 races of production-comparison at full
 scale): the design of `make versions` (8.17.2, 8.19.21, 9.5.3 and the A/A arm; 3 rounds; 4 races a start), a round's
 level shared by its starts (the machine's state at the time), a start's own level beside it, the races of a start
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from report import ReportError
-from report.history import versions
+from report.history import arms as arm_analysis
 from report.history.series import Point
 from report.shared import uncertainty
 from report.studies.ingest_changes import INGEST_WALL
@@ -54,7 +54,7 @@ def plan(rng, effect=None, rounds=3, races=4, drift=DRIFT, arms=ARMS, level_ms=2
 
 
 def verdicts_of(points, cell="coverage-D_td-serial"):
-    return {a.arm: a.comparison for a in versions.judge_arms(cell, COVERAGE_TIME, points).arms[1:]}
+    return {a.arm: a.comparison for a in arm_analysis.judge_arms(cell, COVERAGE_TIME, points).arms[1:]}
 
 
 def rate(outcome, count=PLANS, seed=7, **kwargs):
@@ -63,13 +63,13 @@ def rate(outcome, count=PLANS, seed=7, **kwargs):
 
 
 def test_the_tag_of_an_arm_is_the_one_the_plan_writes():
-    assert versions.ARM_TAG == node_starts.ARM_TAG
-    assert "node-start" in node_starts.TAGS and versions.ROUND_TAG == "node-start"
+    assert arm_analysis.ARM_TAG == node_starts.ARM_TAG
+    assert "node-start" in node_starts.TAGS and arm_analysis.ROUND_TAG == "node-start"
     assert dict(item.split(":") for item in node_starts.tags("p", "8.17.2-aa", "8.17.2", 2).split(",")) == {
         "node-starts": "p",
         "es": "8.17.2",
-        versions.ARM_TAG: "8.17.2-aa",
-        versions.ROUND_TAG: "2",
+        arm_analysis.ARM_TAG: "8.17.2-aa",
+        arm_analysis.ROUND_TAG: "2",
     }
 
 
@@ -121,10 +121,10 @@ def test_without_rounds_the_starts_spread_is_the_unit_and_wider():
     rng = np.random.default_rng(3)
     points = plan(rng)
     unrounded = [
-        Point(p.race_id, p.when, p.median, p.low, p.high, p.n, p.facts, {versions.ARM_TAG: p.tags[versions.ARM_TAG]}) for p in points
+        Point(p.race_id, p.when, p.median, p.low, p.high, p.n, p.facts, {arm_analysis.ARM_TAG: p.tags[arm_analysis.ARM_TAG]}) for p in points
     ]
-    paired, unpaired = versions.judge_arms("c", COVERAGE_TIME, points), versions.judge_arms("c", COVERAGE_TIME, unrounded)
-    assert paired.unit_spread.basis == versions.BASIS_PAIRED and unpaired.unit_spread is unpaired.spread
+    paired, unpaired = arm_analysis.judge_arms("c", COVERAGE_TIME, points), arm_analysis.judge_arms("c", COVERAGE_TIME, unrounded)
+    assert paired.unit_spread.basis == arm_analysis.BASIS_PAIRED and unpaired.unit_spread is unpaired.spread
     assert paired.arms[2].comparison.ratio == pytest.approx(unpaired.arms[2].comparison.ratio)
     assert (
         unpaired.arms[2].comparison.high - unpaired.arms[2].comparison.low > paired.arms[2].comparison.high - paired.arms[2].comparison.low
@@ -133,18 +133,18 @@ def test_without_rounds_the_starts_spread_is_the_unit_and_wider():
 
 def test_a_start_level_leaves_out_its_first_race_and_a_drift_within_starts_is_named():
     rng = np.random.default_rng(5)
-    steady = versions.judge_arms("c", COVERAGE_TIME, plan(rng, drift=0.0))
+    steady = arm_analysis.judge_arms("c", COVERAGE_TIME, plan(rng, drift=0.0))
     assert all(s.level.races == 3 and len(s.medians) == 4 for s in steady.starts)
     assert steady.first_race is not None and steady.first_race[0] > 1.05
     assert steady.drift.verdict == uncertainty.SAME and not steady.drift.races
-    drifting = versions.judge_arms("c", COVERAGE_TIME, plan(rng, drift=-0.06))
+    drifting = arm_analysis.judge_arms("c", COVERAGE_TIME, plan(rng, drift=-0.06))
     assert drifting.drift.verdict == uncertainty.FASTER and drifting.drift.per_race < 0.97
     assert len(drifting.drift.races) >= 2 * len(drifting.starts) * 3 // 4  # two races a start, in most starts
 
 
 def test_a_baseline_that_did_not_race_is_named():
     with pytest.raises(ReportError, match=r"--baseline 7\.0\.0: no race of that arm.*8\.17\.2, 8\.19\.21, 9\.5\.3, 8\.17\.2-aa"):
-        versions.judge_arms("c", COVERAGE_TIME, plan(np.random.default_rng(1)), baseline="7.0.0")
+        arm_analysis.judge_arms("c", COVERAGE_TIME, plan(np.random.default_rng(1)), baseline="7.0.0")
 
 
 def test_the_ingest_has_no_millisecond_floor_and_the_seed_figures_are_the_seeds():
@@ -153,7 +153,7 @@ def test_the_ingest_has_no_millisecond_floor_and_the_seed_figures_are_the_seeds(
     assert INGEST_WALL.seed(INGEST_WALL.cell()) == pytest.approx(5 * 76.867)
     # 60 s of ingest 50% slower on one arm, three starts each: seconds are not milliseconds under the floor
     rng = np.random.default_rng(2)
-    found = versions.judge_arms(INGEST_WALL.cell(), INGEST_WALL, plan(rng, effect={"9.5.3": 0.5}, races=1, drift=0.0, level_ms=60.0))
+    found = arm_analysis.judge_arms(INGEST_WALL.cell(), INGEST_WALL, plan(rng, effect={"9.5.3": 0.5}, races=1, drift=0.0, level_ms=60.0))
     assert {a.arm: a.comparison for a in found.arms[1:]}["9.5.3"].verdict == uncertainty.SLOWER
 
 
