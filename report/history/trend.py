@@ -80,7 +80,14 @@ def segment_table(a):
     body = []
     for i, (first, end, lvl) in enumerate(a.segments):
         body.append(
-            [i + 1, end - first, lvl.starts, a.points[first].race_id[:8], a.points[end - 1].race_id[:8], a.figure.level_text(lvl, counts=True)]
+            [
+                i + 1,
+                end - first,
+                lvl.starts,
+                a.points[first].race_id[:8],
+                a.points[end - 1].race_id[:8],
+                a.figure.level_text(lvl, counts=True),
+            ]
         )
     return header, body
 

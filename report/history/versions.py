@@ -24,6 +24,7 @@ from report.history import series as history_series
 from report.shared import tables, uncertainty
 from report.shared.races import source
 
+
 def _short(verdict):
     return "same" if verdict == uncertainty.SAME else verdict or "no verdict"
 
@@ -160,7 +161,9 @@ def main(argv, figures):
     selection = history_races.Selection(tuple(args.challenge), history_races.parse_tags(args.user_tag))
     found = history_races.select(selection, source(args.rally_home, args.configuration_name))
     history_races.check_found(found, selection)
-    judged_series = [(series, arm_analysis.judge_series(series, args.baseline)) for series in history_series.build(found.races, figures) if series.cells]
+    judged_series = [
+        (series, arm_analysis.judge_series(series, args.baseline)) for series in history_series.build(found.races, figures) if series.cells
+    ]
     if not judged_series:
         raise ReportError(f"{len(found.races)} race(s) selected, none with a cell to judge")
     path = write_report(judged_series, found, selection, args.out, args.baseline)

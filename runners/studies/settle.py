@@ -1,19 +1,21 @@
-"""Settling: passes over every timed cell of the challenge until they stop getting faster, before the first timed
-cell, so that the race measures a settled node whatever the node ran before it (docs/schedule.md, "What settles").
+"""Settling: passes over every timed cell of the challenge until they stop getting faster and the node has served
+the searches its compiler needs, before the first timed cell, so that the race measures a settled node whatever the
+node ran before it (docs/schedule.md, "What settles between races").
 
 A node just started compiles the query paths as they first run: its JIT compiled some 6,000 methods in 21 s of CPU
 during the first race's 40 s of queries on 2 cores, 6.7 s more in the second race and 3.4 s in the third, and a
-race's passes fell from 3.4-4.1 s to about 1.5 s over its first 20 passes where the challenge's 5 warm-up passes
-covered the first 8 s. Nothing of it shows from outside but the passes' pace, so the rule reads that: the task runs
-passes (a coverage of every warmed cell, each cell's epochs in turn, checked as runners/studies/warm_up.py's pass
-checks them) until the median of the last `window` passes is no faster than the median of the `window` before them
-by more than `tolerance`, or until `time-limit` seconds have passed (then the race goes on and says it measured a node that had not settled). It
-removes the first race's own ramp; the compiler's tail over the next races (a few hundred C2 compilations in each of
-races 2-4) it does not see, and the first race stays 5-14% slower than the next ones (docs/schedule.md).
+race's passes fell from 3.4-4.1 s to about 1.5 s over its first 20 passes. Two things are read: the passes' pace (the
+task runs passes, a coverage of every warmed cell, each cell's epochs in turn, checked as runners/studies/warm_up.py's
+pass checks them, until the median of the last `window` passes is no faster than the median of the `window` before
+them by more than `tolerance`), and the node's own count of query phases since it started (`_nodes/stats`), which must
+reach `node-searches`: C2 compiles the per-request and per-shard code after thousands of calls, over a node's first
+three races or so, in steps a pass's pace cannot show (the first race ran 5-14% slower than the next ones with the
+pace alone, within 2% with both). The settling stops when both hold, or at `time-limit` seconds (then the race goes
+on and says it measured a node that had not settled).
 
-Each pass's seconds and the cluster's process CPU over it (`_nodes/stats/process`, where the user may read it) are
-recorded in settle.jsonl, a line per settling task, with what stopped it; the report names a race that did not settle
-in its first lines.
+Each pass's seconds, the cluster's process CPU over it and the searching nodes' count (one node-stats read between
+passes, where the user may read them: monitor) are recorded in settle.jsonl, a line per settling task, with what
+stopped it; the report names a race that did not settle in its first lines.
 """
 
 import json

@@ -121,7 +121,8 @@ def test_without_rounds_the_starts_spread_is_the_unit_and_wider():
     rng = np.random.default_rng(3)
     points = plan(rng)
     unrounded = [
-        Point(p.race_id, p.when, p.median, p.low, p.high, p.n, p.facts, {arm_analysis.ARM_TAG: p.tags[arm_analysis.ARM_TAG]}) for p in points
+        Point(p.race_id, p.when, p.median, p.low, p.high, p.n, p.facts, {arm_analysis.ARM_TAG: p.tags[arm_analysis.ARM_TAG]})
+        for p in points
     ]
     paired, unpaired = arm_analysis.judge_arms("c", COVERAGE_TIME, points), arm_analysis.judge_arms("c", COVERAGE_TIME, unrounded)
     assert paired.unit_spread.basis == arm_analysis.BASIS_PAIRED and unpaired.unit_spread is unpaired.spread
