@@ -29,6 +29,13 @@ def _short(verdict):
     return "same" if verdict == uncertainty.SAME else verdict or "no verdict"
 
 
+def _comparison_text(c):
+    """An arm's ratio to the baseline, its interval where it has one, and the verdict: "1.05 [0.98, 1.12] same"."""
+    ratio = "?" if c.ratio is None else f"{c.ratio:.2f}"
+    interval = "" if c.low is None else f" [{c.low:.2f}, {c.high:.2f}]"
+    return f"{ratio}{interval} {_short(c.verdict)}"
+
+
 def verdict_table(judged, arms):
     """One row per cell: the seed's figure, the baseline's level, each other arm's level, ratio [95%] and verdict."""
     header = ["cell", "seed 000 (8.17.2, 8 cores)", *arms]
@@ -44,10 +51,7 @@ def verdict_table(judged, arms):
             elif a.comparison is None:
                 cells.append(v.figure.level_text(a.level))
             else:
-                c = a.comparison
-                ratio = "?" if c.ratio is None else f"{c.ratio:.2f}"
-                interval = "" if c.low is None else f" [{c.low:.2f}, {c.high:.2f}]"
-                cells.append(f"{v.figure.value_text(a.level.median)}: {ratio}{interval} {_short(c.verdict)}")
+                cells.append(f"{v.figure.value_text(a.level.median)}: {_comparison_text(a.comparison)}")
         body.append(cells)
     return header, body
 
@@ -139,10 +143,7 @@ def console_lines(judged_series):
     for series, judged in judged_series:
         for v in judged:
             for a in v.arms[1:]:
-                c = a.comparison
-                ratio = "?" if c.ratio is None else f"{c.ratio:.2f}"
-                interval = "" if c.low is None else f" [{c.low:.2f}, {c.high:.2f}]"
-                lines.append(f"{v.cell}: {a.arm} / {v.arms[0].arm} {ratio}{interval} {_short(c.verdict)}")
+                lines.append(f"{v.cell}: {a.arm} / {v.arms[0].arm} {_comparison_text(a.comparison)}")
     return lines
 
 

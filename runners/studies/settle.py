@@ -35,6 +35,7 @@ WINDOW_KEY = "window"  # operation parameters: the rule's window (passes), toler
 TOLERANCE_KEY = "tolerance"
 TIME_LIMIT_KEY = "time-limit"
 NODE_SEARCHES_KEY = "node-searches"  # ... and the query phases each searching node must have served since it started
+NO_FLOOR = 0  # node-searches when a challenge file leaves it out: the pace alone
 SETTLED, TIME_LIMIT, FAILED_PASS = "settled", "time limit", "a failed pass"  # what stopped the settling, as recorded
 
 
@@ -50,7 +51,7 @@ def settled(seconds, window, tolerance):
 def warmed(searches, floor):
     """True when the searching nodes have each served at least `floor` query phases since they started (0: no floor),
     or where that cannot be read (None: the pace alone decides, and the record says so)."""
-    return floor == 0 or searches is None or searches >= floor
+    return floor == NO_FLOOR or searches is None or searches >= floor
 
 
 def pace_ratio(seconds, window):
@@ -120,7 +121,7 @@ class Settle:
 
     async def __call__(self, es, params):
         window, tolerance, limit = params[WINDOW_KEY], params[TOLERANCE_KEY], params[TIME_LIMIT_KEY]
-        floor = params.get(NODE_SEARCHES_KEY, 0)
+        floor = params.get(NODE_SEARCHES_KEY, NO_FLOOR)
         default = es["default"] if isinstance(es, dict) else es
         one_pass = warm_up.WarmUpPass()
         seconds, cpu_ms, served, meta = [], [], [], {}
@@ -145,7 +146,7 @@ class Settle:
 
     @staticmethod
     def _done(params, seconds, cpu_ms, served, first, started, stopped, meta, error=None):
-        window, floor = params[WINDOW_KEY], params.get(NODE_SEARCHES_KEY, 0)
+        window, floor = params[WINDOW_KEY], params.get(NODE_SEARCHES_KEY, NO_FLOOR)
         ratio = pace_ratio(seconds, window)
         uptimes = [first[node][2] for node in first] if first else []
         line = {
@@ -195,10 +196,8 @@ def validate_settle(params, clients, context):
         (NODE_SEARCHES_KEY, rules.integer(0)),
     )
     for key, rule in own:
-        if key == NODE_SEARCHES_KEY and key not in params:
-            continue  # optional: no floor
         try:
-            rule(params.get(key))
+            rule(params.get(key, NO_FLOOR if key == NODE_SEARCHES_KEY else None))
         except rules.ParameterError as e:
             raise ValueError(f"a settling task's {key} must be {e}, got {params.get(key)!r}") from None
 
@@ -208,7 +207,7 @@ def for_test_mode(tasks):
     for task in tasks:
         if task.operation.type == SETTLE_TYPE:
             task.operation.params[WINDOW_KEY] = 1
-            task.operation.params[NODE_SEARCHES_KEY] = 0  # a test-mode corpus cannot afford thousands of searches
+            task.operation.params[NODE_SEARCHES_KEY] = NO_FLOOR  # a test-mode corpus cannot afford thousands of searches
 
 
 SETTLE_TYPE = "settle"
