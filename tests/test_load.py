@@ -22,6 +22,7 @@ LOAD_PARAMS = {
     "load_clients": 1,
     "load_iterations": 20,
     "load_calibration_iterations": 5,
+    "settle": False,  # the step's rate is under test, not the node: outside test mode a settling is passes to its floor
 }
 
 

@@ -109,6 +109,28 @@ def test_a_node_still_getting_faster_at_the_time_limit_is_recorded_as_not_settle
     assert line["seconds"] >= 10 and line["pace-ratio"] < 0.95
 
 
+def test_a_pass_longer_than_the_time_limit_still_gives_the_two_passes_a_pace_needs(monkeypatch, context, tmp_path):
+    left = scripted(monkeypatch, [5.0, 4.0, 3.0])
+    asyncio.run(settle.Settle()(None, params_for(context, tmp_path, window=1, limit=1)))
+    (line,) = record(tmp_path)
+    assert line["passes"] == [5.0, 4.0] and left == [3.0] and line["stopped-by"] == settle.TIME_LIMIT
+
+
+def test_test_mode_settles_in_one_pass_windows_without_a_floor_within_its_bound():
+    def settling(limit):
+        return SimpleNamespace(
+            operation=SimpleNamespace(type=settle.SETTLE_TYPE, params={"window": 5, "time-limit": limit, "node-searches": 10_000})
+        )
+
+    tasks = [settling(300), settling(0.5), SimpleNamespace(operation=SimpleNamespace(type="coverage", params={"time-limit": 300}))]
+    settle.for_test_mode(tasks)
+    assert [t.operation.params for t in tasks[:2]] == [
+        {"window": 1, "time-limit": settle.TEST_MODE_TIME_LIMIT, "node-searches": settle.NO_FLOOR},
+        {"window": 1, "time-limit": 0.5, "node-searches": settle.NO_FLOOR},
+    ]
+    assert tasks[2].operation.params == {"time-limit": 300}
+
+
 def test_a_paced_node_goes_on_until_it_has_served_the_floor_of_searches_since_it_started(monkeypatch, context, tmp_path):
     # a node just started: the pace settles at pass 4, its count of query phases reaches 1,000 at pass 7
     searches = [100, 250, 400, 550, 700, 850, 1000, 1150, 1300]
