@@ -80,6 +80,7 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
             warm_up.bind(tasks)  # after the cells are bound: the pass runs them as they run
             if test_mode:
                 settle.for_test_mode(tasks)
+                warm_up.for_test_mode(tasks)
         except ValueError as e:
             raise exceptions.SystemSetupError(f"Challenge [{selected.name}]: {e}.") from None
         privileges.hand_to_check(selected.name, tasks, context, OPERATIONS)

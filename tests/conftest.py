@@ -20,8 +20,8 @@ sys.path.insert(0, str(REPO / "corpora-gen"))
 
 from runners.contracts import corpus  # noqa: E402
 from runners.contracts import records  # noqa: E402
-from runners.contracts.parameters import DEFAULTS  # noqa: E402
 from runners.contracts.track_files import rendered_tasks  # noqa: E402,F401  (the tests import it from here)
+from runners.studies import warm_up  # noqa: E402
 from tests.signals import popen_with_default_signals  # noqa: E402
 
 
@@ -81,6 +81,9 @@ TEST_PORT = int(os.environ.get("TEST_ES_PORT", "9250"))
 # the Elasticsearch version of every node the suite starts: the launcher's default (the study's) unless TEST_ES_VERSION
 # names another (make it's version tier races each challenge's `versions` test on the newer lines)
 TEST_ES_VERSION = os.environ.get("TEST_ES_VERSION") or None
+# the version tier races each challenge once on that version, the costliest in a smaller form (their modules say which):
+# every kind of request still sent, fewer repeats of a kind the other version's tier sends in full (CI under 30 minutes)
+VERSION_TIER = TEST_ES_VERSION is not None
 # TEST_METRICS_STORE=yes (make test, the 9.x version tier): every race of the session goes to Rally's Elasticsearch metrics store
 # as well, a node of the study's version on SUITE_STORE_PORT, and every clean race's report is built twice, from the
 # race's files and from the store alone, and the two compared (assert_reported)
@@ -93,9 +96,7 @@ RALLY_TEST_HOME = REPO / ".rally-test"  # the session's Rally home (rally_home),
 LAUNCHER = str(REPO / "local-es" / "esnode.py")
 # tests/private_network/ runs only inside a private network namespace (tests/test_load_drivers.py starts it there)
 collect_ignore = [] if os.environ.get("CLUSTER_METRICS_PRIVATE_NETWORK") else ["private_network"]
-# a warm-up-pass task's passes in a test-mode race: Rally keeps at most one warm-up iteration per client (the pass has
-# one) and one iteration, of the warm_up_passes - 1 and 1 the challenge files give it
-TEST_MODE_PASSES = min(DEFAULTS["warm_up_passes"] - 1, 1) + 1
+TEST_MODE_PASSES = warm_up.TEST_MODE_PASSES  # a warm-up-pass task's passes in a test-mode race
 SMALL_CORPUS = ["--epochs", "5", "--rows-per-epoch", "3000", "--nodes", "30", "--tasks", "200"]
 
 

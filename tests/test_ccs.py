@@ -19,6 +19,7 @@ from runners.studies.network import remote_settings
 from tests.conftest import (
     STANDARD_SHAPE,
     TEST_PORT,
+    VERSION_TIER,
     assert_clean,
     doc_count,
     holds_the_test_corpus,
@@ -36,7 +37,7 @@ from tests.conftest import (
 
 REMOTE_PORT, REMOTE_PROXY_PORT, REMOTE_HTTP_PROXY_PORT, REMOTE_SHARDS = 9280, 9391, 9392, 5
 ALIAS, FAR_ALIAS = DEFAULTS["ccs_alias"], DEFAULTS["ccs_far_alias"]
-RTTS = [0, 50]
+RTTS = [0] if VERSION_TIER else [0, 50]  # the version tier: the link without latency (Toxiproxy's, not the version's)
 PARAMS = {"ccs_rtt_ms": RTTS, "ccs_variants": ["D_hdr"], "ccs_shards": REMOTE_SHARDS}
 
 

@@ -82,6 +82,7 @@ def test_rows_per_node_are_balanced():
     assert counts.min() >= 33 and counts.max() <= 34
 
 
+@pytest.mark.slow  # generator processes
 def test_rerun_is_a_noop_and_damage_is_detected_and_repaired(tmp_path):
     assert run(*SMALL, "--out", str(tmp_path)).returncode == 0
     again = run(*SMALL, "--out", str(tmp_path))
@@ -200,6 +201,7 @@ def test_another_numpy_version_is_reported(tmp_path):
     assert "made with numpy 1.26.0" in result.stderr and result.returncode == 0
 
 
+@pytest.mark.slow  # generator processes
 def test_width_sets_live_side_by_side_named_by_their_width_and_rows(tmp_path):
     """The coverage-width sweep's sets: one per width, beside the main corpus, each with its own index name; a set
     wider than Rally's 1,000 test-mode rows gets a test-mode file of one row per node, so test mode sees every node."""
@@ -223,6 +225,7 @@ def test_width_sets_live_side_by_side_named_by_their_width_and_rows(tmp_path):
     assert again.stdout.count("up to date") == 2
 
 
+@pytest.mark.slow  # generator processes
 def test_track_load_measurement_reads_the_corpus_it_is_given(tmp_path):
     """corpora-gen/measure_track_load.py: the scaling table's load columns, for a corpus anywhere."""
     assert run(*SMALL, "--out", str(tmp_path)).returncode == 0

@@ -1,7 +1,11 @@
 """esrally info tells the truth about the track: document counts of the generated corpus, and a bad parameter named
 there, not rendered silently as something else. Real esrally, no node."""
 
+import pytest
+
 from tests.conftest import REPO, generate, run_rally
+
+pytestmark = pytest.mark.slow  # each test an esrally process (1-3 s)
 
 
 def info(home, *args):

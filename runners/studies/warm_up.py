@@ -20,6 +20,8 @@ from runners.studies import coverage, large_source, scope
 # the operation types that run this module's passes over the cells they name: the pass, and the settling
 # (runners/studies/settle.py: passes until they stop getting faster)
 PASS_TYPES = ("warm-up-pass", "settle")
+WARM_UP_PASS_TYPE = PASS_TYPES[0]
+TEST_MODE_PASSES = 1  # --test-mode: a warm-up pass runs once (Rally's test mode keeps a warm-up iteration: two)
 WARMS_KEY = "warms"  # operation parameter: the names of the cell tasks the pass warms, in the order it runs them
 CELLS_KEY = "warm-up-cells"  # set by the track processor (bind): each warmed cell's operation parameters
 KIND_KEY = "warm-up-kind"  # in a warmed cell's parameters: its operation type (one of WARMED)
@@ -51,6 +53,15 @@ def bind(tasks):
             params = {k: v for k, v in cell.operation.params.items() if k not in NOT_COPIED}
             cells.append({**params, "name": f"{task.name}/{name}", KIND_KEY: cell.operation.type})
         task.operation.params[CELLS_KEY] = cells
+
+
+def for_test_mode(tasks):
+    """--test-mode: each warm-up pass runs TEST_MODE_PASSES pass, its mechanics proven; the second pass that Rally's
+    test mode leaves it (one warm-up iteration, one iteration) cost a test-mode ccs-roundtrips race 6 s and warms a
+    test-mode corpus of nothing a test compares."""
+    for task in tasks:
+        if task.operation.type == WARM_UP_PASS_TYPE:
+            task.warmup_iterations, task.iterations = 0, TEST_MODE_PASSES
 
 
 class WarmUpPassParamSource:
@@ -106,7 +117,7 @@ class WarmUpPass:
         return {"weight": passed, "unit": "coverages", "success": True, **meta}
 
     def __repr__(self):
-        return "warm-up-pass"
+        return WARM_UP_PASS_TYPE
 
 
 def validate_warm_up_pass(params, clients, context):
@@ -127,7 +138,7 @@ PARAMETER_RULES = {
 
 OPERATIONS = {
     # reads no corpus of its own: each cell it warms carries its own context (a large fetch's, of no corpus)
-    "warm-up-pass": Operation(
+    WARM_UP_PASS_TYPE: Operation(
         WarmUpPass, Need("searches the index", index=("read",)), WarmUpPassParamSource, validate_warm_up_pass, reads_corpus=False
     ),
 }

@@ -106,3 +106,13 @@ def test_a_large_fetch_cell_is_warmed_by_one_fetch_recorded_as_a_warm_up(tmp_pat
         ("warm-up-pass/large-fetch-returned-json", False, True),
         ("warm-up-pass/large-fetch-excluded-json", False, True),
     ]
+
+
+def test_test_mode_runs_each_warm_up_pass_once_and_leaves_other_tasks_alone():
+    def task(kind):
+        return SimpleNamespace(operation=SimpleNamespace(type=kind), warmup_iterations=1, iterations=1)
+
+    passes, settling, cell = task(warm_up.WARM_UP_PASS_TYPE), task("settle"), task("coverage")
+    warm_up.for_test_mode([passes, settling, cell])
+    assert (passes.warmup_iterations, passes.iterations) == (0, warm_up.TEST_MODE_PASSES) == (0, 1)
+    assert [(t.warmup_iterations, t.iterations) for t in (settling, cell)] == [(1, 1), (1, 1)]
