@@ -192,15 +192,15 @@ def validate_settle(params, clients, context):
     """Load-time check: the cells it warms as a warm-up pass's, one client, and the rule's values (the track parameters
     are checked by PARAMETER_RULES before; these are the operation's own, in a challenge file)."""
     warm_up.validate_warm_up_pass(params, clients, context)
-    own = (
-        (WINDOW_KEY, rules.integer(1)),
-        (TOLERANCE_KEY, rules.fraction),
-        (TIME_LIMIT_KEY, rules.positive_number),
-        (NODE_SEARCHES_KEY, rules.integer(0)),
+    own = (  # (key, its rule, its value when the challenge file leaves it out)
+        (WINDOW_KEY, rules.integer(1), None),
+        (TOLERANCE_KEY, rules.fraction, None),
+        (TIME_LIMIT_KEY, rules.positive_number, None),
+        (NODE_SEARCHES_KEY, rules.integer(0), NO_FLOOR),
     )
-    for key, rule in own:
+    for key, rule, absent in own:
         try:
-            rule(params.get(key, NO_FLOOR if key == NODE_SEARCHES_KEY else None))
+            rule(params.get(key, absent))
         except rules.ParameterError as e:
             raise ValueError(f"a settling task's {key} must be {e}, got {params.get(key)!r}") from None
 
