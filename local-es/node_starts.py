@@ -52,6 +52,15 @@ def plan_order(arm_list, starts):
     return [(label, version, start) for start in range(1, starts + 1) for label, version in arm_list]
 
 
+def progress(step, steps, label, start, finished_here, seconds_here):
+    """Where a plan is: its step of all, and the time left at the pace of the starts this run has finished."""
+    left = "time left known after this step"
+    if finished_here:
+        minutes = round(seconds_here / finished_here * (steps - step + 1) / 60)
+        left = f"about {minutes // 60} h {minutes % 60:02d} min left" if minutes >= 60 else f"about {minutes} min left"
+    return f"node-starts: step {step} of {steps}: {label} node start {start}; {left}"
+
+
 def tags(plan, label, version, start):
     return ",".join(f"{key}:{value}" for key, value in zip(TAGS, (plan, version, label, start)))
 
@@ -81,6 +90,7 @@ def run_start(args, label, version, start):
         raise SystemExit(f"node-starts: the ingest of {label} start {start} failed; run the same command again to retry")
     races = []
     for run in range(1, args.runs + 1):
+        print(f"node-starts: {label} node start {start}: race {run} of {args.runs} of {args.challenge}", flush=True)
         status, race = _make(args, "race", f"CHALLENGE={args.challenge}", *common)
         if status or not race:
             raise SystemExit(f"node-starts: race {run} of {label} start {start} failed; run the same command again to retry")
@@ -137,9 +147,11 @@ def main(argv=None):
     state = json.loads(state_path.read_text()) if state_path.is_file() else {"design": design, "done": []}
     if state["design"] != design:
         parser.error(f"plan {args.plan} was begun as {state['design']}; give the same options, or another --plan")
-    for label, version, start in plan_order(arm_list, args.starts):
-        if any(d["version"] == label and d["start"] == start for d in state["done"]):
-            continue
+    order = plan_order(arm_list, args.starts)
+    to_run = [step for step in order if not any(d["version"] == step[0] and d["start"] == step[2] for d in state["done"])]
+    began = time.monotonic()
+    for ran, (label, version, start) in enumerate(to_run):
+        print(progress(len(order) - len(to_run) + ran + 1, len(order), label, start, ran, time.monotonic() - began), flush=True)
         state["done"].append(run_start(args, label, version, start))
         state_path.write_text(json.dumps(state, indent=2))
     print(f"node-starts {args.plan}: {len(state['done'])} node starts done; state in {state_path}")
