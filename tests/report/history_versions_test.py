@@ -89,12 +89,14 @@ def test_the_plan_alternates_its_arms_and_names_a_bad_entry():
         node_starts.arms("8.17")
 
 
-
 def test_a_plan_says_its_step_of_all_and_the_time_left_at_its_own_pace():
-    assert node_starts.progress(3, 12, "9.5.3", 1, 0, 0.0) == "node-starts: step 3 of 12: 9.5.3 node start 1; time left known after this step"
+    assert (
+        node_starts.progress(3, 12, "9.5.3", 1, 0, 0.0) == "node-starts: step 3 of 12: 9.5.3 node start 1; time left known after this step"
+    )
     # two starts finished in this run took 24 minutes: 12 minutes each for steps 5 to 12 (a resumed plan counts its own)
     assert node_starts.progress(5, 12, "8.17.2", 2, 2, 24 * 60.0).endswith("step 5 of 12: 8.17.2 node start 2; about 1 h 36 min left")
     assert node_starts.progress(12, 12, "8.17.2-aa", 3, 11, 11 * 600.0).endswith("about 10 min left")
+
 
 @pytest.mark.slow
 def test_no_version_effect_gives_no_difference_in_at_least_95_percent_of_cells():
