@@ -151,7 +151,8 @@ def main(argv=None):
     to_run = [step for step in order if not any(d["version"] == step[0] and d["start"] == step[2] for d in state["done"])]
     began = time.monotonic()
     for ran, (label, version, start) in enumerate(to_run):
-        print(progress(len(order) - len(to_run) + ran + 1, len(order), label, start, ran, time.monotonic() - began), flush=True)
+        step = order.index((label, version, start)) + 1
+        print(progress(step, len(order), label, start, ran, time.monotonic() - began), flush=True)
         state["done"].append(run_start(args, label, version, start))
         state_path.write_text(json.dumps(state, indent=2))
     print(f"node-starts {args.plan}: {len(state['done'])} node starts done; state in {state_path}")
