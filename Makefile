@@ -66,7 +66,7 @@ TOXIPROXY := $(PYTHON) local-es/toxiproxy_launcher.py
 # one Rally at a time: the previous race's processes take a moment to exit (waits, never kills)
 WAIT_FOR_RALLY := for i in $$(seq 120); do pgrep -f '[e]srally race' >/dev/null || pgrep -x esrally >/dev/null || break; sleep 1; done
 
-.PHONY: params privileges it-versions lint format venv es-start es-versions es-stop es-status es-wipe corpus race repeat layout-sweep node-scaling test it test-fast report accuracy client-cost validation-proof compare metrics-store metrics-store-stop \
+.PHONY: params privileges it-setup it-versions lint format venv es-start es-versions es-stop es-status es-wipe corpus race repeat layout-sweep node-scaling test it test-fast report accuracy client-cost validation-proof compare metrics-store metrics-store-stop \
 	toxiproxy proxy-start proxy-clear proxy-stop proxy-status remote-start remote-stop rtt-sweep network-faults ccs-roundtrips \
 	source-cost source-large aggregation-memory width-corpora coverage-width node-starts versions trend trend-scale
 
@@ -265,7 +265,7 @@ aggregation-memory: venv es-start corpus
 # the tests in two tiers (docs/tests.md). test: lint, every unit test and a few representative races on one node
 # (minutes); it: every other integration test (every challenge, Toxiproxy, the 3-node and remote clusters, the
 # network namespaces, the private checkout). CI runs both, so every behaviour is proven on every change.
-# TEST_METRICS_STORE=yes (make test, the 9.x tier): each race goes to a metrics store node too, and its report is
+# TEST_METRICS_STORE=yes (make test): each race goes to a metrics store node too, and its report is
 # built from its files and again from the store alone, and the two compared (tests/conftest.py assert_reported)
 # the unit tests on every core, then the few races make test runs (smoke: one node, one Rally at a time)
 test: venv lint
@@ -274,26 +274,26 @@ test: venv lint
 	TEST_METRICS_STORE=yes $(LOOPBACK_ONLY) $(VPY) -m pytest -m 'integration and smoke' --durations=10 tests
 # the races of make test and make it run in a private network namespace with loopback alone where the machine allows
 # it (root; else as they are): there the suite keeps one Rally actor system for its races (tests/loopback_only.py).
-# What needs the network is done first: Toxiproxy's go install, each version's node home from Maven Central.
+# What needs the network is done first: Toxiproxy's go install and the other versions' node homes from Maven Central
+# (it-setup, which .ci/run does while make test runs), the baseline's node home (as make test builds it).
 LOOPBACK_ONLY = $(VPY) tests/loopback_only.py
-it: venv toxiproxy
-	$(PYTHON) local-es/esnode.py build
+it-setup: toxiproxy
 	$(PYTHON) local-es/esnode.py build --version $(NEWEST_ES)
 	$(PYTHON) local-es/esnode.py build --version $(LAST_8X_ES)
+it: venv it-setup
+	$(PYTHON) local-es/esnode.py build
 	$(LOOPBACK_ONLY) $(VPY) -m pytest -m 'integration and not smoke' --durations=25 tests
 	$(MAKE) --no-print-directory it-versions
-# the version tier: every challenge's race (its test marked versions) on the newest 9.x, into the store too (versions
+# the version tier: every challenge's race (its test marked versions) on the newest 9.x (versions
 # of local-es/esnode.py's VERSIONS; make test and the rest of make it run the study's 8.17.2, and the last 8.x in the
 # version study's test-mode form, tests/test_versions.py, through make race as a user's races)
 NEWEST_ES := 9.5.3
 # the unit tier's workers (pytest-xdist): one per core
 TEST_JOBS ?= auto
 LAST_8X_ES := 8.19.21
-it-versions: venv toxiproxy
+it-versions: venv it-setup
 	$(PYTHON) local-es/esnode.py build
-	$(PYTHON) local-es/esnode.py build --version $(NEWEST_ES)
-	$(PYTHON) local-es/esnode.py build --version $(LAST_8X_ES)
-	TEST_ES_VERSION=$(NEWEST_ES) TEST_METRICS_STORE=yes $(LOOPBACK_ONLY) $(VPY) -m pytest -m versions --durations=10 tests
+	TEST_ES_VERSION=$(NEWEST_ES) $(LOOPBACK_ONLY) $(VPY) -m pytest -m versions --durations=10 tests
 
 # every track parameter with its default (declared at track.json's top) and what it accepts
 params: venv

@@ -84,7 +84,7 @@ TEST_ES_VERSION = os.environ.get("TEST_ES_VERSION") or None
 # the version tier races each challenge once on that version, the costliest in a smaller form (their modules say which):
 # every kind of request still sent, fewer repeats of a kind the other version's tier sends in full (CI under 30 minutes)
 VERSION_TIER = TEST_ES_VERSION is not None
-# TEST_METRICS_STORE=yes (make test, the 9.x version tier): every race of the session goes to Rally's Elasticsearch metrics store
+# TEST_METRICS_STORE=yes (make test): every race of the session goes to Rally's Elasticsearch metrics store
 # as well, a node of the study's version on SUITE_STORE_PORT, and every clean race's report is built twice, from the
 # race's files and from the store alone, and the two compared (assert_reported)
 TEST_METRICS_STORE = os.environ.get("TEST_METRICS_STORE") == "yes"
@@ -721,16 +721,21 @@ def other_certs(tmp_path_factory):
 def pytest_collection_modifyitems(config, items):
     """A test that uses the node or a Rally home (directly or through another fixture) is an integration test; a
     test that starts a node of its own says so with its own mark. A run of the version tier (-m versions) races every
-    challenge of the track: a challenge no `versions` test names stops it before anything starts."""
+    challenge of the track, or one whose race holds all its tasks (raced_within): a challenge neither names stops it
+    before anything starts."""
     for item in items:
         if {"es_node", "rally_home"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.integration)
     if "versions" in (config.getoption("markexpr") or ""):
         raced = {mark.args[0] for item in items for mark in item.iter_markers("versions")}
+        raced |= {
+            item.callspec.params["challenge"] for item in items for mark in item.iter_markers("raced_within") if mark.args[0] in raced
+        }
         missing = sorted(set(rendered_challenges()) - raced)
         if missing:
             raise pytest.UsageError(
-                f"no test marked versions(<challenge>) races {', '.join(missing)}: the version tier races every challenge"
+                f"no test marked versions(<challenge>) races {', '.join(missing)}, nor a raced challenge that holds its tasks "
+                "(raced_within): the version tier races every challenge"
             )
 
 

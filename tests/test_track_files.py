@@ -330,6 +330,18 @@ def test_the_makefile_targets_of_the_seeds_points_are_valid_shell(target):
     assert parsed.returncode == 0, parsed.stderr + shown.stdout
 
 
+def test_the_version_tier_leaves_out_only_a_challenge_whose_tasks_another_race_holds():
+    """raced_within: ingest-baseline's two tasks and profile-breakdown's three are, as raced, tasks of full's race (the
+    version tier races full for them); ingest-tuned shares full's create-index but not its bulk (another bulk size and
+    clients), so it is raced on its own, and nothing holds full."""
+    from tests.test_challenges import raced_within, tasks
+
+    assert raced_within("ingest-baseline") == "full" and raced_within("profile-breakdown") == "full"
+    assert raced_within("ingest-tuned") is None and raced_within("full") is None
+    shared = [t for t in tasks("ingest-tuned") if t in tasks("full")]
+    assert len(shared) == 1 and len(tasks("ingest-tuned")) == 2, shared
+
+
 def test_every_challenge_of_the_track_is_raced_by_the_suite():
     """A challenge the suite races nowhere: test_challenges.py races each one that no study module marks as its own
     (versions("<challenge>")), so only a module that claims a challenge can leave it out, and the claim is its race."""
