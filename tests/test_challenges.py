@@ -5,6 +5,7 @@ outside test mode too); production-comparison from another track repository in t
 
 `full` is one of the few races `make test` runs (mark smoke): the ingest, the study's cells, and the report."""
 
+import functools
 import json
 import math
 import os
@@ -135,12 +136,13 @@ def raced_within(challenge):
     """The one-node challenge whose race holds every task of this challenge's race, as the two are raced here (a
     strict superset: ingest-baseline's two in full's), or None. The version tier races that one alone, the 8.17.2
     tier both: the newer version sees each of these tasks, as a task, once."""
-    mine = {json.dumps(t, sort_keys=True) for t in tasks(challenge)}
-    for other in one_node_challenges():
-        theirs = {json.dumps(t, sort_keys=True) for t in tasks(other)}
-        if other != challenge and mine < theirs:
-            return other
-    return None
+    return next((other for other in one_node_challenges() if _task_keys(challenge) < _task_keys(other)), None)
+
+
+@functools.cache
+def _task_keys(challenge):
+    """The challenge's tasks as raced here, each as its JSON: raced_within compares every pair once at collection."""
+    return frozenset(json.dumps(t, sort_keys=True) for t in tasks(challenge))
 
 
 def version_marks(challenge):
