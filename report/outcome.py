@@ -119,7 +119,7 @@ def settle_lines(race):
         if line.get("settled"):
             lines.append(
                 f"The node settled before the timed cells: {passes} passes over them in {seconds:.0f} s ({rule}{pace}, "
-                f"within {line.get('tolerance'):.0%}){served}."
+                f"within {line.get('tolerance'):.0%}){served}.{_bulk_text(line)}"
             )
         elif line.get("stopped-by") == settling.TIME_LIMIT:
             still = (
@@ -130,7 +130,7 @@ def settle_lines(race):
             lines.append(
                 f"**The node had NOT settled before the timed cells:** after {passes} passes in {seconds:.0f} s (the "
                 f"time limit, settle_time_limit) {still}. Its figures are those of a node still warming up: race it "
-                "again on this node, or with a longer settle_time_limit."
+                f"again on this node, or with a longer settle_time_limit.{_bulk_text(line)}"
             )
         else:
             lines.append(f"**The settling stopped at a failed pass** (pass {passes}, task {line.get('task')}): the failures above say why.")
@@ -148,6 +148,23 @@ def _served_text(line):
     uptime = line.get("jvm-uptime-s")
     age = "" if uptime is None else f", a node up {uptime:.0f} s when it began"
     return f"; {served[-1]:,} query phases served since the node started, against settle_node_searches {floor:,}{age}"
+
+
+def _bulk_text(line):
+    """A node that had served bulk requests in its process (an ingest) and was in its first race since (its searches
+    when the settling began short of the floor; without a floor, any race): the settling does not undo what the bulks
+    left (docs/schedule.md, "What it goes with"). Empty otherwise, or for a record without the count (older races)."""
+    bulk, before = line.get(settling.BULK_REQUESTS_KEY), line.get(settling.SEARCHES_BEFORE_KEY)
+    floor = line.get(settling.NODE_SEARCHES_KEY) or 0
+    if not bulk or (floor and before is not None and before >= floor):
+        return ""
+    return (
+        f" The node had served {bulk:,} bulk requests since it started (an ingest in its process) and "
+        f"{'an unknown number of' if before is None else f'{before:,}'} query phases when the settling began, so this may "
+        "be its first race since the ingest, which the settling does not make like the next ones: on 9.5.3 such a race "
+        "read the serial t-digest about 7% above the races after it (on 8.17.2 within 2%); race again on this node for "
+        'that cell (docs/schedule.md, "What it goes with").'
+    )
 
 
 def _drift_lines(race):

@@ -232,6 +232,8 @@ def test_full_ingests_every_epoch_and_validates_every_cell(shared_races):
     served = settled["served-searches"]
     assert settled[settling.NODE_SEARCHES_KEY] == 0 and len(served) == len(settled["passes"]) and settled["jvm-uptime-s"] > 0, settled
     assert all(isinstance(n, int) and n > 0 for n in served) and served == sorted(set(served)), settled
+    # the node served this race's own ingest in its process (5 epochs, a bulk each, and the ingest changes' bulks)
+    assert settled[settling.BULK_REQUESTS_KEY] >= 5, settled
     warmed = [v for v in validated if v["task"].startswith("settle/")]
     assert {v["task"] for v in warmed} == {f"settle/{cell}" for cell in cells}
     assert len(warmed) == len(settled["passes"]) * len(cells) and not any(v["measured"] or v["failed-checks"] for v in warmed)
@@ -259,6 +261,7 @@ def test_full_race_gives_the_report(shared_races, tmp_path):
     # how the node settled, in the report's first lines (before the first section)
     first = report.split("\n## ")[0]
     assert "The node settled before the timed cells" in first or "The node had NOT settled" in first, first
+    assert "bulk requests since it started (an ingest in its process)" in first, first
 
 
 def test_ingest_baseline_records_each_epoch_and_counts_every_document(shared_races):

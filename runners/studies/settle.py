@@ -39,6 +39,8 @@ NO_FLOOR = 0  # node-searches when a challenge file leaves it out: the pace alon
 FEWEST_PASSES = 2  # a pace is read over two passes at least: the time limit stops the settling only after them
 TEST_MODE_TIME_LIMIT = 1.0  # s, --test-mode's bound: its record's shape, not a settled node (a test-mode pace of
 # one-pass windows on a node just started kept falling for 14 s of passes through a proxy)
+BULK_REQUESTS_KEY = "bulk-requests-served"  # the record's: _bulk requests the nodes served before the settling ...
+SEARCHES_BEFORE_KEY = "served-searches-before"  # ... and query phases (the fewest of a searching node): a first race?
 SETTLED, TIME_LIMIT, FAILED_PASS = "settled", "time limit", "a failed pass"  # what stopped the settling, as recorded
 
 
@@ -82,6 +84,23 @@ async def _node_stats(es):
         return None
 
 
+NODE_USAGE_PATH = "/_nodes/usage/rest_actions"
+BULK_ACTION = "bulk_action"  # the REST action of _bulk in the nodes' usage (8.x and 9.x alike)
+
+
+async def _bulk_requests(es):
+    """The bulk requests the nodes' REST layers served since they started (summed over the nodes; 0 for none), or None
+    where node usage cannot be read: read once, before the first pass. On 9.5.3 the first race in a process that ran
+    the ingest read the serial t-digest about 7% slow, and the settling does not remove it (docs/schedule.md, "What it
+    goes with"): the record and the report say when a race measured such a node."""
+    try:
+        path = f"nodes.*.rest_actions.{BULK_ACTION}"
+        body = restore.body_of(await es.perform_request("GET", NODE_USAGE_PATH, params={"filter_path": path}))
+        return sum(node["rest_actions"][BULK_ACTION] for node in (body or {}).get("nodes", {}).values())
+    except (elasticsearch.ApiError, elasticsearch.TransportError, KeyError, TypeError, AttributeError):
+        return None
+
+
 def searching_nodes(first, now):
     """The nodes that served the settling's searches (their query phases grew since its first reading): the ones whose
     JIT it warms. None where either reading is missing."""
@@ -95,6 +114,13 @@ def node_searches(first, now):
     and per-shard code that C2 compiles after thousands of calls), or None where it cannot be read."""
     nodes = searching_nodes(first, now)
     return min(now[node][1] for node in nodes) if nodes else None
+
+
+def searches_before(first, last):
+    """The fewest query phases a searching node had served when the settling began (below the floor: the node's first
+    race since it started), or None where it cannot be read."""
+    nodes = searching_nodes(first, last)
+    return min(first[node][1] for node in nodes) if nodes else None
 
 
 def process_cpu_ms(before, after):
@@ -130,6 +156,7 @@ class Settle:
         seconds, cpu_ms, served, meta = [], [], [], {}
         started = time.perf_counter()
         first = last = await _node_stats(default)
+        bulk_requests = await _bulk_requests(default)  # what the process served before: read once, before the passes
         stopped = None
         while stopped is None:
             begin = time.perf_counter()
@@ -140,15 +167,19 @@ class Settle:
             served.append(node_searches(first, last))
             records.add(meta, {records.META_KEY: result[records.META_KEY]} if records.META_KEY in result else {})
             if not result.get("success", True):
-                return self._done(params, seconds, cpu_ms, served, first, started, FAILED_PASS, meta, result["error-description"])
+                return self._done(
+                    params, seconds, cpu_ms, served, (first, last, bulk_requests), started, FAILED_PASS, meta, result["error-description"]
+                )
             if settled(seconds, window, tolerance) and warmed(served[-1], floor):
                 stopped = SETTLED
             elif len(seconds) >= FEWEST_PASSES and time.perf_counter() - started >= limit:
                 stopped = TIME_LIMIT
-        return self._done(params, seconds, cpu_ms, served, first, started, stopped, meta)
+        return self._done(params, seconds, cpu_ms, served, (first, last, bulk_requests), started, stopped, meta)
 
     @staticmethod
-    def _done(params, seconds, cpu_ms, served, first, started, stopped, meta, error=None):
+    def _done(params, seconds, cpu_ms, served, readings, started, stopped, meta, error=None):
+        """readings: the node stats before the first pass and after the last one, and the bulk requests served before."""
+        first, last, bulk_requests = readings
         window, floor = params[WINDOW_KEY], params.get(NODE_SEARCHES_KEY, NO_FLOOR)
         ratio = pace_ratio(seconds, window)
         uptimes = [first[node][2] for node in first] if first else []
@@ -168,6 +199,8 @@ class Settle:
             TOLERANCE_KEY: params[TOLERANCE_KEY],
             TIME_LIMIT_KEY: params[TIME_LIMIT_KEY],
             NODE_SEARCHES_KEY: floor,
+            BULK_REQUESTS_KEY: bulk_requests,
+            SEARCHES_BEFORE_KEY: searches_before(first, last),
         }
         records.add(meta, records.append_line(RaceContext.of(params).record_dir, SETTLE, json.dumps(line, sort_keys=True)))
         if error is not None:

@@ -62,3 +62,22 @@ def test_the_searches_a_node_had_served_are_said_beside_its_floor_and_a_node_sho
     assert "900 query phases" in text and "still getting faster" not in text
     (text, _) = outcome.settle_lines(race_with(line(**{**served, "served-searches": [None]})))
     assert "could not be read (_nodes/stats), so the pace alone decided" in text
+
+
+def test_a_first_race_after_bulk_requests_in_the_nodes_process_is_said_and_a_later_race_is_not():
+    first = {settle.BULK_REQUESTS_KEY: 5_000, settle.SEARCHES_BEFORE_KEY: 31, "node-searches": 10_000}
+    (text, _) = outcome.settle_lines(race_with(line(**first)))
+    assert "The node had served 5,000 bulk requests since it started (an ingest in its process) and 31 query phases" in text
+    assert "serial t-digest" in text and "What it goes with" in text and "**" not in text
+    # the next race on that node: its first race's settling brought it past the floor before this one began
+    (text, _) = outcome.settle_lines(race_with(line(**{**first, settle.SEARCHES_BEFORE_KEY: 10_012})))
+    assert "bulk" not in text
+    for none in (0, None):  # no bulk request in the process (a node restarted on its index), or an older record
+        (text, _) = outcome.settle_lines(race_with(line(**{**first, settle.BULK_REQUESTS_KEY: none})))
+        assert "bulk" not in text
+    # without a floor a first race cannot be told from a later one: said; and beside a node that had not settled
+    (text, _) = outcome.settle_lines(race_with(line(**{**first, "node-searches": 0, settle.SEARCHES_BEFORE_KEY: 50_000})))
+    assert "5,000 bulk requests" in text
+    late = {**first, "settled": False, "stopped-by": settle.TIME_LIMIT, settle.SEARCHES_BEFORE_KEY: None}
+    (text, _) = outcome.settle_lines(race_with(line(**late)))
+    assert text.startswith("**The node had NOT settled") and "an unknown number of query phases" in text

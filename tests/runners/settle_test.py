@@ -141,6 +141,7 @@ def test_a_paced_node_goes_on_until_it_has_served_the_floor_of_searches_since_it
     assert line["served-searches"] == [250, 400, 550, 700, 850, 1000] and line["served-searches"][3] < 1000
     assert line[settle.NODE_SEARCHES_KEY] == 1000
     assert line["jvm-uptime-s"] == 42.0 and line["paced"] is True and line["warmed"] is True
+    assert line[settle.SEARCHES_BEFORE_KEY] == 100 and line[settle.BULK_REQUESTS_KEY] is None  # no client: unread
 
 
 def test_a_node_that_served_its_searches_before_stops_at_the_pace(monkeypatch, context, tmp_path):
@@ -182,7 +183,8 @@ def test_a_failed_pass_fails_the_sample_naming_it_and_stops(context, tmp_path):
         },
     )
     # pass 1: epoch 1's coverage; pass 2: epoch 2's, refused
-    good = [node_stats, *answers(here, "msearch", 1), node_stats]
+    usage = (200, {"nodes": {"n1": {"rest_actions": {settle.BULK_ACTION: 5_000}}}})  # the ingest's bulks, in this process
+    good = [node_stats, usage, *answers(here, "msearch", 1), node_stats]
     client = StubClient([*good, elasticsearch.ConnectionError("Connection refused"), node_stats])
     operation = task("settle", "settle", warms=[c.name for c in cells], window=3, tolerance=0.05, **{"time-limit": 60})
     operation.operation.params[CONTEXT_KEY] = here.as_param()
@@ -195,7 +197,8 @@ def test_a_failed_pass_fails_the_sample_naming_it_and_stops(context, tmp_path):
     )
     (line,) = record(tmp_path)
     assert line["stopped-by"] == settle.FAILED_PASS and line["settled"] is False and len(line["passes"]) == 2
-    assert line["process-cpu-ms"] == [0, 0]
+    assert line["process-cpu-ms"] == [0, 0] and line[settle.BULK_REQUESTS_KEY] == 5_000
+    assert client.sent[1]["path"] == settle.NODE_USAGE_PATH
     lines = [json.loads(x) for x in (tmp_path / records.VALIDATION).read_text().splitlines()]
     assert [x["task"] for x in lines] == ["settle/coverage-D_td-msearch"] * 2 and not any(x["measured"] for x in lines)
 
@@ -237,3 +240,14 @@ def test_a_settling_tasks_own_values_are_checked_naming_them(context, key, value
 def test_the_settling_track_parameters_are_checked_before_the_race(name, value, expected):
     with pytest.raises(parameters.ParameterError, match=f"{name}.*{expected}"):
         parameters.check({name: value})
+
+
+def test_the_bulk_requests_served_are_summed_over_the_nodes_and_none_where_usage_cannot_be_read():
+    def read(*answers):
+        return asyncio.run(settle._bulk_requests(StubClient(list(answers))))
+
+    # filter_path leaves out a node that served no bulk request, and answers {} when none did
+    assert read((200, {"nodes": {"a": {"rest_actions": {"bulk_action": 5_000}}, "c": {"rest_actions": {"bulk_action": 7}}}})) == 5_007
+    assert read((200, {})) == 0
+    assert read((403, {"error": "no monitor privilege"})) is None
+    assert read(elasticsearch.ConnectionError("Connection refused")) is None
