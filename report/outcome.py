@@ -160,10 +160,11 @@ def _bulk_text(line):
         return ""
     return (
         f" The node had served {bulk:,} bulk requests since it started (an ingest in its process) and "
-        f"{'an unknown number of' if before is None else f'{before:,}'} query phases when the settling began, so this may "
-        "be its first race since the ingest, which the settling does not make like the next ones: on 9.5.3 such a race "
-        "read the serial t-digest about 7% above the races after it (on 8.17.2 within 2%); race again on this node for "
-        'that cell (docs/schedule.md, "What it goes with").'
+        f"{'an unknown number of' if before is None else f'{before:,}'} query phases when the settling began: this "
+        f"{'is' if floor and before is not None else 'may be'} its first race since it started, which the settling "
+        "does not make like the next ones (on 9.5.3 such a race read the serial t-digest about 7% above the races "
+        'after it over 7 node starts, on 8.17.2 within 2%: docs/schedule.md, "What it goes with"); race that cell '
+        "again on this node for its settled figure."
     )
 
 

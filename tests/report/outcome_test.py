@@ -68,7 +68,8 @@ def test_a_first_race_after_bulk_requests_in_the_nodes_process_is_said_and_a_lat
     first = {settle.BULK_REQUESTS_KEY: 5_000, settle.SEARCHES_BEFORE_KEY: 31, "node-searches": 10_000}
     (text, _) = outcome.settle_lines(race_with(line(**first)))
     assert "The node had served 5,000 bulk requests since it started (an ingest in its process) and 31 query phases" in text
-    assert "serial t-digest" in text and "What it goes with" in text and "**" not in text
+    assert "this is its first race since it started" in text and "serial t-digest" in text and "What it goes with" in text
+    assert "**" not in text
     # the next race on that node: its first race's settling brought it past the floor before this one began
     (text, _) = outcome.settle_lines(race_with(line(**{**first, settle.SEARCHES_BEFORE_KEY: 10_012})))
     assert "bulk" not in text
@@ -77,7 +78,7 @@ def test_a_first_race_after_bulk_requests_in_the_nodes_process_is_said_and_a_lat
         assert "bulk" not in text
     # without a floor a first race cannot be told from a later one: said; and beside a node that had not settled
     (text, _) = outcome.settle_lines(race_with(line(**{**first, "node-searches": 0, settle.SEARCHES_BEFORE_KEY: 50_000})))
-    assert "5,000 bulk requests" in text
+    assert "5,000 bulk requests" in text and "this may be its first race" in text
     late = {**first, "settled": False, "stopped-by": settle.TIME_LIMIT, settle.SEARCHES_BEFORE_KEY: None}
     (text, _) = outcome.settle_lines(race_with(line(**late)))
     assert text.startswith("**The node had NOT settled") and "an unknown number of query phases" in text
