@@ -156,12 +156,13 @@ def _bulk_text(line):
     left (docs/schedule.md, "What it goes with"). Empty otherwise, or for a record without the count (older races)."""
     bulk, before = line.get(settling.BULK_REQUESTS_KEY), line.get(settling.SEARCHES_BEFORE_KEY)
     floor = line.get(settling.NODE_SEARCHES_KEY) or 0
-    if not bulk or (floor and before is not None and before >= floor):
+    known = bool(floor) and before is not None  # with a floor and the count, a first race is told from a later one
+    if not bulk or (known and before >= floor):
         return ""
     return (
         f" The node had served {bulk:,} bulk requests since it started (an ingest in its process) and "
         f"{'an unknown number of' if before is None else f'{before:,}'} query phases when the settling began: this "
-        f"{'is' if floor and before is not None else 'may be'} its first race since it started, which the settling "
+        f"{'is' if known else 'may be'} its first race since it started, which the settling "
         "does not make like the next ones (on 9.5.3 such a race read the serial t-digest about 7% above the races "
         'after it over 7 node starts, on 8.17.2 within 2%: docs/schedule.md, "What it goes with"); race that cell '
         "again on this node for its settled figure."

@@ -71,17 +71,26 @@ NODE_STATS_PATH = "/_nodes/stats/jvm,process,indices/search"
 NODE_STATS_FIELDS = "nodes.*.process.cpu.total_in_millis,nodes.*.indices.search.query_total,nodes.*.jvm.uptime_in_millis"
 
 
-async def _node_stats(es):
-    """Each node's (process CPU ms, query phases since it started, JVM uptime ms), or None where node stats give none
-    (an answer without the figures, a node that cannot say): read once between passes."""
+async def _read_nodes(es, path, fields, read):
+    """read(body) of a GET of path, filtered to fields, or None where the nodes give no answer to read (a refused
+    request, a node that cannot say, an answer without the figures)."""
     try:
-        body = restore.body_of(await es.perform_request("GET", NODE_STATS_PATH, params={"filter_path": NODE_STATS_FIELDS}))
+        return read(restore.body_of(await es.perform_request("GET", path, params={"filter_path": fields})))
+    except (elasticsearch.ApiError, elasticsearch.TransportError, KeyError, TypeError, AttributeError):
+        return None
+
+
+async def _node_stats(es):
+    """Each node's (process CPU ms, query phases since it started, JVM uptime ms), or None where node stats give none:
+    read once between passes."""
+
+    def each_node(body):
         return {
             node_id: (node["process"]["cpu"]["total_in_millis"], node["indices"]["search"]["query_total"], node["jvm"]["uptime_in_millis"])
             for node_id, node in body["nodes"].items()
         }
-    except (elasticsearch.ApiError, elasticsearch.TransportError, KeyError, TypeError, AttributeError):
-        return None
+
+    return await _read_nodes(es, NODE_STATS_PATH, NODE_STATS_FIELDS, each_node)
 
 
 NODE_USAGE_PATH = "/_nodes/usage/rest_actions"
@@ -89,16 +98,15 @@ BULK_ACTION = "bulk_action"  # the REST action of _bulk in the nodes' usage (8.x
 
 
 async def _bulk_requests(es):
-    """The bulk requests the nodes' REST layers served since they started (summed over the nodes; 0 for none), or None
-    where node usage cannot be read: read once, before the first pass. On 9.5.3 the first race in a process that ran
-    the ingest read the serial t-digest about 7% slow, and the settling does not remove it (docs/schedule.md, "What it
-    goes with"): the record and the report say when a race measured such a node."""
-    try:
-        path = f"nodes.*.rest_actions.{BULK_ACTION}"
-        body = restore.body_of(await es.perform_request("GET", NODE_USAGE_PATH, params={"filter_path": path}))
+    """The bulk requests the nodes' REST layers served since they started (summed over the nodes; 0 for none: the
+    filter leaves such a node out), or None where node usage cannot be read: read once, before the first pass. On 9.5.3
+    the first race in a process that ran the ingest read the serial t-digest about 7% slow, and the settling does not
+    remove it (docs/schedule.md, "What it goes with"): the record and the report say when a race measured such a node."""
+
+    def summed(body):
         return sum(node["rest_actions"][BULK_ACTION] for node in (body or {}).get("nodes", {}).values())
-    except (elasticsearch.ApiError, elasticsearch.TransportError, KeyError, TypeError, AttributeError):
-        return None
+
+    return await _read_nodes(es, NODE_USAGE_PATH, f"nodes.*.rest_actions.{BULK_ACTION}", summed)
 
 
 def searching_nodes(first, now):
