@@ -267,11 +267,20 @@ aggregation-memory: venv es-start corpus
 # network namespaces, the private checkout). CI runs both, so every behaviour is proven on every change.
 # TEST_METRICS_STORE=yes (make test): each race goes to a metrics store node too, and its report is
 # built from its files and again from the store alone, and the two compared (tests/conftest.py assert_reported)
-# the unit tests on every core, then the few races make test runs (smoke: one node, one Rally at a time)
+# the few races make test runs (smoke: one node, one Rally at a time) with the unit tests beside them, on every core at
+# a lower priority: the races leave the CPU idle some 40% of their time (Rally's actors wait on their wake-ups), and
+# the unit tests fill it. Their output follows the races'. Then the unit tests that start a Rally process (marked
+# rally_process), which Rally would not let a race start beside.
 test: venv lint
-	$(VPY) -m pytest -n $(TEST_JOBS) -m 'not integration' --durations=10 tests
 	$(PYTHON) local-es/esnode.py build
-	TEST_METRICS_STORE=yes $(LOOPBACK_ONLY) $(VPY) -m pytest -m 'integration and smoke' --durations=10 tests
+	@unit_log=$$(mktemp); trap 'kill $$unit 2>/dev/null; rm -f "$$unit_log"' EXIT INT TERM; \
+	nice -n 10 $(VPY) -m pytest -n $(TEST_JOBS) -m 'not integration and not rally_process' --beside-races \
+	  --durations=10 tests >"$$unit_log" 2>&1 & unit=$$!; \
+	echo "[make test] the races, with the unit tests beside them (their output follows)"; \
+	TEST_METRICS_STORE=yes $(LOOPBACK_ONLY) $(VPY) -m pytest -m 'integration and smoke' --durations=10 tests; races=$$?; \
+	wait $$unit; units=$$?; unit=; echo "[make test] the unit tests, run beside the races:"; cat "$$unit_log"; \
+	[ $$races -eq 0 ] && [ $$units -eq 0 ]
+	$(VPY) -m pytest -m 'rally_process and not integration' tests
 # the races of make test and make it run in a private network namespace with loopback alone where the machine allows
 # it (root; else as they are): there the suite keeps one Rally actor system for its races (tests/loopback_only.py).
 # What needs the network is done first: Toxiproxy's go install and the other versions' node homes from Maven Central

@@ -91,6 +91,8 @@ TEST_METRICS_STORE = os.environ.get("TEST_METRICS_STORE") == "yes"
 SUITE_STORE_PORT = 9268
 PYTHON = sys.executable
 ESRALLY = str(Path(sys.executable).with_name("esrally"))
+RALLY_COMMAND = ESRALLY  # the real one: a test may stand a probe in for ESRALLY (tests/test_signals.py)
+BESIDE_RACES = []  # [True] when make test runs these tests beside its races (--beside-races, pytest_configure below)
 ESRALLYD = str(Path(sys.executable).with_name("esrallyd"))
 RALLY_TEST_HOME = REPO / ".rally-test"  # the session's Rally home (rally_home), the suite's actor system's too
 LAUNCHER = str(REPO / "local-es" / "esnode.py")
@@ -333,6 +335,11 @@ def run_rally(home, *args, timeout=1200):
 def _rally(home, args, start, **how):
     """esrally with these arguments and its own Rally home, once the previous Rally of the suite has exited; a race
     in the suite's actor system where there is one (SuiteActorSystem), in one of its own when its test says so."""
+    if BESIDE_RACES and ESRALLY == RALLY_COMMAND:
+        pytest.fail(
+            f"this test starts a Rally process (esrally {args[0] if args else ''}) while make test's races run beside it, and "
+            "Rally refuses to race beside another Rally process: mark it rally_process (make test runs those after its races)"
+        )
     wait_for_our_rally()
     if args and args[0] == "race":
         ACTOR_SYSTEM.ready_for(home)
@@ -716,6 +723,19 @@ def other_certs(tmp_path_factory):
     from tests.secure_stand_in import make_other_ca
 
     return make_other_ca(tmp_path_factory.mktemp("other-tls"))
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--beside-races",
+        action="store_true",
+        help="make test runs the unit tests beside its races: a test that starts a Rally process fails, naming its mark",
+    )
+
+
+def pytest_configure(config):
+    if config.getoption("--beside-races"):
+        BESIDE_RACES.append(True)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -130,3 +130,16 @@ def test_a_started_race_gets_the_defaults(launched_in_the_background, monkeypatc
 def test_the_helper_refuses_a_preexec_fn_of_its_own():
     with pytest.raises(TypeError, match="sets preexec_fn itself"):
         popen_with_default_signals(["true"], preexec_fn=lambda: None)
+
+
+def test_beside_the_races_a_test_that_would_start_rally_fails_and_names_its_mark(monkeypatch, tmp_path):
+    """make test runs the unit tests beside its races (--beside-races): a Rally process started there could make one of
+    its races refuse to start, so the test fails before Rally starts, naming the mark that runs it after the races;
+    a stand-in for esrally (the test above) is no Rally and runs."""
+    monkeypatch.setattr(conftest, "BESIDE_RACES", [True])
+    monkeypatch.setattr(conftest, "RALLY_HOMES", set())
+    with pytest.raises(pytest.fail.Exception, match="mark it rally_process"):
+        conftest.run_rally(tmp_path / "home", "info")
+    assert not (tmp_path / "home").exists() and conftest.RALLY_HOMES == set()  # nothing started
+    monkeypatch.setattr(conftest, "ESRALLY", "true")
+    assert conftest.run_rally(tmp_path / "home", "info").returncode == 0

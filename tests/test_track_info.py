@@ -5,7 +5,7 @@ import pytest
 
 from tests.conftest import REPO, generate, run_rally
 
-pytestmark = pytest.mark.slow  # each test an esrally process (1-3 s)
+pytestmark = [pytest.mark.slow, pytest.mark.rally_process]  # each test an esrally process (1-3 s)
 
 
 def info(home, *args):

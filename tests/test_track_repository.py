@@ -79,6 +79,7 @@ def test_the_track_folder_alone_races_from_a_teams_repository(shared_races, tmp_
 
 
 @pytest.mark.slow  # an esrally process on a clone
+@pytest.mark.rally_process
 def test_this_repository_shared_whole_names_its_track_by_path(tmp_path):
     """rally.ini names this repository; Rally loads tracks/cluster-metrics from its clone (esrally info: the track's
     load, every challenge, no cluster). The clone holds what is committed: the working tree is laid over it, so that
