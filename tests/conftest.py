@@ -92,7 +92,7 @@ SUITE_STORE_PORT = 9268
 PYTHON = sys.executable
 ESRALLY = str(Path(sys.executable).with_name("esrally"))
 RALLY_COMMAND = ESRALLY  # the real one: a test may stand a probe in for ESRALLY (tests/test_signals.py)
-BESIDE_RACES = []  # [True] when make test runs these tests beside its races (--beside-races, pytest_configure below)
+BESIDE_RACES = False  # make test runs these tests beside its races (--beside-races, pytest_configure below)
 ESRALLYD = str(Path(sys.executable).with_name("esrallyd"))
 RALLY_TEST_HOME = REPO / ".rally-test"  # the session's Rally home (rally_home), the suite's actor system's too
 LAUNCHER = str(REPO / "local-es" / "esnode.py")
@@ -734,8 +734,8 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
-    if config.getoption("--beside-races"):
-        BESIDE_RACES.append(True)
+    global BESIDE_RACES
+    BESIDE_RACES = config.getoption("--beside-races")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -136,7 +136,7 @@ def test_beside_the_races_a_test_that_would_start_rally_fails_and_names_its_mark
     """make test runs the unit tests beside its races (--beside-races): a Rally process started there could make one of
     its races refuse to start, so the test fails before Rally starts, naming the mark that runs it after the races;
     a stand-in for esrally (the test above) is no Rally and runs."""
-    monkeypatch.setattr(conftest, "BESIDE_RACES", [True])
+    monkeypatch.setattr(conftest, "BESIDE_RACES", True)
     monkeypatch.setattr(conftest, "RALLY_HOMES", set())
     with pytest.raises(pytest.fail.Exception, match="mark it rally_process"):
         conftest.run_rally(tmp_path / "home", "info")
