@@ -51,10 +51,11 @@ PARAMS = {
     "full": {"variants": ["D_hdr"]},
     # D_hdr at 3 and 4 digits, 4 above memory_parallel_hdr_digits_max so over serial only; D_td at compression 100 and
     # 200. Not 5 digits: over serial on a 1 GB 9.5.3 node it reaches the parent breaker now and then (CI, 2026-11-27:
-    # "real usage 1000.5mb"), a failed cell the track rightly reports, not a test that can pass every time
+    # "real usage 1000.5mb"), a failed cell the track rightly reports, not a test that can pass every time. The version
+    # tier: 3 digits alone (every request kind; the serial-only digits are the track's rule, not the version's)
     "aggregation-memory": {
         "memory_variants": ["D_hdr"],
-        "memory_hdr_digits": [3, 4],
+        "memory_hdr_digits": [3] if VERSION_TIER else [3, 4],
         "memory_parallel_hdr_digits_max": 3,
         "memory_tdigest_compression": [100, 200],
     },
@@ -223,9 +224,10 @@ def test_full_ingests_every_epoch_and_validates_every_cell(shared_races):
             requests = 30 if cell.endswith("-serial") else 1
             assert v["wall-ms"] > 0 and 0 <= v["took"] <= v["wall-ms"] + requests and v["took-sum"] >= 0, (cell, v)
             assert v["took-sum"] == v["took"] or cell.endswith("-msearch"), v
-    # the node settled first: passes over every cell (one-pass windows in test mode, two passes at least), recorded
+    # the node settled first: passes over every cell (one-pass windows in test mode, one pass at least), recorded
     (settled,) = [json.loads(line) for line in (race.record_dir() / settling.SETTLE).read_text().splitlines()]
-    assert settled["task"] == "settle" and settled["window"] == 1 and len(settled["passes"]) >= 2, settled
+    assert settled["task"] == "settle" and settled["window"] == 1 and len(settled["passes"]) >= 1, settled
+    assert settled[settling.FEWEST_PASSES_KEY] == settling.TEST_MODE_FEWEST_PASSES, settled
     assert settled["stopped-by"] in (settling.SETTLED, settling.TIME_LIMIT) and 0 < sum(settled["passes"]) <= settled["seconds"]
     assert all(cpu is None or cpu >= 0 for cpu in settled["process-cpu-ms"]), settled
     # the node's own count of searches since it started, read between passes (test mode sets no floor: 0), growing

@@ -116,6 +116,16 @@ def test_a_pass_longer_than_the_time_limit_still_gives_the_two_passes_a_pace_nee
     assert line["passes"] == [5.0, 4.0] and left == [3.0] and line["stopped-by"] == settle.TIME_LIMIT
 
 
+def test_in_test_mode_a_pass_longer_than_the_time_limit_is_the_only_one(monkeypatch, context, tmp_path):
+    left = scripted(monkeypatch, [5.0, 4.0, 3.0])
+    params = params_for(context, tmp_path, window=1, limit=1)
+    params[settle.FEWEST_PASSES_KEY] = settle.TEST_MODE_FEWEST_PASSES
+    asyncio.run(settle.Settle()(None, params))
+    (line,) = record(tmp_path)
+    assert line["passes"] == [5.0] and left == [4.0, 3.0] and line["stopped-by"] == settle.TIME_LIMIT
+    assert line["pace-ratio"] is None and line[settle.FEWEST_PASSES_KEY] == 1
+
+
 def test_test_mode_settles_in_one_pass_windows_without_a_floor_within_its_bound():
     def settling(limit):
         return SimpleNamespace(
@@ -125,8 +135,8 @@ def test_test_mode_settles_in_one_pass_windows_without_a_floor_within_its_bound(
     tasks = [settling(300), settling(0.5), SimpleNamespace(operation=SimpleNamespace(type="coverage", params={"time-limit": 300}))]
     settle.for_test_mode(tasks)
     assert [t.operation.params for t in tasks[:2]] == [
-        {"window": 1, "time-limit": settle.TEST_MODE_TIME_LIMIT, "node-searches": settle.NO_FLOOR},
-        {"window": 1, "time-limit": 0.5, "node-searches": settle.NO_FLOOR},
+        {"window": 1, "time-limit": settle.TEST_MODE_TIME_LIMIT, "node-searches": settle.NO_FLOOR, "fewest-passes": 1},
+        {"window": 1, "time-limit": 0.5, "node-searches": settle.NO_FLOOR, "fewest-passes": 1},
     ]
     assert tasks[2].operation.params == {"time-limit": 300}
 
@@ -220,6 +230,7 @@ def test_a_pass_is_one_coverage_a_cell_each_cells_epochs_in_turn():
         ("window", 0, "window must be an integer of at least 1"),
         ("tolerance", 1.5, "tolerance must be a number between 0 and 1"),
         ("time-limit", "5m", "time-limit must be a positive number"),
+        ("fewest-passes", 0, "fewest-passes must be an integer of at least 1"),
     ],
 )
 def test_a_settling_tasks_own_values_are_checked_naming_them(context, key, value, expected):
