@@ -1,7 +1,6 @@
 """Shared fixtures: one real Elasticsearch node for the whole session (port 9250, its own data), an isolated Rally
 home (RALLY_HOME under .rally-test/, never the user's), and a small generated corpus in it."""
 
-import concurrent.futures
 import functools
 import json
 import os
@@ -182,54 +181,6 @@ def launcher(*args, env=None, port=TEST_PORT):
         env=env or os.environ.copy(),
         timeout=300,
     )
-
-
-class OwnCluster:
-    """A test module's own cluster (its launcher arguments, its HTTP port), started in the background while the module
-    before it runs: a node start is not Rally, which leaves the CPU idle 43% of a race's time (docs/tests.md). A module
-    declares it as OWN_CLUSTER; its fixture calls start(), which takes the start begun for it or begins one then."""
-
-    _starts = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="own-cluster")
-
-    def __init__(self, port, *args):
-        self.port, self.args, self.begun = port, args, None
-
-    def begin(self):
-        if self.begun is None:
-            self.begun = self._starts.submit(launcher, "start", *self.args, port=self.port)
-
-    def start(self):
-        """The launcher's start, as launcher("start", ...) returns it."""
-        self.begin()
-        begun, self.begun = self.begun, None
-        return begun.result()
-
-    def abandon(self):
-        """At the session's end: a start begun for a module that never took it (interrupted, failed before) is stopped."""
-        if self.begun is not None:
-            self.begun.result()
-            self.begun = None
-            launcher("stop", port=self.port)
-
-
-_OWN_CLUSTER_NEXT = {}  # module -> the OWN_CLUSTER of the module run after it
-
-
-def pytest_collection_finish(session):
-    modules = list(dict.fromkeys(item.module for item in session.items if getattr(item, "module", None)))
-    _OWN_CLUSTER_NEXT.clear()
-    _OWN_CLUSTER_NEXT.update({m: getattr(n, "OWN_CLUSTER", None) for m, n in zip(modules, modules[1:]) if getattr(n, "OWN_CLUSTER", None)})
-
-
-def pytest_runtest_setup(item):
-    cluster = _OWN_CLUSTER_NEXT.get(getattr(item, "module", None))
-    if cluster is not None:
-        cluster.begin()
-
-
-def pytest_sessionfinish(session):
-    for cluster in _OWN_CLUSTER_NEXT.values():
-        cluster.abandon()
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,6 @@ from tests.conftest import (
     STANDARD_SHAPE,
     TEST_PORT,
     VERSION_TIER,
-    OwnCluster,
     assert_clean,
     doc_count,
     holds_the_test_corpus,
@@ -40,13 +39,12 @@ REMOTE_PORT, REMOTE_PROXY_PORT, REMOTE_HTTP_PROXY_PORT, REMOTE_SHARDS = 9280, 93
 ALIAS, FAR_ALIAS = DEFAULTS["ccs_alias"], DEFAULTS["ccs_far_alias"]
 RTTS = [0] if VERSION_TIER else [0, 50]  # the version tier: the link without latency (Toxiproxy's, not the version's)
 PARAMS = {"ccs_rtt_ms": RTTS, "ccs_variants": ["D_hdr"], "ccs_shards": REMOTE_SHARDS}
-OWN_CLUSTER = OwnCluster(REMOTE_PORT, "--heap", "1g")  # the remote, started during the module before
 
 
 @pytest.fixture(scope="module")
 def remote_cluster(toxiproxy, rally_home, small_corpus):
     """A second cluster holding the test-mode corpus in REMOTE_SHARDS shards, behind its transport proxy."""
-    started = OWN_CLUSTER.start()
+    started = launcher("start", "--heap", "1g", port=REMOTE_PORT)
     assert started.returncode == 0, started.stdout + started.stderr
     try:
         made = toxiproxy_launcher("proxy", "--role", "remote", "--listen", str(REMOTE_PROXY_PORT), "--upstream", str(REMOTE_PORT + 100))

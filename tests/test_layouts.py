@@ -7,12 +7,11 @@ import pytest
 
 from runners.operations import OPERATIONS
 from runners.studies.single_doc import OK, RECORD_KEY, single_doc_index
-from tests.conftest import VERSION_TIER, OwnCluster, assert_clean, doc_count, http, launcher, rendered_challenges, rendered_tasks, run_race
+from tests.conftest import VERSION_TIER, assert_clean, doc_count, http, launcher, rendered_challenges, rendered_tasks, run_race
 
 pytestmark = pytest.mark.integration
 
 MULTI_NODE_PORT = 9270  # the coordinating node; the data nodes 9271-9273 (transport 9370-9373)
-OWN_CLUSTER = OwnCluster(MULTI_NODE_PORT, "--nodes", "3", "--coordinating", "1", "--heap", "1g")  # started during the module before
 # 2 of the corpus's 5 epochs: only those are ingested and queried. The two ends of the seed's layouts: 1S0R, one copy on
 # one node; 2S2R, three copies of each shard, one per data node (2S1R, between them, is full scale's). Two search and two
 # single-document clients (defaults 4: six coverages a task in test mode, four here) and 2 s of single documents (test
@@ -31,7 +30,7 @@ PARAMS = {
 def layout_race(rally_home, small_corpus):
     """The challenge whose meta asks for more than one data node, on a cluster of 3 (the only race that needs it),
     every request of the race sent to the coordinating node."""
-    started = OWN_CLUSTER.start()
+    started = launcher("start", "--nodes", "3", "--coordinating", "1", "--heap", "1g", port=MULTI_NODE_PORT)
     assert started.returncode == 0, started.stdout + started.stderr
     try:
         yield run_race(rally_home, "layout-sweep", f"--track-params={json.dumps(PARAMS)}", port=MULTI_NODE_PORT)

@@ -15,11 +15,10 @@ import pytest
 
 from report.shared import store
 from runners.contracts import records
-from tests.conftest import REPO, OwnCluster, corpus_configuration, launcher, run_race, start_race, wait_for_our_rally
+from tests.conftest import REPO, corpus_configuration, launcher, run_race, start_race, wait_for_our_rally
 from tests.race_shapes import assert_no_answer
 
 DYING_PORT = 9254  # its own node: the suite's node (TEST_PORT) stays up for the tests after this one
-OWN_CLUSTER = OwnCluster(DYING_PORT, "--heap", "1g")  # started during the module before
 CONFIG = "node-death-1k"  # the Rally configuration naming the module's corpus
 CELLS = [f"coverage-{v}-{t}" for v in ("D_td", "D_hdr") for t in ("serial", "msearch", "terms")]
 KILL_AFTER = 10 * len(CELLS)  # coverages recorded before the node is killed: about ten per cell
@@ -32,7 +31,7 @@ def dying_node(rally_home, tmp_path_factory):
     test-mode ingest holds what the query race outside test mode (it needs iterations, which test mode caps at one)
     queries. Outside test mode the ingest took 32 s, most of it Rally's 5 s wake-ups between tasks."""
     own = corpus_configuration(rally_home, CONFIG, tmp_path_factory.mktemp("corpus-1k"), "--rows-per-epoch", "1000")
-    started = OWN_CLUSTER.start()
+    started = launcher("start", "--heap", "1g", port=DYING_PORT)
     assert started.returncode == 0, started.stdout + started.stderr
     try:
         ingest = run_race(rally_home, "ingest-baseline", own, port=DYING_PORT)
