@@ -160,7 +160,7 @@ class Settle:
 
     async def __call__(self, es, params):
         window, tolerance, limit = params[WINDOW_KEY], params[TOLERANCE_KEY], params[TIME_LIMIT_KEY]
-        floor, fewest = params.get(NODE_SEARCHES_KEY, NO_FLOOR), params.get(FEWEST_PASSES_KEY, FEWEST_PASSES)
+        floor, fewest = _floor_and_fewest(params)
         default = es["default"] if isinstance(es, dict) else es
         one_pass = warm_up.WarmUpPass()
         seconds, cpu_ms, served, meta = [], [], [], {}
@@ -190,7 +190,7 @@ class Settle:
     def _done(params, seconds, cpu_ms, served, readings, started, stopped, meta, error=None):
         """readings: the node stats before the first pass and after the last one, and the bulk requests served before."""
         first, last, bulk_requests = readings
-        window, floor = params[WINDOW_KEY], params.get(NODE_SEARCHES_KEY, NO_FLOOR)
+        window, (floor, fewest) = params[WINDOW_KEY], _floor_and_fewest(params)
         ratio = pace_ratio(seconds, window)
         uptimes = [first[node][2] for node in first] if first else []
         line = {
@@ -209,7 +209,7 @@ class Settle:
             TOLERANCE_KEY: params[TOLERANCE_KEY],
             TIME_LIMIT_KEY: params[TIME_LIMIT_KEY],
             NODE_SEARCHES_KEY: floor,
-            FEWEST_PASSES_KEY: params.get(FEWEST_PASSES_KEY, FEWEST_PASSES),
+            FEWEST_PASSES_KEY: fewest,
             BULK_REQUESTS_KEY: bulk_requests,
             SEARCHES_BEFORE_KEY: searches_before(first, last),
         }
@@ -221,6 +221,12 @@ class Settle:
 
     def __repr__(self):
         return "settle"
+
+
+def _floor_and_fewest(params):
+    """The rule's two values a challenge file may leave out, with their defaults: the node-searches floor, and the
+    passes run before the time limit may stop the settling."""
+    return params.get(NODE_SEARCHES_KEY, NO_FLOOR), params.get(FEWEST_PASSES_KEY, FEWEST_PASSES)
 
 
 class SettleParamSource(warm_up.WarmUpPassParamSource):
