@@ -96,6 +96,7 @@ BESIDE_RACES = False  # make test runs these tests beside its races (--beside-ra
 ESRALLYD = str(Path(sys.executable).with_name("esrallyd"))
 RALLY_TEST_HOME = REPO / ".rally-test"  # the session's Rally home (rally_home), the suite's actor system's too
 LAUNCHER = str(REPO / "local-es" / "esnode.py")
+TRACK_DIR = REPO / "tracks" / "cluster-metrics"
 # tests/private_network/ runs only inside a private network namespace (tests/test_load_drivers.py starts it there)
 collect_ignore = [] if os.environ.get("CLUSTER_METRICS_PRIVATE_NETWORK") else ["private_network"]
 TEST_MODE_PASSES = warm_up.TEST_MODE_PASSES  # a warm-up-pass task's passes in a test-mode race
@@ -110,7 +111,7 @@ def rendered_track(params=None):
     params = params or {}
     key = repr(sorted(params.items(), key=repr))
     if key not in _RENDERED:
-        _RENDERED[key] = loader.render_template_from_file(str(REPO / "tracks" / "cluster-metrics" / "track.json"), params)
+        _RENDERED[key] = loader.render_template_from_file(str(TRACK_DIR / "track.json"), params)
     return json.loads(_RENDERED[key])
 
 
@@ -442,9 +443,45 @@ def oom_kills():
         return None
 
 
+CHALLENGE_ALONE_ROOT = RALLY_TEST_HOME / "challenge-alone"  # emptied with the session's Rally home, made again on use
+
+
+def default_challenge():
+    """The challenge the track marks default (Rally refuses a track without one)."""
+    return next(name for name, c in rendered_challenges().items() if c.get("default"))
+
+
+def challenge_alone_track(challenge, root=CHALLENGE_ALONE_ROOT):
+    """The track folder holding `challenge` alone, beside the default challenge Rally requires: every file a link to
+    the repository's own (track.json, track.py, index.json, tasks/, ...; challenges/ with those two files), and runners/
+    beside it as in the repository. Rally renders, reads and hands between its actors every challenge of the track in
+    every race: on 2 cores that was 6 s of a test-mode race's 9 s before its first task, the whole track against
+    this folder (docs/tests.md), and the suite runs about a hundred races. The challenge renders the same in both
+    (tests/test_track_files.py); make versions and the team-repository test race the whole track, and the unit tier
+    reads it whole with Rally's reader. A challenge without a file of its name gets the whole track."""
+    if not (TRACK_DIR / "challenges" / f"{challenge}.json").is_file():
+        return TRACK_DIR
+    folder = root / challenge
+    track = folder / "tracks" / TRACK_DIR.name
+    if not track.is_dir():
+        building = root / f".{challenge}.{os.getpid()}"
+        shutil.rmtree(building, ignore_errors=True)
+        made = building / "tracks" / TRACK_DIR.name
+        (made / "challenges").mkdir(parents=True)
+        for entry in TRACK_DIR.iterdir():
+            if entry.name not in ("challenges", "__pycache__"):
+                (made / entry.name).symlink_to(entry)
+        for name in {challenge, default_challenge()}:
+            (made / "challenges" / f"{name}.json").symlink_to(TRACK_DIR / "challenges" / f"{name}.json")
+        (building / "runners").symlink_to(REPO / "runners")
+        building.rename(folder)
+    return track
+
+
 def race_args(challenge, *extra, track=None, port=TEST_PORT, test_mode=True, target_hosts=None):
-    """The arguments of `esrally race` for a challenge of the track (test mode unless told)."""
-    track_args = track or [f"--track-path={REPO / 'tracks' / 'cluster-metrics'}"]
+    """The arguments of `esrally race` for a challenge of the track (test mode unless told), from the track folder
+    that holds it alone (challenge_alone_track) unless `track` names another."""
+    track_args = track or [f"--track-path={challenge_alone_track(challenge)}"]
     cmd = [
         "race",
         *track_args,

@@ -10,7 +10,16 @@ from runners.contracts.queries import INGEST_CHANGE_BASELINE
 from runners.operations import OPERATIONS
 from runners.shared import interleave
 from runners.studies import warm_up
-from tests.conftest import REPO, STANDARD_SHAPE, challenges_raced_by_their_own_module, rendered_challenges, rendered_tasks, rendered_track
+from tests.conftest import (
+    REPO,
+    STANDARD_SHAPE,
+    challenge_alone_track,
+    challenges_raced_by_their_own_module,
+    default_challenge,
+    rendered_challenges,
+    rendered_tasks,
+    rendered_track,
+)
 
 TRACK = REPO / "tracks" / "cluster-metrics"
 
@@ -21,6 +30,24 @@ def test_the_track_folder_holds_everything_rally_reads():
     assert '{{ rally.collect(parts="challenges/*.json") }}' in (TRACK / "track.json").read_text()
     challenges = {c["name"] for c in rendered_track()["challenges"]}
     assert {p.stem for p in (TRACK / "challenges").glob("*.json")} == challenges
+
+
+def test_each_challenge_renders_from_the_folder_that_holds_it_alone_as_in_the_whole_track(tmp_path):
+    """The suite races each challenge from a track folder holding it alone beside the default challenge
+    (tests/conftest.py, challenge_alone_track): what Rally renders of the challenge there is what it renders of it in
+    the whole track, so a challenge that leaned on another's file (a set in one, read in the next) fails here."""
+    import json
+
+    from esrally.track import loader
+
+    whole = rendered_challenges()
+    for name in whole:
+        folder = challenge_alone_track(name, root=tmp_path)
+        assert folder != TRACK and (folder / "track.py").resolve() == TRACK / "track.py", name
+        alone = {c["name"]: c for c in json.loads(loader.render_template_from_file(str(folder / "track.json"), {}))["challenges"]}
+        assert sorted(alone) == sorted({name, default_challenge()}), (name, sorted(alone))
+        assert alone[name] == whole[name], name
+        assert (folder.parents[1] / "runners").resolve() == REPO / "runners"
 
 
 def test_templates_read_like_rally_tracks():
