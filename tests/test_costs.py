@@ -19,10 +19,10 @@ from tests.answer_proxy import AnswerProxy
 from tests.conftest import (
     ESRALLY,
     RALLY_HOMES,
-    REPO,
     TEST_MODE_PASSES,
     TEST_PORT,
     assert_clean,
+    challenge_alone_track,
     ensure_test_index,
     http,
     rally_pids,
@@ -108,7 +108,7 @@ def test_a_load_driver_killed_mid_bisection_leaves_a_note_and_the_next_race_puts
     command = [
         ESRALLY,
         "race",
-        f"--track-path={REPO / 'tracks' / 'cluster-metrics'}",
+        f"--track-path={challenge_alone_track('aggregation-memory')}",
         "--challenge=aggregation-memory",
         "--pipeline=benchmark-only",
         "--offline",
