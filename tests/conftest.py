@@ -123,7 +123,7 @@ def rendered_challenges(params=None):
     return {c["name"]: c for c in rendered_track(params)["challenges"]}
 
 
-VERSIONS_MARK = re.compile(r'mark\.versions\("([a-z0-9-]+)"\)')
+VERSIONS_MARK = re.compile(r'mark\.versions\("([a-z0-9-]+)"')
 
 
 def challenges_raced_by_their_own_module():
@@ -778,13 +778,22 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
     """A test that uses the node or a Rally home (directly or through another fixture) is an integration test; a
     test that starts a node of its own says so with its own mark. A run of the version tier (-m versions) races every
-    challenge of the track, or one whose race holds all its tasks (raced_within): a challenge neither names stops it
-    before anything starts."""
+    challenge of the track, or one whose race holds all its tasks (raced_within), but for a race its module leaves out
+    with its reason (versions(<challenge>, left_out=<why>)): a challenge none of them names stops it before anything
+    starts. Beside make test's races, the unit tests marked slow go first, so that none of them is left to run alone
+    after the races end."""
     for item in items:
         if {"es_node", "rally_home"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.integration)
+    if BESIDE_RACES:
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: the slow ones first, in order
     if "versions" in (config.getoption("markexpr") or ""):
-        raced = {mark.args[0] for item in items for mark in item.iter_markers("versions")}
+        # a race its module leaves out of the version tier, with the reason it gives (versions(..., left_out=why))
+        left_out = [item for item in items if any("left_out" in mark.kwargs for mark in item.iter_markers("versions"))]
+        if left_out:
+            config.hook.pytest_deselected(items=left_out)
+            items[:] = [item for item in items if item not in left_out]
+        raced = {mark.args[0] for item in [*items, *left_out] for mark in item.iter_markers("versions")}
         raced |= {
             item.callspec.params["challenge"] for item in items for mark in item.iter_markers("raced_within") if mark.args[0] in raced
         }

@@ -7,7 +7,7 @@ import pytest
 
 from runners.operations import OPERATIONS
 from runners.studies.single_doc import OK, RECORD_KEY, single_doc_index
-from tests.conftest import VERSION_TIER, assert_clean, doc_count, http, launcher, rendered_challenges, rendered_tasks, run_race
+from tests.conftest import assert_clean, doc_count, http, launcher, rendered_challenges, rendered_tasks, run_race
 
 pytestmark = pytest.mark.integration
 
@@ -16,9 +16,9 @@ MULTI_NODE_PORT = 9270  # the coordinating node; the data nodes 9271-9273 (trans
 # one node; 2S2R, three copies of each shard, one per data node (2S1R, between them, is full scale's). Two search and two
 # single-document clients (defaults 4: six coverages a task in test mode, four here) and 2 s of single documents (test
 # mode caps the default 60 at 10): each piece still runs with more than one client, in a third less time on four nodes
-# sharing two cores. The version tier: 2S2R alone, every node holding copies
+# sharing two cores
 PARAMS = {
-    "layouts": ["2S2R"] if VERSION_TIER else ["1S0R", "2S2R"],
+    "layouts": ["1S0R", "2S2R"],
     "epochs": 2,
     "search_clients": 2,
     "single_doc_clients": 2,
@@ -39,7 +39,10 @@ def layout_race(rally_home, small_corpus):
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
 
 
-@pytest.mark.versions("layout-sweep")
+# the version tier leaves it out: its four nodes took 40 s to start on 9.5.3 and its race 33 s (2026-11-30), the most
+# of any challenge; its single-document and index-stats requests are the layouts' own, its bulks and coverages those every
+# one-node challenge sends there (docs/tests.md)
+@pytest.mark.versions("layout-sweep", left_out="a cluster of four nodes: the version tier's costliest race, 73 s of its 357")
 def test_layout_sweep_runs_clean_on_three_nodes(layout_race):
     tasks = list(rendered_tasks(rendered_challenges(PARAMS)["layout-sweep"]))
     assert rendered_challenges()["layout-sweep"]["meta"]["data_nodes"] == 3

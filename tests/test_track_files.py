@@ -357,7 +357,7 @@ def test_the_makefile_targets_of_the_seeds_points_are_valid_shell(target):
     assert parsed.returncode == 0, parsed.stderr + shown.stdout
 
 
-def test_the_version_tier_leaves_out_only_a_challenge_whose_tasks_another_race_holds():
+def test_raced_within_names_the_race_that_holds_every_task_of_a_challenge():
     """raced_within: ingest-baseline's two tasks and profile-breakdown's three are, as raced, tasks of full's race (the
     version tier races full for them); ingest-tuned shares full's create-index but not its bulk (another bulk size and
     clients), so it is raced on its own, and nothing holds full."""
@@ -367,6 +367,35 @@ def test_the_version_tier_leaves_out_only_a_challenge_whose_tasks_another_race_h
     assert raced_within("ingest-tuned") is None and raced_within("full") is None
     shared = [t for t in tasks("ingest-tuned") if t in tasks("full")]
     assert len(shared) == 1 and len(tasks("ingest-tuned")) == 2, shared
+
+
+class _Item:
+    """What the version tier's selection reads of a collected test: its marks."""
+
+    def __init__(self, *marks):
+        self.marks, self.fixturenames = [m.mark for m in marks], ()
+
+    def iter_markers(self, name):
+        return [m for m in self.marks if m.name == name]
+
+
+def test_the_version_tier_leaves_out_a_race_only_with_its_reason_and_stops_on_a_challenge_no_race_claims():
+    """versions(<challenge>, left_out=<why>): the version tier deselects that race (pytest reports it deselected), and
+    the challenge counts as claimed; a challenge that no race claims stops the tier before anything starts."""
+    from tests import conftest
+
+    deselected = []
+    config = type("Config", (), {"getoption": lambda self, name: "versions", "hook": None})()
+    config.hook = type("Hook", (), {"pytest_deselected": lambda self, items: deselected.extend(items)})()
+    left_out = _Item(pytest.mark.versions("layout-sweep", left_out="four nodes"))
+    claims = [_Item(pytest.mark.versions(c)) for c in rendered_challenges() if c != "layout-sweep"]
+    items = [left_out, *claims]
+    conftest.pytest_collection_modifyitems(config, items)
+    assert items == claims and deselected == [left_out]
+    with pytest.raises(pytest.UsageError, match="races ccs-roundtrips, nor"):
+        conftest.pytest_collection_modifyitems(config, [left_out, *[i for i in claims if i.marks[0].args[0] != "ccs-roundtrips"]])
+    with pytest.raises(pytest.UsageError, match="races layout-sweep, nor"):
+        conftest.pytest_collection_modifyitems(config, list(claims))
 
 
 def test_every_challenge_of_the_track_is_raced_by_the_suite():
