@@ -293,7 +293,8 @@ it: venv it-setup
 	$(PYTHON) local-es/esnode.py build
 	$(LOOPBACK_ONLY) $(VPY) -m pytest -m 'integration and not smoke' --durations=25 tests
 	$(MAKE) --no-print-directory it-versions
-# the version tier: every challenge's race (its test marked versions) on the newest 9.x (versions
+# the version tier: every challenge's race (its test marked versions) on the newest 9.x, but one a module leaves out with its
+# reason (versions(..., left_out=why): layout-sweep's four nodes) (versions
 # of local-es/esnode.py's VERSIONS; make test and the rest of make it run the study's 8.17.2, and the last 8.x in the
 # version study's test-mode form, tests/test_versions.py, through make race as a user's races)
 NEWEST_ES := 9.5.3

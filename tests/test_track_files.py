@@ -378,6 +378,9 @@ class _Item:
     def iter_markers(self, name):
         return [m for m in self.marks if m.name == name]
 
+    def get_closest_marker(self, name):
+        return next(iter(self.iter_markers(name)), None)
+
 
 def test_the_version_tier_leaves_out_a_race_only_with_its_reason_and_stops_on_a_challenge_no_race_claims():
     """versions(<challenge>, left_out=<why>): the version tier deselects that race (pytest reports it deselected), and
