@@ -789,7 +789,7 @@ def pytest_collection_modifyitems(config, items):
         items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: the slow ones first, in order
     if "versions" in (config.getoption("markexpr") or ""):
         # a race its module leaves out of the version tier, with the reason it gives (versions(..., left_out=why))
-        left_out = [item for item in items if any("left_out" in mark.kwargs for mark in item.iter_markers("versions"))]
+        left_out = [item for item in items if any(mark.kwargs.get("left_out") for mark in item.iter_markers("versions"))]
         if left_out:
             config.hook.pytest_deselected(items=left_out)
             items[:] = [item for item in items if item not in left_out]

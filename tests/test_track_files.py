@@ -399,6 +399,10 @@ def test_the_version_tier_leaves_out_a_race_only_with_its_reason_and_stops_on_a_
         conftest.pytest_collection_modifyitems(config, [left_out, *[i for i in claims if i.marks[0].args[0] != "ccs-roundtrips"]])
     with pytest.raises(pytest.UsageError, match="races layout-sweep, nor"):
         conftest.pytest_collection_modifyitems(config, list(claims))
+    unexplained = _Item(pytest.mark.versions("layout-sweep", left_out=""))  # no reason: raced as any other
+    items, deselected[:] = [unexplained, *claims], []
+    conftest.pytest_collection_modifyitems(config, items)
+    assert items == [unexplained, *claims] and not deselected
 
 
 def test_every_challenge_of_the_track_is_raced_by_the_suite():
