@@ -39,9 +39,7 @@ def layout_race(rally_home, small_corpus):
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
 
 
-# the version tier leaves it out: its four nodes took 40 s to start on 9.5.3 and its race 33 s (2026-11-30), the most
-# of any challenge; its single-document and index-stats requests are the layouts' own, its bulks and coverages those every
-# one-node challenge sends there (docs/tests.md)
+# what the version tier then no longer sees on 9.5.3: docs/tests.md
 @pytest.mark.versions("layout-sweep", left_out="a cluster of four nodes: the version tier's costliest race, 73 s of its 357")
 def test_layout_sweep_runs_clean_on_three_nodes(layout_race):
     tasks = list(rendered_tasks(rendered_challenges(PARAMS)["layout-sweep"]))

@@ -13,6 +13,7 @@ from runners.studies import warm_up
 from tests.conftest import (
     REPO,
     STANDARD_SHAPE,
+    TRACK_DIR,
     challenge_alone_track,
     challenges_raced_by_their_own_module,
     default_challenge,
@@ -21,15 +22,13 @@ from tests.conftest import (
     rendered_track,
 )
 
-TRACK = REPO / "tracks" / "cluster-metrics"
-
 
 def test_the_track_folder_holds_everything_rally_reads():
     for name in ("track.json", "track.py", "index.json", "vocabulary.j2", "README.md"):
-        assert (TRACK / name).is_file(), name
-    assert '{{ rally.collect(parts="challenges/*.json") }}' in (TRACK / "track.json").read_text()
+        assert (TRACK_DIR / name).is_file(), name
+    assert '{{ rally.collect(parts="challenges/*.json") }}' in (TRACK_DIR / "track.json").read_text()
     challenges = {c["name"] for c in rendered_track()["challenges"]}
-    assert {p.stem for p in (TRACK / "challenges").glob("*.json")} == challenges
+    assert {p.stem for p in (TRACK_DIR / "challenges").glob("*.json")} == challenges
 
 
 def test_each_challenge_renders_from_the_folder_that_holds_it_alone_as_in_the_whole_track(tmp_path):
@@ -43,7 +42,7 @@ def test_each_challenge_renders_from_the_folder_that_holds_it_alone_as_in_the_wh
     whole = rendered_challenges()
     for name in whole:
         folder = challenge_alone_track(name, root=tmp_path)
-        assert folder != TRACK and (folder / "track.py").resolve() == TRACK / "track.py", name
+        assert folder != TRACK_DIR and (folder / "track.py").resolve() == TRACK_DIR / "track.py", name
         alone = {c["name"]: c for c in json.loads(loader.render_template_from_file(str(folder / "track.json"), {}))["challenges"]}
         assert sorted(alone) == sorted({name, default_challenge()}), (name, sorted(alone))
         assert alone[name] == whole[name], name
@@ -51,12 +50,12 @@ def test_each_challenge_renders_from_the_folder_that_holds_it_alone_as_in_the_wh
 
 
 def test_templates_read_like_rally_tracks():
-    track = (TRACK / "track.json").read_text()
+    track = (TRACK_DIR / "track.json").read_text()
     # one macro only, the count that renders a bad value's placeholder: a task is written in its challenge file
     assert re.findall(r"\{% macro (\w+)", track) == ["count"], "tasks are written in the challenge files, not built by macros"
     long = [(n, len(line)) for n, line in enumerate(track.splitlines(), 1) if len(line) > 140]
     assert not long, f"track.json lines over 140 characters: {long}"
-    for path in (TRACK / "challenges").glob("*.json"):
+    for path in (TRACK_DIR / "challenges").glob("*.json"):
         long = [(n, len(line)) for n, line in enumerate(path.read_text().splitlines(), 1) if len(line) > 160]
         assert not long, f"{path.name} lines over 160 characters: {long}"
     for challenge in rendered_track()["challenges"]:
@@ -73,7 +72,7 @@ def written_operation_types(path):
     text = JINJA_COMMENT.sub("", path.read_text())
     types = set(WRITTEN_TYPE.findall(text))
     for included in INCLUDE.findall(text):
-        types |= written_operation_types(TRACK / included)
+        types |= written_operation_types(TRACK_DIR / included)
     return types
 
 
@@ -84,7 +83,7 @@ def test_every_challenge_file_writes_out_the_operation_types_it_runs(params):
     and iterations (or time period) in the file too, rendered."""
     for name, challenge in rendered_challenges(params).items():
         rendered = {t["operation"]["operation-type"] for t in rendered_tasks(challenge)}
-        written = written_operation_types(TRACK / "challenges" / f"{name}.json")
+        written = written_operation_types(TRACK_DIR / "challenges" / f"{name}.json")
         assert rendered <= written, f"{name}.json runs {sorted(rendered - written)} without writing them out"
         for task in rendered_tasks(challenge):
             if "query" in task.get("tags", []):
@@ -103,7 +102,7 @@ def test_every_challenge_begins_with_the_privilege_check_and_has_its_row_in_the_
     """The first task of every challenge asks the cluster for what the challenge needs before anything changes
     (check-privileges, which also records the race's cells and cluster facts); each challenge has its line in the track
     README's challenge table, with the command that runs it. Each failure names the fix."""
-    readme = (TRACK / "README.md").read_text().split("## Challenges\n", 1)[1].split("\n## ", 1)[0]
+    readme = (TRACK_DIR / "README.md").read_text().split("## Challenges\n", 1)[1].split("\n## ", 1)[0]
     listed = set(re.findall(r"^\| `([a-z0-9-]+)`", readme, re.M))
     for name, challenge in rendered_challenges({}).items():
         tasks = list(rendered_tasks(challenge))
@@ -166,7 +165,7 @@ def _renders(params):
 def readme_tags():
     """The tag vocabulary as the track README's two tables define it: {kind tag: description}, {study tag: [its
     challenges]}."""
-    section = (TRACK / "README.md").read_text().split("## Tags\n", 1)[1].split("\n## ", 1)[0]
+    section = (TRACK_DIR / "README.md").read_text().split("## Tags\n", 1)[1].split("\n## ", 1)[0]
     tables, header = {}, None
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip("|").split("|")]
@@ -206,7 +205,7 @@ def test_every_task_is_tagged_with_one_kind_and_at_most_one_study(params):
 
 def readme_parameter_rows():
     """{parameter: the table's heading} of the track README's parameter tables (## Parameters, a table per concern)."""
-    section = (TRACK / "README.md").read_text().split("## Parameters\n", 1)[1].split("\n## ", 1)[0]
+    section = (TRACK_DIR / "README.md").read_text().split("## Parameters\n", 1)[1].split("\n## ", 1)[0]
     rows, heading = {}, None
     for line in section.splitlines():
         if line.startswith("### "):

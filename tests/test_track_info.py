@@ -3,13 +3,13 @@ there, not rendered silently as something else. Real esrally, no node."""
 
 import pytest
 
-from tests.conftest import REPO, generate, run_rally
+from tests.conftest import TRACK_DIR, generate, run_rally
 
 pytestmark = [pytest.mark.slow, pytest.mark.rally_process]  # each test an esrally process (1-3 s)
 
 
 def info(home, *args):
-    result = run_rally(home, "info", f"--track-path={REPO / 'tracks' / 'cluster-metrics'}", "--offline", *args, timeout=300)
+    result = run_rally(home, "info", f"--track-path={TRACK_DIR}", "--offline", *args, timeout=300)
     return result.returncode, result.stdout + result.stderr
 
 

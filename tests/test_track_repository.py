@@ -13,9 +13,7 @@ import pytest
 from runners.contracts import records
 from runners.contracts.parameters import DEFAULTS
 from runners.shared import interleave
-from tests.conftest import REPO, assert_clean, ensure_test_index, rendered_challenges, rendered_tasks, run_rally
-
-TRACK = REPO / "tracks" / "cluster-metrics"
+from tests.conftest import REPO, TRACK_DIR, assert_clean, ensure_test_index, rendered_challenges, rendered_tasks, run_rally
 
 
 def use_track_repository(rally_home, name, source):
@@ -54,7 +52,7 @@ def test_the_track_folder_alone_races_from_a_teams_repository(shared_races, tmp_
     cells must have run in the order of their turns."""
     ensure_test_index(shared_races)
     repository = tmp_path / "team-tracks"
-    shutil.copytree(TRACK, repository / "cluster-metrics", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(TRACK_DIR, repository / "cluster-metrics", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(REPO / "runners", repository / "runners", ignore=shutil.ignore_patterns("__pycache__"))
     git = ["git", "-C", str(repository), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
@@ -102,6 +100,6 @@ def test_the_top_level_challenges_folder_is_the_tracks_own():
     the challenge files, which the track folder keeps so that Rally reads it on its own (docs/repository.md)."""
     top = REPO / "challenges"
     assert top.is_symlink() and os.readlink(top) == os.path.join("tracks", "cluster-metrics", "challenges")
-    assert top.resolve() == (TRACK / "challenges").resolve()
-    assert sorted(p.name for p in top.glob("*.json")) == sorted(p.name for p in (TRACK / "challenges").glob("*.json"))
+    assert top.resolve() == (TRACK_DIR / "challenges").resolve()
+    assert sorted(p.name for p in top.glob("*.json")) == sorted(p.name for p in (TRACK_DIR / "challenges").glob("*.json"))
     assert sorted(p.name for p in top.glob("*.json"))  # not empty

@@ -28,9 +28,8 @@ from runners.studies import load as load_runner
 from runners.studies import network as network_runners
 from runners.studies import privileges
 from runners.studies.network import clear_toxics
-from tests.conftest import REPO, rendered_challenges, rendered_tasks
+from tests.conftest import REPO, TRACK_DIR, rendered_challenges, rendered_tasks
 
-TRACK_DIR = REPO / "tracks" / "cluster-metrics"
 SMALL = cmgen.Params(epochs=5, rows_per_epoch=1500, nodes=30, tasks=20, seed=11)
 
 
