@@ -29,7 +29,14 @@ TASKS ?= 200
 SEED ?= 42
 # race
 CHALLENGE ?= full
+# the track folder every race loads (a copy of it, or one holding fewer challenges, loads the same track)
+TRACK_PATH ?= tracks/cluster-metrics
 TARGET_HOSTS ?= 127.0.0.1:$(PORT)
+# a race starts the local node (es-start) only when it targets it: TARGET_HOSTS left at 127.0.0.1:PORT (or
+# localhost:PORT). Your own cluster (TARGET_HOSTS=es1.example:9200) starts nothing here; the corpus is still made in
+# Rally's data directory on this machine, where the track's runners read it. LOCAL_NODE=yes|no overrides.
+LOCAL_NODE ?= $(if $(filter 127.0.0.1:$(PORT) localhost:$(PORT),$(TARGET_HOSTS)),yes,no)
+LOCAL_ES_START = $(if $(filter yes,$(LOCAL_NODE)),es-start)
 # how every race and tool reaches the cluster (TLS, credentials): Rally's --client-options, inline or a .json file
 # (README: Your own cluster). The shell reads it from the environment, so make never echoes a secret.
 CLIENT_OPTIONS ?=
@@ -66,11 +73,14 @@ TOXIPROXY := $(PYTHON) local-es/toxiproxy_launcher.py
 # one Rally at a time: the previous race's processes take a moment to exit (waits, never kills)
 WAIT_FOR_RALLY := for i in $$(seq 120); do pgrep -f '[e]srally race' >/dev/null || pgrep -x esrally >/dev/null || break; sleep 1; done
 
-.PHONY: params privileges it-setup it-versions lint format venv es-start es-versions es-stop es-status es-wipe corpus race repeat layout-sweep node-scaling test it test-fast report accuracy client-cost validation-proof compare metrics-store metrics-store-stop \
+.PHONY: venv-python nightly cluster-check params privileges it-setup it-versions lint format venv es-start es-versions es-stop es-status es-wipe corpus race repeat layout-sweep node-scaling test it test-fast report accuracy client-cost validation-proof compare metrics-store metrics-store-stop \
 	toxiproxy proxy-start proxy-clear proxy-stop proxy-status remote-start remote-stop rtt-sweep network-faults ccs-roundtrips \
 	source-cost source-large aggregation-memory width-corpora coverage-width node-starts versions trend trend-scale
 
 venv: $(VENV)/.installed
+# the venv's python, for report/nightly.py run by the system's python3 (cron): it runs itself in it
+venv-python: venv
+	@echo $(abspath $(VPY))
 ifeq ($(RALLY),)
 $(VENV)/.installed: requirements.txt requirements-no-deps.txt
 	$(PYTHON) -m venv $(VENV)
@@ -117,11 +127,11 @@ coverage-width: CHALLENGE = coverage-width
 coverage-width: width-corpora race
 
 # the main job: venv, local node, corpus, then the default race (the whole seed study) in your Rally home
-race: venv es-start corpus
+race: venv $(LOCAL_ES_START) corpus
 	$(if $(filter yes,$(METRICS_STORE)),$(VPY) -m report.shared.store --check)
 	$(call CHECK_CLUSTER,$(TARGET_HOSTS))
 	$(WAIT_FOR_RALLY)
-	$(ESRALLY) race --track-path=tracks/cluster-metrics --challenge=$(CHALLENGE) --pipeline=benchmark-only \
+	$(ESRALLY) race --track-path=$(TRACK_PATH) --challenge=$(CHALLENGE) --pipeline=benchmark-only \
 	  --offline --target-hosts=$(TARGET_HOSTS) $(CLIENT_ARGS) $(if $(TRACK_PARAMS),--track-params="$(TRACK_PARAMS)") $(RALLY_CONFIG) $(RACE_ARGS)
 
 # the challenge RUNS times, one race after the other, then one report of the set: each cell's race medians, their
@@ -220,7 +230,7 @@ rtt-sweep network-faults: venv es-start corpus proxy-start
 	$(if $(filter yes,$(INGEST)),$(MAKE) --no-print-directory race CHALLENGE=ingest-baseline TRACK_PARAMS="$(TRACK_PARAMS)")
 	$(call CHECK_CLUSTER,127.0.0.1:$(PROXY_PORT))
 	$(WAIT_FOR_RALLY)
-	$(ESRALLY) race --track-path=tracks/cluster-metrics --challenge=$@ --pipeline=benchmark-only --offline \
+	$(ESRALLY) race --track-path=$(TRACK_PATH) --challenge=$@ --pipeline=benchmark-only --offline \
 	  --target-hosts=127.0.0.1:$(PROXY_PORT) $(CLIENT_ARGS) $(if $(TRACK_PARAMS),--track-params="$(TRACK_PARAMS)") $(RACE_ARGS)
 	$(VPY) -m report
 
@@ -231,11 +241,11 @@ CCS_PARAMS = epochs:$(CCS_EPOCHS)$(if $(TRACK_PARAMS),$(comma)$(TRACK_PARAMS))
 ccs-roundtrips: venv es-start remote-start corpus proxy-start
 	$(TOXIPROXY) proxy --api-port $(TOXIPROXY_PORT) --role remote --listen $(REMOTE_PROXY_PORT) --upstream $$(( $(REMOTE_PORT) + 100 ))
 	$(TOXIPROXY) proxy --api-port $(TOXIPROXY_PORT) --role remote-http --listen $(REMOTE_HTTP_PROXY_PORT) --upstream $(REMOTE_PORT)
-	$(if $(filter yes,$(INGEST)),$(ESRALLY) race --track-path=tracks/cluster-metrics --challenge=ingest-baseline \
+	$(if $(filter yes,$(INGEST)),$(ESRALLY) race --track-path=$(TRACK_PATH) --challenge=ingest-baseline \
 	  --pipeline=benchmark-only --offline --target-hosts=127.0.0.1:$(REMOTE_PORT) \
 	  --track-params="number_of_shards:$(CCS_SHARDS)$(comma)$(CCS_PARAMS)" $(RACE_ARGS))
 	$(WAIT_FOR_RALLY)
-	$(ESRALLY) race --track-path=tracks/cluster-metrics --challenge=$@ --pipeline=benchmark-only --offline \
+	$(ESRALLY) race --track-path=$(TRACK_PATH) --challenge=$@ --pipeline=benchmark-only --offline \
 	  --target-hosts='{"default": ["127.0.0.1:$(PORT)"], "$(REMOTE_ALIAS)": ["127.0.0.1:$(REMOTE_PORT)"], "$(FAR_ALIAS)": ["127.0.0.1:$(REMOTE_HTTP_PROXY_PORT)"]}' \
 	  --track-params="ccs_shards:$(CCS_SHARDS),$(CCS_PARAMS)" $(RACE_ARGS)
 	$(VPY) -m report
@@ -248,11 +258,11 @@ source-cost: venv es-start corpus
 # seed 004 at its scale: 40 documents of 10 MB (an id and one text field) generated, indexed into their own index and
 # fetched 20 at a time, _source returned, excluded or filtered, as JSON and CBOR, then the report; needs no corpus
 # (smaller: TRACK_PARAMS="large_doc_mb:1,large_docs:4,large_fetch_size:2")
-source-large: venv es-start
+source-large: venv $(LOCAL_ES_START)
 	$(if $(filter yes,$(METRICS_STORE)),$(VPY) -m report.shared.store --check)
 	$(call CHECK_CLUSTER,$(TARGET_HOSTS))
 	$(WAIT_FOR_RALLY)
-	$(ESRALLY) race --track-path=tracks/cluster-metrics --challenge=$@ --pipeline=benchmark-only \
+	$(ESRALLY) race --track-path=$(TRACK_PATH) --challenge=$@ --pipeline=benchmark-only \
 	  --offline --target-hosts=$(TARGET_HOSTS) $(CLIENT_ARGS) $(if $(TRACK_PARAMS),--track-params="$(TRACK_PARAMS)") $(RALLY_CONFIG) $(RACE_ARGS)
 	$(VPY) -m report $(RALLY_CONFIG)
 
@@ -360,6 +370,18 @@ trend: venv
 	$(VPY) -m report trend $(RALLY_CONFIG) --order $(ORDER) $(if $(USER_TAG),--user-tag $(USER_TAG)) \
 	  $(if $(TREND_CHALLENGE),--challenge $(TREND_CHALLENGE)) $(if $(ES_VERSION_PREFIX),--es-version $(ES_VERSION_PREFIX)) \
 	  $(if $(SINCE),--since $(SINCE)) $(if $(UNTIL),--until $(UNTIL)) $(if $(FAIL_ON),--fail-on $(FAIL_ON))
+
+# a team's night (docs/team-setup.md): report/nightly.py. The make variables given here reach its races (TARGET_HOSTS,
+# EPOCHS, ... through make's own MAKEFLAGS; RACE_ARGS, which it adds its tags to, as an argument). make exits 2 for an
+# alert and a failed night alike: cron runs python3 report/nightly.py, whose status is 0, 3 (slower) or 1 (failed).
+NIGHTLY_TAG ?= env:nightly
+NIGHTLY_ARGS ?=
+# the cluster a race would reach, reached as make race reaches it (the local node started when it is the target)
+cluster-check: venv $(LOCAL_ES_START)
+	@$(call CHECK_CLUSTER,$(TARGET_HOSTS))
+nightly: venv
+	$(VPY) -m report.nightly --history-tag $(NIGHTLY_TAG) $(if $(filter yes,$(METRICS_STORE)),--local-store) $(NIGHTLY_ARGS) \
+	  $(if $(RACE_ARGS),"RACE_ARGS=$(RACE_ARGS)")
 
 # the trend's benchmark (report/trend_scale.py): a store node of its own on TREND_SCALE_PORT filled with 500 races x
 # 100 cells as Rally writes them, then the trend over it timed (docs/history.md, "Scale"); the node is stopped after

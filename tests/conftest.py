@@ -451,27 +451,29 @@ def default_challenge():
     return next(name for name, c in rendered_challenges().items() if c.get("default"))
 
 
-def challenge_alone_track(challenge, root=CHALLENGE_ALONE_ROOT):
+def challenge_alone_track(challenge, root=CHALLENGE_ALONE_ROOT, also=()):
     """The track folder holding `challenge` alone, beside the default challenge Rally requires: every file a link to
     the repository's own (track.json, track.py, index.json, tasks/, ...; challenges/ with those two files), and runners/
     beside it as in the repository. Rally renders, reads and hands between its actors every challenge of the track in
     every race: on 2 cores that was 6 s of a test-mode race's 9 s before its first task, the whole track against
     this folder (docs/tests.md), and the suite runs about a hundred races. The challenge renders the same in both
     (tests/test_track_files.py); make versions and the team-repository test race the whole track, and the unit tier
-    reads it whole with Rally's reader. A challenge without a file of its name gets the whole track."""
-    if not (TRACK_DIR / "challenges" / f"{challenge}.json").is_file():
+    reads it whole with Rally's reader. A challenge without a file of its name gets the whole track. `also`: more
+    challenges in the same folder, for a test whose command races several (tests/test_nightly.py)."""
+    names = (challenge, *also)
+    if not all((TRACK_DIR / "challenges" / f"{name}.json").is_file() for name in names):
         return TRACK_DIR
-    folder = root / challenge
+    folder = root / "+".join(names)
     track = folder / "tracks" / TRACK_DIR.name
     if not track.is_dir():
-        building = root / f".{challenge}.{os.getpid()}"
+        building = root / f".{folder.name}.{os.getpid()}"
         shutil.rmtree(building, ignore_errors=True)
         made = building / "tracks" / TRACK_DIR.name
         (made / "challenges").mkdir(parents=True)
         for entry in TRACK_DIR.iterdir():
             if entry.name not in ("challenges", "__pycache__"):
                 (made / entry.name).symlink_to(entry)
-        for name in {challenge, default_challenge()}:
+        for name in {*names, default_challenge()}:
             (made / "challenges" / f"{name}.json").symlink_to(TRACK_DIR / "challenges" / f"{name}.json")
         (building / "runners").symlink_to(REPO / "runners")
         building.rename(folder)

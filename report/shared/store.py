@@ -46,8 +46,9 @@ def write_named_config(rally_home, name, values, added=None):
     return path
 
 
-def write_config(rally_home, host, port):
-    """A Rally configuration (Rally's own default file, its [reporting] section pointed at the store)."""
+def write_config(rally_home, host, port, name=CONFIG_NAME):
+    """A Rally configuration (Rally's own default file, its [reporting] section pointed at the store): rally-NAME.ini,
+    or rally.ini for name None (a team's own, as tests/test_nightly.py writes it)."""
     values = {"datastore.type": "elasticsearch", "datastore.host": host, "datastore.port": str(port), "datastore.secure": "False"}
     added = [
         "datastore.number_of_replicas = 0",  # one copy of each index: the store is a single node
@@ -55,7 +56,7 @@ def write_config(rally_home, host, port):
         # which the local node (no x-pack) refuses ("no handler found for uri [/_ilm/policy/...]"); 2.13 ignores it
         "datastore.use_data_streams = false",
     ]
-    return write_named_config(rally_home, CONFIG_NAME, values, {"datastore.password": added})
+    return write_named_config(rally_home, name, values, {"datastore.password": added})
 
 
 def local_metrics_template():

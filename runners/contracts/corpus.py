@@ -42,6 +42,12 @@ RANK_GRID_INTERVALS = 1000
 MAX_NODES = 99_999  # node names are N001..N999, N0001..N9999, N00001..N99999: as wide as the node count needs
 FINGERPRINT_KEY = "cluster-metrics-corpus"  # the index mapping's _meta key naming the corpus it was created for
 FIX = "generate it with: make corpus (or corpora-gen/generate --out <Rally data dir>)"
+# the fix every verify-corpus refusal ends with (runners/studies/index_checks.py): the index does not hold the race's
+# corpus. make nightly reads it in a refused check to know that an ingest is what the cluster lacks.
+INGEST_FIX = (
+    "ingest it with this race's corpus and parameters first (challenge ingest-baseline, with --test-mode "
+    "when this race runs in test mode, and the same epochs)"
+)
 
 
 class CorpusError(Exception):

@@ -3,18 +3,13 @@
 import elasticsearch
 
 from runners.contracts.context import DEFAULT_CLUSTER, RaceContext
-from runners.contracts.corpus import FINGERPRINT_KEY, CorpusError
+from runners.contracts.corpus import FINGERPRINT_KEY, INGEST_FIX, CorpusError
 from runners.contracts.queries import SOURCE_MODE_SETTING
 from runners.contracts.registry import Need, Operation
 from runners.shared import restore, results
 from runners.studies.search_pool import SearchPool
 
 SEARCH_POOL_KEY = "search-pool"  # operation parameter: then record what bounds _msearch's concurrency (SearchPool)
-
-INGEST_FIX = (
-    "ingest it with this race's corpus and parameters first (challenge ingest-baseline, with --test-mode "
-    "when this race runs in test mode, and the same epochs)"
-)
 
 
 class VerifyDocCount:
