@@ -30,6 +30,18 @@ def test_the_repository_keeps_its_layers():
         ("report/history/series.py", "report.studies.coverage", "report/: its top > history | studies > shared"),
         ("report/studies/memory.py", "report.history.changes", "report/: its top > history | studies > shared"),
         ("report/shared/tables.py", "report.catalog", "report/: its top > history | studies > shared"),
+        (
+            "report/history/races.py",
+            "report.history.series",
+            "report/history/: trend | versions > analysis | arms > series > changes > races",
+        ),
+        (
+            "report/history/arms.py",
+            "report.history.analysis",
+            "report/history/: trend | versions > analysis | arms > series > changes > races",
+        ),
+        ("runners/contracts/cells.py", "report.shared.uncertainty", "runners/ never imports report/"),
+        ("runners/processor.py", "report.catalog", "runners/ never imports report/"),
     ],
 )
 def test_a_wrong_way_import_breaks_its_contract_naming_it(tmp_path, module, wrong_way, contract):
