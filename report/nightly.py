@@ -132,9 +132,13 @@ class Night:
 def night_lock(out):
     """One night at a time: an exclusive lock on <out>/.lock, held while the night runs and released by the kernel
     however it ends (so no stale lock is left); another night holding it is named with its pid and start."""
-    out.mkdir(parents=True, exist_ok=True)
     path = out / ".lock"
-    with open(path, "a+") as f:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        f = open(path, "a+")
+    except OSError as e:
+        raise NightFailed(f"--out {out} cannot be written ({e.strerror or e}): give a folder this user can write") from None
+    with f:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -179,9 +183,10 @@ def wait_for_rally(night, seconds):
         time.sleep(min(5, max(0.1, deadline - time.monotonic())))
         others = process.find_all_other_rally_processes()
     if others:
-        described = "; ".join(f"{p.pid}: {' '.join(p.cmdline())[:120]}" for p in others[:3])
+        described = "; ".join(f"{p.pid}: {' '.join(p.cmdline())[:120]}" for p in others[:2] if p.cmdline())
         raise NightFailed(
-            f"Rally is busy on this machine after {seconds:.0f} s ({described}): Rally races one at a time, so nothing was "
+            f"Rally is busy on this machine after {seconds:.0f} s (PIDs {[p.pid for p in others]}; {described}): Rally races "
+            "one at a time, so nothing was "
             "raced or changed. Run the night when that Rally has ended, or give --wait-for-rally more seconds"
         )
 
@@ -319,7 +324,7 @@ def main(argv=None):
             try:
                 status, alerts = run_night(night)
                 why = None
-            except (NightFailed, ReportError) as e:
+            except (NightFailed, ReportError, OSError) as e:
                 status, alerts, why = FAILED, [], str(e).splitlines()[0] if str(e) else type(e).__name__
                 night.say(f"nightly: FAILED: {e}")
             night.facts.update({"exit": status, "alerts": alerts, "failed": why, "report": str(args.out / "latest" / "report.md")})

@@ -5,6 +5,7 @@ tests/test_nightly.py's."""
 
 import fcntl
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -83,6 +84,13 @@ def test_a_night_that_finds_another_running_does_not_start(tmp_path):
     assert "another night" not in again.stdout and "no Rally configuration" in last_line(again), again.stdout
 
 
+def test_an_out_folder_that_cannot_be_written_is_named(tmp_path):
+    (tmp_path / "a-file").write_text("")
+    done = night(tmp_path, "--out", str(tmp_path / "a-file" / "nightly"))
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    assert last_line(done).startswith(f"nightly: 1 FAILED: --out {tmp_path / 'a-file' / 'nightly'} cannot be written"), done.stdout
+
+
 def test_a_store_that_is_down_stops_the_night_before_any_race(tmp_path):
     home = tmp_path / "home"
     port = free_port()
@@ -113,7 +121,11 @@ def test_a_rally_already_running_is_waited_for_then_named(tmp_path):
         stand_in.wait()
     assert done.returncode == 1, done.stdout + done.stderr
     line = last_line(done)
-    assert "Rally is busy on this machine after 1 s" in line and f"{stand_in.pid}:" in line and "--wait-for-rally" in line, line
+    assert (
+        "Rally is busy on this machine after 1 s" in line
+        and re.search(rf"PIDs \[[0-9, ]*\b{stand_in.pid}\b", line)
+        and "--wait-for-rally" in line
+    ), line
     assert "$ make" not in done.stdout, "a make ran beside another Rally"
 
 
