@@ -167,3 +167,9 @@ def test_a_race_against_a_remote_cluster_starts_no_local_node(target):
     assert "esnode.py" not in remote and "--target-hosts=es1.example:9200" in remote.replace("--target-hosts ", "--target-hosts=")
     assert "esnode.py start" in make_n(target, "TARGET_HOSTS=127.0.0.1:9333", "PORT=9333")
     assert "esnode.py" not in make_n(target, "LOCAL_NODE=no")
+
+
+def test_make_nightly_hands_its_race_arguments_and_store_to_the_night():
+    shown = make_n("nightly", "RACE_ARGS=--test-mode --on-error=abort", "METRICS_STORE=yes", "NIGHTLY_TAG=team:perf")
+    assert "-m report.nightly --history-tag team:perf --local-store" in shown and '"RACE_ARGS=--test-mode --on-error=abort"' in shown, shown
+    assert "--local-store" not in make_n("nightly") and "RACE_ARGS" not in make_n("nightly")
