@@ -11,3 +11,8 @@ charts, uncertainty, rally_compat).
 
 class ReportError(Exception):
     """Something the user can fix (no such race, no corpus, no cluster); the command line prints it and exits 1."""
+
+
+# the exit status of a command that found a slower change (python -m report trend --fail-on slower, a team's night):
+# distinct from 1 (a report error, a failed night) and 2 (bad arguments)
+ALERT_EXIT = 3

@@ -50,15 +50,14 @@ import json  # noqa: E402
 import shutil  # noqa: E402
 import time  # noqa: E402
 
-from report import ReportError  # noqa: E402
-from report.history import trend  # noqa: E402
+from report import ALERT_EXIT, ReportError  # noqa: E402
 from report.shared import store  # noqa: E402
 from runners.contracts import corpus  # noqa: E402
 
 CHALLENGE = "production-comparison"
 RACE_ID = re.compile(r"Race id is \[([0-9a-f-]+)\]")
 ES_VERSION = re.compile(r"^Elasticsearch (\S+) at ", re.M)  # make race's cluster check (report/shared/cluster.py)
-FAILED, ALERTED = 1, trend.ALERT_EXIT
+FAILED, ALERTED = 1, ALERT_EXIT
 NIGHT_TAGS = ("es", "night")  # beside the history tag: the cluster's version and the night's date
 STEPS = 4  # the checks, the cluster, the race, the trend; an ingest adds two (the ingest, the race again)
 

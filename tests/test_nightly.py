@@ -48,7 +48,7 @@ def team(tmp_path_factory, toxiproxy):
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
 
 
-def one_night(home, out, through_make=False):
+def one_night(home, out, *options, through_make=False):
     """The documented cron command (the system's python3, no terminal), or make nightly as a user types it."""
     wait_for_our_rally()
     ACTOR_SYSTEM.ready_for(home)  # a Rally home of its own: its races start their own actor system, as a team's do
@@ -56,7 +56,7 @@ def one_night(home, out, through_make=False):
     if through_make:
         command = ["make", "--no-print-directory", "nightly", f"NIGHTLY_TAG={HISTORY_TAG}", f"NIGHTLY_ARGS=--out {out}", *variables]
     else:
-        command = ["python3", str(REPO / "report" / "nightly.py"), "--history-tag", HISTORY_TAG, "--out", str(out), *variables]
+        command = ["python3", str(REPO / "report" / "nightly.py"), "--history-tag", HISTORY_TAG, "--out", str(out), *options, *variables]
     return subprocess.run(
         command, cwd=REPO, env=dict(os.environ, RALLY_HOME=str(home)), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=900
     )
@@ -64,6 +64,14 @@ def one_night(home, out, through_make=False):
 
 def test_nights_alert_on_a_slowdown_only_the_trend_can_see(team, toxiproxy, tmp_path):
     out = tmp_path / "nightly"
+    # a cluster without the corpus, with --no-ingest: the night stops at the race's own verify-corpus, naming the fix,
+    # and nothing on the cluster changed (no index made)
+    refused = one_night(team, tmp_path / "refused", "--no-ingest")
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stdout[-3000:] + refused.stderr[-2000:]
+    line = refused.stdout.strip().splitlines()[-1]
+    assert "the cluster does not hold the corpus (index cluster-metrics does not exist); --no-ingest" in line, line
+    assert "make race CHALLENGE=ingest-baseline" in line and "CHALLENGE=ingest-baseline" not in refused.stdout.replace(line, "")
+    assert http("GET", "/cluster-metrics", port=CLUSTER_PORT)[0] == 404
     nights = []
     try:
         for n in range(1, NIGHTS + 1):

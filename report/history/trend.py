@@ -21,15 +21,13 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from report import ReportError  # noqa: E402
+from report import ALERT_EXIT, ReportError  # noqa: E402
 from report.history import analysis  # noqa: E402
 from report.history import changes as change_points  # noqa: E402
 from report.history import races as history_races  # noqa: E402
 from report.history import series as history_series  # noqa: E402
 from report.shared import tables, uncertainty  # noqa: E402
 from report.shared.races import source  # noqa: E402
-
-ALERT_EXIT = 3  # --fail-on slower found one: distinct from 1 (a report error) and 2 (bad arguments)
 
 
 def change_rows(analysed):
