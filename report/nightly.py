@@ -48,6 +48,7 @@ import datetime  # noqa: E402
 import fcntl  # noqa: E402
 import json  # noqa: E402
 import shutil  # noqa: E402
+import signal  # noqa: E402
 import time  # noqa: E402
 
 from report import ALERT_EXIT, ReportError  # noqa: E402
@@ -107,6 +108,7 @@ class Night:
         self.logs = [open(self.folder / "night.log", "a"), open(args.out / "nightly.log", "a")]
         self.facts = {"night": self.stamp, "history-tag": args.history_tag, "ingested": False}
         self.clock, self.steps, self.done = time.monotonic(), STEPS, 0
+        self.child, self.stopped_by = None, None  # the step's process; the signal that stopped the night
 
     def write(self, text):
         sys.stdout.write(text)
@@ -121,6 +123,11 @@ class Night:
     def step(self, what):
         self.done += 1
         self.say(f"nightly: step {self.done} of {self.steps}: {what} ({time.monotonic() - self.clock:.0f} s in)")
+
+    def check_stop(self, what=None):
+        if self.stopped_by:
+            during = f" during {what}, which was interrupted as Ctrl-C interrupts it" if what else ""
+            raise NightFailed(f"stopped by {self.stopped_by}{during}; run the night again")
 
     def close(self):
         for log in self.logs:
@@ -178,9 +185,10 @@ def wait_for_rally(night, seconds):
     others = process.find_all_other_rally_processes()
     if others:
         night.say(f"nightly: another Rally is running (PIDs {[p.pid for p in others]}): waiting up to {seconds:.0f} s for it")
-    while others and time.monotonic() < deadline:
+    while others and time.monotonic() < deadline and not night.stopped_by:
         time.sleep(min(5, max(0.1, deadline - time.monotonic())))
         others = process.find_all_other_rally_processes()
+    night.check_stop()
     if others:
         described = "; ".join(f"{p.pid}: {' '.join(p.cmdline())[:120]}" for p in others[:2] if p.cmdline())
         raise NightFailed(
@@ -190,16 +198,37 @@ def wait_for_rally(night, seconds):
         )
 
 
+def run_child(night, command, what):
+    """One step's process, its output shown and logged as it comes; (exit status, its output). It runs in a process
+    group of its own, which a stop of the night interrupts as Ctrl-C would (stop_on_signals)."""
+    night.check_stop()
+    run = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    )
+    night.child, output = run, []
+    try:
+        for line in run.stdout:
+            night.write(line)
+            output.append(line)
+        status = run.wait()
+    finally:
+        night.child = None
+    night.check_stop(what)
+    return status, "".join(output)
+
+
 def make(night, target, words):
     """One make run of the night (its make variables, then these words); (exit status, its output)."""
     command = ["make", "--no-print-directory", "-C", str(ROOT), target, *words]
     night.say("$ " + " ".join(command))
-    run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)
-    output = []
-    for line in run.stdout:
-        night.write(line)
-        output.append(line)
-    return run.wait(), "".join(output)
+    return run_child(night, command, f"make {target}")
 
 
 def make_race(night, challenge, tags):
@@ -274,15 +303,14 @@ def run_trend(night):
     command = [sys.executable, "-m", "report", "trend", "--user-tag", night.args.history_tag, "--challenge", CHALLENGE]
     command += ["--fail-on", "slower", "--alert-within", str(night.args.alert_within), "--out", str(night.folder)]
     command += ["--configuration-name", store.CONFIG_NAME] if night.args.local_store else []
-    run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    night.write(run.stdout + run.stderr)
-    if run.returncode not in (0, ALERTED):
-        raise NightFailed(f"the trend failed (exit {run.returncode}): {(run.stderr or run.stdout).strip()[-1500:]}")
+    status, output = run_child(night, command, "the trend")
+    if status not in (0, ALERTED):
+        raise NightFailed(f"the trend failed (exit {status}): {output.strip()[-1500:]}")
     for made in night.folder.glob("trend-*"):
         for item in made.iterdir():
             item.rename(night.folder / item.name)
         made.rmdir()
-    return run.returncode, [line for line in run.stdout.splitlines() if line.startswith("ALERT:")]
+    return status, [line for line in output.splitlines() if line.startswith("ALERT:")]
 
 
 def publish(night):
@@ -297,10 +325,31 @@ def publish(night):
     shutil.rmtree(old, ignore_errors=True)
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def stop_on_signals(night):
+    """A stop of the night (Ctrl-C, kill, a hangup, cron's or timeout's TERM) reaches its running step as one Ctrl-C to
+    that step's process group: make and the Rally it runs stop as Rally stops on Ctrl-C, its runners putting back what
+    they changed, and the night ends failed, its log and folder written. Children start with these signals at their
+    default however the night was started (a handler's disposition is not inherited across exec; an ignored one
+    would be)."""
+
+    def stop(number, _frame):
+        night.stopped_by = signal.Signals(number).name
+        if night.child is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(night.child.pid, signal.SIGINT)
+
+    for number in STOP_SIGNALS:
+        signal.signal(number, stop)
+
+
 def run_night(night):
     night.step("the history's store, Rally free on this machine")
     history_store(night)
     wait_for_rally(night, night.args.wait_for_rally)
+    night.check_stop()
     race(night, cluster_version(night))
     return run_trend(night)
 
@@ -320,6 +369,7 @@ def main(argv=None):
     try:
         with night_lock(args.out):
             night = Night(args)
+            stop_on_signals(night)
             try:
                 status, alerts = run_night(night)
                 why = None

@@ -5,16 +5,30 @@ it; from the fourth on, a latency toxic in front of the cluster, recorded nowher
 the trend can see. The nights before the second slowed one exit 0; that one exits 3 and names the cells."""
 
 import concurrent.futures
+import fcntl
 import json
 import os
+import signal
 import subprocess
+import time
 
 import pytest
 
 from report import nightly
 from report.shared import store
 from runners.contracts import corpus
-from tests.conftest import ACTOR_SYSTEM, RALLY_HOMES, REPO, SMALL_CORPUS, challenge_alone_track, http, launcher, wait_for_our_rally
+from tests.conftest import (
+    ACTOR_SYSTEM,
+    RALLY_HOMES,
+    REPO,
+    SMALL_CORPUS,
+    challenge_alone_track,
+    http,
+    launcher,
+    rally_pids,
+    wait_for_our_rally,
+)
+from tests.signals import popen_with_default_signals
 
 pytestmark = pytest.mark.integration
 
@@ -48,11 +62,17 @@ def team(tmp_path_factory, toxiproxy):
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
 
 
+def night_variables():
+    """The nights' make variables: the team's cluster behind its proxy, test mode, the small corpus, and a track folder
+    holding the night's challenges alone."""
+    return [*NIGHT_VARS, f"TRACK_PATH={challenge_alone_track(NIGHT_CHALLENGES[0], also=NIGHT_CHALLENGES[1:])}"]
+
+
 def one_night(home, out, *options, through_make=False):
     """The documented cron command (the system's python3, no terminal), or make nightly as a user types it."""
     wait_for_our_rally()
     ACTOR_SYSTEM.ready_for(home)  # a Rally home of its own: its races start their own actor system, as a team's do
-    variables = [*NIGHT_VARS, f"TRACK_PATH={challenge_alone_track(NIGHT_CHALLENGES[0], also=NIGHT_CHALLENGES[1:])}"]
+    variables = night_variables()
     if through_make:
         command = ["make", "--no-print-directory", "nightly", f"NIGHTLY_TAG={HISTORY_TAG}", f"NIGHTLY_ARGS=--out {out}", *variables]
     else:
@@ -115,3 +135,33 @@ def test_nights_alert_on_a_slowdown_only_the_trend_can_see(team, toxiproxy, tmp_
     latest = json.loads((out / "latest" / "night.json").read_text())
     assert latest == facts[-1] and (out / "latest" / "report.md").read_text() == (dated[-1] / "report.md").read_text()
     assert (out / "nightly.log").read_text().count("nightly: 0 no slower change") == 4
+
+
+def test_a_night_stopped_mid_race_stops_its_race_and_leaves_the_cluster_as_it_found_it(team, tmp_path):
+    """cron's timeout (SIGTERM) in the middle of the night's race: the race is interrupted as Ctrl-C interrupts it, no
+    Rally of the night runs on, the cluster's settings are as they were, the lock is free and the night says why."""
+    before = [http("GET", path, port=CLUSTER_PORT)[1] for path in ("/_cluster/settings", "/cluster-metrics/_settings")]
+    out = tmp_path / "stopped"
+    wait_for_our_rally()
+    ACTOR_SYSTEM.ready_for(team)
+    command = ["python3", str(REPO / "report" / "nightly.py"), "--history-tag", "team:stopped", "--out", str(out), *night_variables()]
+    night = popen_with_default_signals(
+        command, cwd=REPO, env=dict(os.environ, RALLY_HOME=str(team)), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True
+    )
+    log, deadline = out / "nightly.log", time.monotonic() + 300
+    # its race has begun: Rally has named the race after the night's step 3 (the race's own checks come first)
+    while not (log.exists() and "Race id is" in log.read_text(errors="replace").partition("step 3 of")[2]):
+        assert time.monotonic() < deadline and night.poll() is None, log.read_text(errors="replace")[-3000:] if log.exists() else ""
+        time.sleep(0.2)
+    time.sleep(3)  # inside its tasks
+    night.send_signal(signal.SIGTERM)
+    said, _ = night.communicate(timeout=300)
+    last = said.strip().splitlines()[-1]
+    assert night.returncode == 1 and last.startswith("nightly: 1 FAILED: stopped by SIGTERM during make race"), said[-3000:]
+    wait_for_our_rally(timeout=60)  # no Rally of the night's home runs on
+    assert rally_pids([team], zombies=False) == []
+    after = [http("GET", path, port=CLUSTER_PORT)[1] for path in ("/_cluster/settings", "/cluster-metrics/_settings")]
+    assert after == before
+    with open(out / ".lock", "a+") as lock:  # free: the next night may start
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    assert json.loads((out / "latest" / "night.json").read_text())["exit"] == 1

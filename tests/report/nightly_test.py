@@ -6,9 +6,11 @@ tests/test_nightly.py's."""
 import fcntl
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -16,6 +18,7 @@ from report import nightly
 from report.shared import store
 from runners.contracts import corpus
 from tests.conftest import REPO
+from tests.signals import popen_with_default_signals
 
 
 def night(tmp_path, *args, home=None, timeout=60):
@@ -127,6 +130,31 @@ def test_a_rally_already_running_is_waited_for_then_named(tmp_path):
         and "--wait-for-rally" in line
     ), line
     assert "$ make" not in done.stdout, "a make ran beside another Rally"
+
+
+@pytest.mark.rally_process  # as above: a Rally stand-in
+def test_a_night_stopped_while_it_waits_ends_at_once_saying_so(tmp_path):
+    stand_in = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "esrally-stand-in"])
+    (tmp_path / "home" / ".rally").mkdir(parents=True)
+    command = ["python3", str(REPO / "report" / "nightly.py"), "--out", str(tmp_path / "nightly"), "--wait-for-rally", "60"]
+    try:
+        waiting = popen_with_default_signals(
+            command, env=dict(os.environ, RALLY_HOME=str(tmp_path / "home")), stdout=subprocess.PIPE, text=True, cwd=tmp_path
+        )
+        log = tmp_path / "nightly" / "nightly.log"
+        deadline = time.monotonic() + 30
+        while not (log.exists() and "waiting up to 60 s" in log.read_text(errors="replace")):
+            assert time.monotonic() < deadline and waiting.poll() is None, "the night never waited for the stand-in"
+            time.sleep(0.1)
+        stopped_at = time.monotonic()
+        waiting.send_signal(signal.SIGTERM)
+        out, _ = waiting.communicate(timeout=30)
+    finally:
+        stand_in.kill()
+        stand_in.wait()
+    assert waiting.returncode == 1 and time.monotonic() - stopped_at < 10, out
+    assert out.strip().splitlines()[-1] == "nightly: 1 FAILED: stopped by SIGTERM; run the night again", out
+    assert '"failed": "stopped by SIGTERM; run the night again"' in (tmp_path / "nightly" / "latest" / "night.json").read_text()
 
 
 def test_only_verify_corpus_refusals_mean_an_ingest():
