@@ -39,6 +39,9 @@ def _bulk(port, lines):
         raise SystemExit(f"bulk errors: {json.dumps([i for i in body['items'] if 'error' in next(iter(i.values()))][:2])[:1000]}")
 
 
+LAST_NIGHT = 1_790_000_000  # 2026-09-21, the newest race's time (s)
+
+
 def fill(port, race_count, cell_count, sample_count, seed=1):
     rng = np.random.default_rng(seed)
     cells = {f"coverage-V{c:03d}-serial": {"variant": f"V{c:03d}", "transport": "serial"} for c in range(cell_count)}
@@ -48,8 +51,9 @@ def fill(port, race_count, cell_count, sample_count, seed=1):
     for r in range(race_count):
         race_id = f"scale-{r:05d}"
         version = "9.5.3" if r >= 400 else "8.17.2"
-        when = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(1_790_000_000 + r * 86_400))
-        start = 1_790_000_000_000 + r * 86_400_000  # a node started for each nightly race
+        night = LAST_NIGHT - (race_count - 1 - r) * 86_400  # a night each, the newest in the past (a future race is left out)
+        when = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(night))
+        start = night * 1000  # a node started for each nightly race
         facts = {
             "nodes": {"n1": {"version": version, "start-time-ms": start, "uptime-ms": 60_000, "jvm": "j", "heap-max-bytes": 2**30}},
             "settings": {"persistent": {}, "transient": {}},

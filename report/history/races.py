@@ -91,9 +91,14 @@ def timestamp(data):
     return datetime.strptime(data["race-timestamp"], RALLY_TIMESTAMP).replace(tzinfo=timezone.utc)
 
 
-def malformed(data):
-    """Why a race document cannot be part of a history (not an object, no race id, no parseable race timestamp), or
-    None."""
+# race.json's fields the history reads, and the JSON type Rally writes each as: another type is a malformed race
+FIELD_TYPES = {"track": str, "challenge": str, "cluster": dict, "user-tags": dict, "track-params": dict, "rally-version": str}
+FUTURE_SLACK = timedelta(days=1)  # a race dated later than this after now had a wrong clock: never the newest race
+
+
+def malformed(data, now=None):
+    """Why a race document cannot be part of a history (not an object, no race id, no parseable race timestamp, a
+    field of another type than Rally writes, a date in the future), or None."""
     if not isinstance(data, dict):
         return f"race.json holds a {type(data).__name__}, not Rally's race document (an object)"
     if not isinstance(data.get("race-id"), str) or not data["race-id"]:
@@ -101,9 +106,17 @@ def malformed(data):
     if not isinstance(data.get("race-timestamp"), str):
         return "race.json has no race-timestamp"
     try:
-        timestamp(data)
+        when = timestamp(data)
     except ValueError:
         return f"race.json's race-timestamp {data['race-timestamp']!r} is not Rally's form ({RALLY_TIMESTAMP})"
+    for key, kind in FIELD_TYPES.items():
+        if data.get(key) is not None and not isinstance(data[key], kind):
+            return f"race.json's {key} is a {type(data[key]).__name__}, not the {kind.__name__ if kind is str else 'object'} Rally writes"
+    cluster_version = data.get("cluster", {}).get("distribution-version")
+    if cluster_version is not None and not isinstance(cluster_version, str):
+        return f"race.json's cluster.distribution-version is a {type(cluster_version).__name__}, not a version"
+    if when > (now or datetime.now(timezone.utc)) + FUTURE_SLACK:
+        return f"race.json is dated {when:%Y-%m-%d %H:%M}, in the future (a wrong clock): it would be the newest race the alert watches"
     return None
 
 

@@ -231,6 +231,29 @@ def test_a_malformed_race_is_left_out_with_its_folder_and_reason(tmp_path, capsy
     assert "Left out (never a point):" in first_screen and why in first_screen and "r03" in first_screen
 
 
+@pytest.mark.parametrize("args", [[], ["--user-tag", "env:nightly"], ["--order", "tag:env"], ["--es-version", "8."]])
+@pytest.mark.parametrize(
+    "change, why",
+    [
+        (lambda d: d.update({"cluster": "8.17.2"}), "race.json's cluster is a str, not the object Rally writes"),
+        (lambda d: d.update({"user-tags": ["env:nightly"]}), "race.json's user-tags is a list, not the object Rally writes"),
+        (lambda d: d.update({"challenge": 7}), "race.json's challenge is a int, not the str Rally writes"),
+        (lambda d: d.update({"cluster": {"distribution-version": 8}}), "cluster.distribution-version is a int, not a version"),
+        (lambda d: d.update({"race-timestamp": "20990101T000000Z"}), "race.json is dated 2099-01-01 00:00, in the future"),
+    ],
+)
+def test_a_race_json_field_of_another_type_or_a_future_date_is_left_out_whatever_is_asked(tmp_path, capsys, change, why, args):
+    """A race.json field of another type than Rally writes, or a race dated in the future (the newest race the alert
+    watches), is a malformed race: left out with its folder and reason, however the history is selected or ordered."""
+    history_of(tmp_path, 4, tags={"env": "nightly"})
+    _edit(race_folder(tmp_path, "r03"), change)
+    assert run(tmp_path, tmp_path, *args) == 0
+    out = capsys.readouterr().out
+    assert "over 3 race(s)" in out and "1 race(s) left out" in out, out
+    first_screen = next((tmp_path / "out").glob("trend-*/report.md")).read_text().split("## Changes")[0]
+    assert why in first_screen and "r03" in first_screen, first_screen
+
+
 def _edit(folder, change):
     data = json.loads((folder / "race.json").read_text())
     change(data)
