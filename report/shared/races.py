@@ -150,8 +150,21 @@ def load(race_dir, data=None):
     race = Race(data["race-id"], race_dir, data, record_texts=texts)
     for name in texts:
         race.record(name)  # every record read now: a malformed one is named here, when the race is loaded
+    check_validation_lines(race.record(records.VALIDATION, []))
     race.samples = record_samples(race)
     return race
+
+
+def check_validation_lines(lines):
+    """The coverage record as runners/studies/coverage.py writes it, or a ValueError naming the line: an object a line,
+    `measured` true, false or null (a time-based task; the text "false" is not false). Two equal lines are no sign of
+    a copied record: the failed coverages of a race whose node died are recorded alike, cause and all."""
+    for n, line in enumerate(lines, 1):
+        if not isinstance(line, dict):
+            raise ValueError(f"{records.VALIDATION} line {n} is a {type(line).__name__}, not an object")
+        measured = line.get("measured")
+        if not (measured is None or isinstance(measured, bool)):
+            raise ValueError(f"{records.VALIDATION} line {n}: measured is {measured!r}, not true, false or null")
 
 
 def replayed(data, texts):

@@ -215,6 +215,7 @@ def test_a_wall_longer_than_its_task_ran_is_implausible(tmp_path):
         (lambda folder: _truncate(folder / records.RECORD_DIR / records.CELLS), "its records cannot be read"),
         (lambda folder: (folder / records.RECORD_DIR / records.VALIDATION).write_text('{"task": 3}\n[1]\n'), "its records cannot be read"),
         (lambda folder: (folder / records.RECORD_DIR / records.CLUSTER_FACTS).write_text("[]"), "cannot be read"),
+        (lambda folder: _edit_lines(folder, lambda line: {**line, "measured": "false"}), "measured is 'false', not true, false or null"),
     ],
 )
 def test_a_malformed_race_is_left_out_with_its_folder_and_reason(tmp_path, capsys, spoil, why):
@@ -258,6 +259,11 @@ def _edit(folder, change):
     data = json.loads((folder / "race.json").read_text())
     change(data)
     (folder / "race.json").write_text(json.dumps(data))
+
+
+def _edit_lines(folder, change):
+    path = folder / records.RECORD_DIR / records.VALIDATION
+    path.write_text("".join(json.dumps(change(json.loads(line))) + "\n" for line in path.read_text().splitlines()))
 
 
 def _truncate(path):
