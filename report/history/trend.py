@@ -232,7 +232,9 @@ def console_line(rows, analysed, left_out=()):
     elif unjudged:
         line += f"; {unjudged} of {total} cell(s) could not be judged ({NOT_JUDGED})"
     if left_out:
-        line += f"; {len(left_out)} race(s) left out (see the report's first lines)"
+        named = ", ".join(f"{Path(str(where)).name} ({why[:80]})" for where, why in left_out[:3])
+        more = f" and {len(left_out) - 3} more" if len(left_out) > 3 else ""
+        line += f"; {len(left_out)} race(s) left out: {named}{more} (the report's first lines say why, whole)"
     if rows:
         _, series, worst = max(rows, key=lambda r: abs(math.log(r[2].comparison.ratio)))
         line += (

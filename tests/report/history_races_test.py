@@ -226,7 +226,7 @@ def test_a_malformed_race_is_left_out_with_its_folder_and_reason(tmp_path, capsy
     spoil(race_folder(tmp_path, "r03"))
     assert run(tmp_path, tmp_path) == 0
     out = capsys.readouterr().out
-    assert "over 3 race(s)" in out and "1 race(s) left out" in out
+    assert "over 3 race(s)" in out and "1 race(s) left out: r03 (" in out, out  # the console names the folder too
     report = (tmp_path / "out").glob("trend-*/report.md")
     first_screen = next(report).read_text().split("## Changes")[0]
     assert "Left out (never a point):" in first_screen and why in first_screen and "r03" in first_screen
