@@ -357,7 +357,7 @@ validation-proof: venv
 
 # a team's history (report/history/trend.py): every cell's race medians over the races selected, changes found and
 # judged with the node start as the unit, what changed with each; FAIL_ON=slower exits 3 on a slower change among the
-# newest races (a nightly job's alert, docs/team-setup.md). USER_TAG=k:v[,k2:v2], TREND_CHALLENGE, ES_VERSION_PREFIX,
+# newest races (a nightly job's alert, docs/nightly.md). USER_TAG=k:v[,k2:v2], TREND_CHALLENGE, ES_VERSION_PREFIX,
 # SINCE, UNTIL (YYYY-MM-DD), ORDER (race, version, tag:KEY)
 USER_TAG ?=
 TREND_CHALLENGE ?=
@@ -371,7 +371,7 @@ trend: venv
 	  $(if $(TREND_CHALLENGE),--challenge $(TREND_CHALLENGE)) $(if $(ES_VERSION_PREFIX),--es-version $(ES_VERSION_PREFIX)) \
 	  $(if $(SINCE),--since $(SINCE)) $(if $(UNTIL),--until $(UNTIL)) $(if $(FAIL_ON),--fail-on $(FAIL_ON))
 
-# a team's night (docs/team-setup.md): report/nightly.py. The make variables given here reach its races (TARGET_HOSTS,
+# a team's night (docs/nightly.md): report/nightly.py. The make variables given here reach its races (TARGET_HOSTS,
 # EPOCHS, ... through make's own MAKEFLAGS; RACE_ARGS, which it adds its tags to, as an argument). make exits 2 for an
 # alert and a failed night alike: cron runs python3 report/nightly.py, whose status is 0, 3 (slower) or 1 (failed).
 NIGHTLY_TAG ?= env:nightly

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A team's night, one command (docs/team-setup.md): production-comparison raced on the team's cluster into the team's
+"""A team's night, one command (docs/nightly.md): production-comparison raced on the team's cluster into the team's
 history with the night's tags, its first tasks the track's own checks (check-privileges, verify-corpus: the corpus is
 ingested, and the race run again, only where verify-corpus finds it missing or another one), then the trend over
 that history with its alert, the report in one stable place.

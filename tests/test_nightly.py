@@ -1,4 +1,4 @@
-"""A team's nights through the one command (report/nightly.py, docs/team-setup.md), end to end: a local node stands in
+"""A team's nights through the one command (report/nightly.py, docs/nightly.md), end to end: a local node stands in
 for the team's cluster, reached through a real Toxiproxy, and a second one for its metrics store, named in the
 [reporting] section of a rally.ini of the test's own. Five nights in test mode: the first finds no corpus and ingests
 it; from the fourth on, a latency toxic in front of the cluster, recorded nowhere, slows every request: a slowdown only
