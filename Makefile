@@ -133,6 +133,7 @@ race: venv $(LOCAL_ES_START) corpus
 	$(WAIT_FOR_RALLY)
 	$(ESRALLY) race --track-path=$(TRACK_PATH) --challenge=$(CHALLENGE) --pipeline=benchmark-only \
 	  --offline --target-hosts=$(TARGET_HOSTS) $(CLIENT_ARGS) $(if $(TRACK_PARAMS),--track-params="$(TRACK_PARAMS)") $(RALLY_CONFIG) $(RACE_ARGS)
+	@$(VPY) -m report host $(RALLY_CONFIG)
 
 # the challenge RUNS times, one race after the other, then one report of the set: each cell's race medians, their
 # run-to-run spread and the pooled interval (reports/repeat-<ids>/); compare sets with make compare RACES="a,b,c d,e,f"

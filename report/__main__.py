@@ -16,8 +16,9 @@ import sys
 from pathlib import Path
 
 from report import ReportError, catalog, client_cost, outcome, scaling
-from report.shared import races, tables, uncertainty
+from report.shared import host_load, races, tables, uncertainty
 from report.studies import ingest, repeats, study
+from runners.contracts import records
 
 
 def single_report(race, out_root, baseline=None):
@@ -35,8 +36,10 @@ def single_report(race, out_root, baseline=None):
     parts += outcome.outcome_lines(race)
     if not outcome.finished(race):
         return _unfinished_report(race, out, parts)
+    busy = host_load.warning(race)
+    parts += [f"**{busy}**", ""] if busy else []
     parts += _answers(race)
-    summary, absent = [], []
+    summary, absent = ([busy] if busy else []), []
     for title, build, lacks, note, section_summary in catalog.SECTIONS:
         table = build(race)
         if not table:
@@ -69,6 +72,9 @@ def single_report(race, out_root, baseline=None):
         else "_no accuracy measurement yet: make accuracy (queries the running cluster)._"
     )
     parts.append("")
+    parts.append("## The load driver's host during the timed cells\n")
+    host = host_load.table(race)
+    parts += [tables.markdown(*host) if host else f"_{host_load.NOT_RECORDED}: the race has no {records.HOST_LOAD}._", ""]
     parts.append("## What the load driver adds per request\n")
     parts.append(client_cost.race_section(race, out_root))
     for name, draw, caption in catalog.CHARTS:
@@ -223,6 +229,8 @@ def main(argv=None):
         from report.history import versions
 
         return versions.main(argv[1:], catalog.TREND_FIGURES)
+    if argv[:1] == ["host"]:  # make race's last line: how busy the load driver's host was during the timed cells
+        return host_main(argv[1:])
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--race", action="append", help="race id (a unique prefix works); repeat for --compare")
     parser.add_argument("--compare", action="store_true")
@@ -270,6 +278,19 @@ def main(argv=None):
         print(line)
     print(f"report: {path}")
     return 0 if outcome.finished(race) else 1  # a race without an answer is no success of make report's
+
+
+def host_main(argv):
+    """python -m report host [--race ID]: one line on the load driver's host during the race's timed cells (the newest
+    race by default), a WARNING when it was busy; exit 0 either way (the race's figures stand, named)."""
+    parser = argparse.ArgumentParser(prog="python -m report host")
+    parser.add_argument("--race", default=None)
+    parser.add_argument("--rally-home", default=None)
+    parser.add_argument("--configuration-name", default=None)
+    args = parser.parse_args(argv)
+    race = races.source(args.rally_home, args.configuration_name).race(args.race)
+    print(host_load.summary_line(race))
+    return 0
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import pytest
 from report import catalog
 from report.history import races as history_races
 from report.history import series
-from report.shared import races, store, uncertainty
+from report.shared import host_load, races, store, uncertainty
 from report.shared.races import Files, Stored
 from report.studies.ingest_changes import INGEST_WALL
 from runners.contracts import records
@@ -39,6 +39,15 @@ def test_the_race_records_what_it_ran_on_and_the_trend_reads_it(shared_races, tm
     live = http("GET", "/_nodes/jvm")[1]["nodes"][node_id]
     assert not others and node["start-time-ms"] == live["jvm"]["start_time_in_millis"] and node["version"] == live["version"]
     assert facts["corpus"]["generator"]["epochs"] == 5 and facts["corpus"]["section"] == "test_mode"
+    # the load driver's host over every timed cell: the sampler's intervals cover each measured coverage's window, and
+    # the trend's facts carry the host's load over them (issue 86)
+    loaded = races.load(race.folder())
+    intervals = host_load.lines(loaded)
+    assert intervals and all(b["start"] == a["end"] for a, b in zip(intervals, intervals[1:])), intervals[:3]
+    windows = host_load.cell_windows(loaded)
+    assert windows and all(intervals[0]["start"] <= lo and hi <= intervals[-1]["end"] for lo, hi in windows.values()), windows
+    assert sum(line["rally"] for line in intervals) > 0 and set(host_load.per_cell(loaded)) == set(windows)
+    assert history_races.facts_of(loaded).host == host_load.over_cells(loaded) is not None
     result = trend(race.home, tmp_path / "files", "--challenge", "full")
     assert result.returncode == 0, result.stderr[-3000:]
     assert re.match(r"trend: \d+ change\(s\) in \d+ cell\(s\) over \d+ race\(s\) in 1 series", result.stdout), result.stdout

@@ -25,6 +25,7 @@ import numpy as np
 from otava.analysis import compute_change_points
 from scipy import stats
 
+from report.history import host
 from report.shared import uncertainty
 
 # Otava's significance for a candidate (its max_pvalue): loose, since the verdict (_judged, calibrated for the largest t
@@ -88,6 +89,7 @@ class Change:
     kind: str = STEP
     what_changed: list = field(default_factory=list)
     basis: str = BASIS_STARTS
+    host_named: bool = False  # every race after the step met a busy load-driver host, the one before it did not
 
 
 def noise_floor(figure):
@@ -339,7 +341,8 @@ def what_changed(last, first):
             said.append(f"{name} {x or '?'} -> {y or '?'}")
     if a.settings != b.settings:
         said.append("cluster settings changed" if a.settings and b.settings else "cluster settings recorded from here on")
-    if not said:
+    host_said = host.what_changed(a.host, b.host)
+    if not said and not host.either_busy(a.host, b.host):
         said.append("nothing recorded changed")
     if b.node_start is None:
         said.append("node start not recorded")
@@ -348,13 +351,18 @@ def what_changed(last, first):
         said.append(f"node started afresh{uptime}")
     else:
         said.append("same node start")
-    return said
+    return said + host_said
 
 
 def fact_cuts(points):
     """Where the recorded configuration changes (version, build, JVM, heap, processors, settings; a node start alone is
-    not one): candidates known before any search, judged as a family of their own (_judged)."""
-    return [i for i in range(1, len(points)) if configuration(points[i]) != configuration(points[i - 1])]
+    not one), or the load driver's host turns busy or quiet again (report/shared/host_load.py): candidates known before
+    any search, judged as a family of their own (_judged)."""
+    return [
+        i
+        for i in range(1, len(points))
+        if configuration(points[i]) != configuration(points[i - 1]) or host.busy(points[i]) != host.busy(points[i - 1])
+    ]
 
 
 def searches(points):
@@ -604,8 +612,9 @@ def find(cell, points, figure):
                 level(after_side, own),
                 judged[i],
                 STEP,
-                what_changed(points[cut - 1], points[cut]),
+                what_changed(points[cut - 1], points[cut]) + host.resting_on_busy(after),
                 basis,
+                host.named(points[cut - 1], after),
             )
         changes.append(change)
         i = last + 1

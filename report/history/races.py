@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
 from report import ReportError
+from report.shared import host_load
 from runners.contracts import records
 
 RALLY_TIMESTAMP = "%Y%m%dT%H%M%SZ"  # race.json's race-timestamp
@@ -136,6 +137,7 @@ class Facts:
     uptime_s: float | None  # the longest-running node's uptime when the race began
     corpus: str | None
     shape: str  # node count and roles: a series' key, not a change's explanation
+    host: object = None  # report.shared.host_load.HostLoad over the race's timed cells; None: host not recorded
 
 
 def _joined(values):
@@ -166,6 +168,7 @@ def facts_of(race):
         uptime_s=max(uptimes) if uptimes else None,
         corpus=json.dumps(corpus, sort_keys=True) if corpus else None,
         shape=f"{len(nodes)} node(s) [{'; '.join(roles)}]" if nodes else "nodes not recorded",
+        host=host_load.over_cells(race),
     )
 
 

@@ -25,6 +25,7 @@ CELLS = "cells.json"  # what each task measures (runners/contracts/cells.py), wr
 VALIDATION = "validation.jsonl"  # each coverage's validation counts, worst percentile error and wall-clock window, warm-ups too
 ERROR = "error"  # in a validation line: why that coverage failed (no answer, an error answer, a wrong one); absent when it passed
 LARGE_SOURCE_DOCUMENTS = "large-source-documents.json"  # source-large: what made its documents, each one's sha256 and size
+HOST_LOAD = "host-load.jsonl"  # how busy the load driver's host was, an interval a line (runners/shared/host_load.py)
 LARGE_SOURCE_FETCHES = "large-source-fetches.jsonl"  # source-large: each fetch's took, wall, bytes and checks, warm-ups too
 
 
@@ -90,6 +91,11 @@ def append_line(record_dir, name, line):
     with open(path, "a") as f:
         f.write(line + "\n")
     return _meta({"append": name, "line": line})
+
+
+def appended(name, lines):
+    """The sample meta of lines another process appended already (the host-load sampler): replay appends them."""
+    return {META_KEY: json.dumps([{"append": name, "line": line} for line in lines], sort_keys=True)} if lines else {}
 
 
 def _meta(operation):

@@ -7,6 +7,10 @@ import socket
 
 from esrally.driver.runner import Delegator
 
+from runners.contracts import records
+from runners.contracts.context import CONTEXT_KEY, RaceContext
+from runners.shared import host_load
+
 HOST_KEY = "load-driver-host"  # sample meta: the name of the host whose client ran the sample
 # operation parameter the track processor sets where a race has several load-driver hosts: how many (share-calibration
 # and ingest-epochs, runners/studies/load.py set_load_driver_hosts)
@@ -30,10 +34,17 @@ def with_host(result):
 
 class NamesItsHost(Delegator):
     """A runner whose every sample names the load-driver host that ran it (HOST_KEY); what it measures is the
-    delegate's."""
+    delegate's. It also sees to the race's host-load sampler on this host (runners/shared/host_load.py), before the
+    delegate's timed requests, and hands the sampler's new lines on in the sample's meta, after them."""
 
     async def __call__(self, es, params):
-        return with_host(await self.delegate(es, params))
+        record_dir = RaceContext.of(params).record_dir if params.get(CONTEXT_KEY) else None
+        if record_dir:
+            host_load.ensure_sampler(record_dir, records.HOST_LOAD)
+        result = with_host(await self.delegate(es, params))
+        if record_dir:
+            records.add(result, records.appended(records.HOST_LOAD, host_load.claim_lines(record_dir, records.HOST_LOAD)))
+        return result
 
     def __repr__(self):
         return repr(self.delegate)

@@ -11,6 +11,7 @@ store; the report from the store is checked against what each host did: its own 
 import importlib.util
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -32,7 +33,9 @@ from runners.contracts.queries import TRANSPORTS
 from runners.shared.hosts import HOST_KEY
 from runners.studies import load
 from runners.studies.ingest import bulk_lines
-from tests.conftest import REPO, assert_clean, doc_count, http, launcher, run_race, run_rally, start_race, wait_for_our_rally
+from tests.conftest import REPO
+from tests.conftest import assert_clean as assert_clean_here
+from tests.conftest import doc_count, http, launcher, run_race, run_rally, start_race, thespian_log, wait_for_our_rally
 
 pytestmark = pytest.mark.integration
 
@@ -69,7 +72,9 @@ def esrallyd(prefix, rally_home, address, *args):
     """esrallyd on a host (prefix: the command that enters it), with that host's Rally home and address; its output
     into a file, not a pipe: the daemon's actor processes keep it open, a pipe would never end."""
     output = Path(rally_home) / "esrallyd.out"
-    env = dict(os.environ, RALLY_HOME=str(rally_home), THESPIAN_BASE_IPADDR=address)
+    Path(thespian_log(Path(rally_home))["THESPLOG_FILE"]).parent.mkdir(parents=True, exist_ok=True)
+    # each host's Thespian log in its Rally home: a worker that "exited prematurely" on a host is explained only there
+    env = dict(os.environ, RALLY_HOME=str(rally_home), THESPIAN_BASE_IPADDR=address, **thespian_log(Path(rally_home)))
     with output.open("w") as out:
         returncode = subprocess.run([*prefix, ESRALLYD, *args], env=env, stdout=out, stderr=out, timeout=300).returncode
     return returncode, output.read_text()
@@ -90,6 +95,18 @@ def load_driver_home(home, folder):
     return folder
 
 
+def assert_clean(race, expected_tasks=()):
+    """conftest's assert_clean, and where it fails what each load-driver host's own Rally and Thespian logged: the
+    coordinator's log says only that a worker there "exited prematurely" (CI saw it once, 2026-12-02, not here)."""
+    try:
+        assert_clean_here(race, expected_tasks)
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n{TOPOLOGY[0].explained() if TOPOLOGY else ''}") from None
+
+
+TOPOLOGY = []  # the module's cluster, once up
+
+
 class Topology:
     def __init__(self, home, hosts, homes):
         self.home, self.hosts, self.homes = home, hosts, homes
@@ -104,6 +121,18 @@ class Topology:
     def log(self, i):
         path = self.homes[i] / ".rally" / "logs" / "rally.log"
         return path.read_text(errors="replace") if path.is_file() else ""
+
+    def explained(self):
+        """Each host's ERROR records of its Rally log and what its Thespian log says of exits and signals (the tails)."""
+        said = []
+        for i in (1, 2):
+            log = self.log(i).splitlines()
+            errors = [line for line in log if " ERROR " in line or "Traceback" in line][-30:]
+            actors_path = Path(thespian_log(self.homes[i])["THESPLOG_FILE"])
+            actors = actors_path.read_text(errors="replace").splitlines() if actors_path.is_file() else []
+            exits = [line for line in actors if re.search(r"exit|signal|died|dead|error|warn", line, re.IGNORECASE)][-40:]
+            said.append(f"--- {NAMES[i]}: Rally's errors\n" + "\n".join(errors) + f"\n--- {NAMES[i]}: Thespian\n" + "\n".join(exits))
+        return "\n".join(said)
 
     def start_daemons(self, hosts=(1, 2)):
         for i in hosts:
@@ -139,6 +168,7 @@ def cluster(home, tmp_path_factory):
         coordinator = True
         up = Topology(home, hosts, homes)
         up.start_daemons()
+        TOPOLOGY.append(up)
         yield up
     finally:
         if coordinator:

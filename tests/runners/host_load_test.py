@@ -1,0 +1,197 @@
+"""The host-load sampler (runners/shared/host_load.py): its readings from a /proc given to it, its intervals, one
+sampler per host and race that ends with its worker, and its lines handed on in sample meta exactly once."""
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from runners.contracts import records
+from runners.contracts.context import CONTEXT_KEY
+from runners.shared import host_load, hosts
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def fake_proc(root, cpu, processes, running=2, load1=0.5, mem_kb=1000, faults=7):
+    """A /proc with the files the reader reads: cpu (user, nice, system, idle, iowait, irq, softirq, steal ticks) and
+    processes {pid: (command line, utime + stime, start time)}."""
+    root.mkdir(exist_ok=True)
+    (root / "stat").write_text(f"cpu  {' '.join(map(str, cpu))} 0 0\ncpu0 1 2 3\nprocs_running {running}\n")
+    (root / "loadavg").write_text(f"{load1} 0.4 0.3 1/100 999\n")
+    (root / "meminfo").write_text(f"MemTotal: 2000 kB\nMemAvailable: {mem_kb} kB\n")
+    (root / "vmstat").write_text(f"pgfault 100\npgmajfault {faults}\n")
+    for pid in [p.name for p in root.iterdir() if p.name.isdigit()]:
+        if int(pid) not in processes:
+            for f in (root / pid).iterdir():
+                f.unlink()
+            (root / pid).rmdir()
+    for pid, (cmdline, ticks, started) in processes.items():
+        (root / str(pid)).mkdir(exist_ok=True)
+        # comm with a space and a parenthesis, as a real one may have; utime and stime are fields 14 and 15
+        fields = ["S", "1", "1", "1", "0", "-1", "0", "0", "0", "0", "0", str(ticks - 1), "1"] + ["0"] * 6 + [str(started)]
+        (root / str(pid) / "stat").write_text(f"{pid} (a (b) c) " + " ".join(fields) + "\n")
+        (root / str(pid) / "cmdline").write_text(cmdline.replace(" ", "\0") + "\0")
+
+
+RALLY = "/venv/bin/python /venv/bin/esrally race --track-path=x"
+NODE = "/jdk/bin/java -Xms1g -m org.elasticsearch.server/org.elasticsearch.bootstrap.Elasticsearch"
+OTHER = "sh -c while :; do :; done"
+
+
+def test_an_interval_is_the_host_less_rally_and_elasticsearch(tmp_path):
+    proc, sys_cpu = tmp_path / "proc", tmp_path / "sys"
+    fake_proc(proc, [100, 0, 50, 1000, 5, 0, 0, 2], {10: (RALLY, 40, 1), 11: (NODE, 60, 2), 12: (OTHER, 30, 3)})
+    reader = host_load.Reader(str(proc), str(sys_cpu), own_pids=(99,))
+    before = reader.reading()
+    # one second later on 2 CPUs (200 ticks): Rally took 30, the node 50, the busy loop 90; the hypervisor 10
+    fake_proc(proc, [270, 0, 50, 1010, 15, 0, 0, 12], {10: (RALLY, 70, 1), 11: (NODE, 110, 2), 12: (OTHER, 120, 3)}, faults=9)
+    line = host_load.interval(before, reader.reading(), cpus=2, host="ld-1")
+    assert (line["busy"], line["rally"], line["elasticsearch"], line["foreign"]) == (170, 30, 50, 90)
+    assert (line["steal"], line["iowait"], line["total"]) == (10, 10, 200)
+    assert (line["running"], line["load1"], line["mem_available_kb"], line["major_faults"]) == (2, 0.5, 1000, 2)
+    assert line["freq_mhz"] is None and line["throttled"] is None  # not exposed here
+    assert line["host"] == "ld-1" and line["end"] >= line["start"]
+
+
+def test_a_reused_pid_is_looked_up_again_and_a_vanished_one_drops_out(tmp_path):
+    proc = tmp_path / "proc"
+    fake_proc(proc, [0] * 8, {10: (OTHER, 5, 1), 11: (RALLY, 7, 1)})
+    reader = host_load.Reader(str(proc), str(tmp_path / "sys"), recheck_every=2)
+    assert reader.reading()["own"] == {"rally": 7, "elasticsearch": 0}
+    fake_proc(proc, [0] * 8, {10: (OTHER, 6, 1), 11: (RALLY, 8, 1)})
+    assert reader.reading()["own"] == {"rally": 8, "elasticsearch": 0}  # another process's stat is not read every time
+    fake_proc(proc, [0] * 8, {10: (NODE, 9, 50)})  # pid 10 is a node now; 11 has gone
+    assert reader.reading()["own"] == {"rally": 0, "elasticsearch": 0}  # not a recheck's reading: not seen yet
+    assert reader.reading()["own"] == {"rally": 0, "elasticsearch": 9}  # the next recheck finds it
+
+
+def test_a_worker_that_ended_leaves_its_ticks_with_the_rally_that_reaped_it(tmp_path):
+    """A race's end: its worker (pid 11) has gone and Rally's actor system (pid 10) reaped it, its times now in the
+    parent's cutime and cstime: Rally's ticks go on, not other processes'."""
+    proc = tmp_path / "proc"
+    fake_proc(proc, [100, 0, 0, 100, 0, 0, 0, 0], {10: (RALLY, 20, 1), 11: (RALLY, 50, 2)})
+    reader = host_load.Reader(str(proc), str(tmp_path / "sys"))
+    before = reader.reading()
+    fake_proc(proc, [160, 0, 0, 140, 0, 0, 0, 0], {10: (RALLY, 20, 1)})
+    stat = (proc / "10" / "stat").read_text().split()
+    stat[17], stat[18] = "50", "10"  # cutime, cstime: the worker's 50 ticks and the 10 it took before it ended
+    (proc / "10" / "stat").write_text(" ".join(stat) + "\n")
+    line = host_load.interval(before, reader.reading(), cpus=2, host="h")
+    assert (line["busy"], line["rally"], line["foreign"]) == (60, 10, 50)
+
+
+def test_the_sampler_itself_counts_as_rallys(tmp_path):
+    proc = tmp_path / "proc"
+    fake_proc(proc, [0] * 8, {10: ("python host_load.py", 4, 1)})
+    assert host_load.Reader(str(proc), str(tmp_path / "sys"), own_pids=(10,)).reading()["own"]["rally"] == 4
+
+
+def test_frequency_and_throttling_where_the_kernel_has_them(tmp_path):
+    sys_cpu = tmp_path / "sys"
+    for cpu, khz, throttled in ((0, 2000000, 3), (1, 3000000, 4)):
+        (sys_cpu / f"cpu{cpu}" / "cpufreq").mkdir(parents=True)
+        (sys_cpu / f"cpu{cpu}" / "cpufreq" / "scaling_cur_freq").write_text(f"{khz}\n")
+        (sys_cpu / f"cpu{cpu}" / "thermal_throttle").mkdir()
+        (sys_cpu / f"cpu{cpu}" / "thermal_throttle" / "core_throttle_count").write_text(f"{throttled}\n")
+    fake_proc(tmp_path / "proc", [0] * 8, {})
+    reading = host_load.Reader(str(tmp_path / "proc"), str(sys_cpu)).reading()
+    assert reading["freq_mhz"] == 2500 and reading["throttled"] == 7
+
+
+WORKER = textwrap.dedent(
+    """
+    import sys, time
+    sys.path.insert(0, {repo!r})
+    from runners.shared import host_load
+    host_load.ensure_sampler({record!r}, "host-load.jsonl")
+    host_load.ensure_sampler({record!r}, "host-load.jsonl")  # once per process
+    time.sleep({seconds})
+    """
+)
+
+
+def start_worker(record, seconds):
+    return subprocess.Popen([sys.executable, "-c", WORKER.format(repo=REPO, record=str(record), seconds=seconds)])
+
+
+def sampler_pids(record):
+    """The live samplers writing into this record folder (by their command line)."""
+    found = []
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read().decode(errors="replace")
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if "host_load.py" in cmdline and str(record) in cmdline and state != "Z":
+            found.append(int(pid))
+    return found
+
+
+def test_one_sampler_per_host_and_race_that_ends_with_its_worker(tmp_path):
+    """Two workers of one race on a host: one sampler, a line a second; gone within a period once its worker is."""
+    record = tmp_path / "race" / records.RECORD_DIR
+    workers = [start_worker(record, 3.5), start_worker(record, 3.5)]
+    time.sleep(1.5)
+    assert len(sampler_pids(record)) == 1
+    for worker in workers:
+        assert worker.wait(timeout=30) == 0
+    deadline = time.monotonic() + 10
+    while sampler_pids(record) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not sampler_pids(record), "the sampler outlived its worker"
+    lines = [json.loads(line) for line in (record / records.HOST_LOAD).read_text().splitlines()]
+    assert 2 <= len(lines) <= 5, lines
+    assert all(b["start"] == a["end"] for a, b in zip(lines, lines[1:]))  # intervals follow each other, none twice
+    assert all(line["total"] > 0 and line["cpus"] == os.cpu_count() for line in lines)
+
+
+def test_each_line_is_handed_on_once_and_a_half_written_one_waits(tmp_path, monkeypatch):
+    record = tmp_path / "rec"
+    os.makedirs(record / host_load.STATE_DIR)
+    path = record / records.HOST_LOAD
+    path.write_text('{"a": 1}\n{"a": 2}\n{"a"')
+    monkeypatch.setattr(host_load, "_attached", {})
+    assert host_load.claim_lines(str(record), records.HOST_LOAD, now=100.0) == ['{"a": 1}', '{"a": 2}']
+    assert host_load.claim_lines(str(record), records.HOST_LOAD, now=101.0) == []  # within ATTACH_S of the last
+    with path.open("a") as f:
+        f.write(': 3}\n{"a": 4}\n')
+    monkeypatch.setattr(host_load, "_attached", {})  # another worker process: the lines left, no line twice
+    assert host_load.claim_lines(str(record), records.HOST_LOAD, now=200.0) == ['{"a": 3}', '{"a": 4}']
+    assert host_load.claim_lines(str(record), records.HOST_LOAD, now=300.0) == []
+
+
+def test_a_runner_sees_to_the_sampler_and_its_sample_carries_the_lines_to_replay(tmp_path, monkeypatch):
+    record = str(tmp_path / "rec")
+    started = []
+    monkeypatch.setattr(host_load, "ensure_sampler", lambda folder, name: started.append((folder, name)))
+    monkeypatch.setattr(host_load, "claim_lines", lambda folder, name: ['{"start": 1, "end": 2}'])
+
+    async def delegate(es, params):
+        return {"weight": 1, **records.append_line(record, records.VALIDATION, '{"task": "t"}')}
+
+    params = {CONTEXT_KEY: {"record_dir": record, **{k: None for k in ("index", "nodes", "epochs", "section")}}}
+    params[CONTEXT_KEY].update(ground_truth="", ground_truth_sha256="", epoch_docs={}, fingerprint={})
+    meta = asyncio.run(hosts.NamesItsHost(delegate)(None, params))
+    assert started == [(record, records.HOST_LOAD)]
+    replayed = tmp_path / "replayed"
+    records.replay(str(replayed), [meta[records.META_KEY]])
+    assert (replayed / records.HOST_LOAD).read_text() == '{"start": 1, "end": 2}\n'
+    assert (replayed / records.VALIDATION).read_text() == '{"task": "t"}\n'
+    # an operation without the race context (none of ours lacks it) starts nothing
+    started.clear()
+    assert hosts.HOST_KEY in asyncio.run(hosts.NamesItsHost(delegate)(None, {}))
+    assert started == []
+
+
+@pytest.mark.parametrize("cmdline,kind", [(RALLY, "rally"), ("/v/bin/esrallyd start", "rally"), (NODE, "elasticsearch"), (OTHER, None)])
+def test_whose_process(cmdline, kind):
+    assert host_load.kind_of(cmdline) == kind
