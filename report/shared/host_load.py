@@ -57,6 +57,11 @@ def lines(race):
 
 def load_over(intervals, start, end):
     """{host: HostLoad} over [start, end], or {} where no interval overlaps it."""
+    return _loads(_parts(intervals, start, end))
+
+
+def _parts(intervals, start, end):
+    """{host: [(line, its share in the window, seconds of overlap)]} of the intervals that overlap [start, end]."""
     by_host = {}
     for line in intervals:
         try:
@@ -68,7 +73,11 @@ def load_over(intervals, start, end):
             continue
         weight = 1.0 if start == end else overlap / (hi - lo)
         by_host.setdefault(str(line.get("host")), []).append((line, weight, max(overlap, 0.0)))
-    return {host: _summed(host, parts) for host, parts in sorted(by_host.items())}
+    return by_host
+
+
+def _loads(parts):
+    return {host: _summed(host, host_parts) for host, host_parts in sorted(parts.items())}
 
 
 def _summed(host, parts):
@@ -141,47 +150,11 @@ def over_cells(race):
     """The busiest host's load over the race's timed cells together (each cell's window, the time between them not),
     or None where the race has no host record or no timed cell."""
     record = lines(race)
-    windows = list(cell_windows(race).values())
-    if not record or not windows:
-        return None
     merged = {}
-    for start, end in windows:
-        for host, load in load_over(record, start, end).items():
-            merged.setdefault(host, []).append(load)
-    return _worst({host: _combined(loads) for host, loads in merged.items()})
-
-
-def _combined(loads):
-    """HostLoad of several windows: rates weighted by each window's seconds."""
-    seconds = sum(load.seconds for load in loads) or math.nan
-
-    def mean(name):
-        return sum(getattr(load, name) * load.seconds for load in loads) / seconds
-
-    def extreme(name, pick):
-        values = [getattr(load, name) for load in loads if getattr(load, name) is not None]
-        return pick(values) if values else None
-
-    def summed(name):
-        values = [getattr(load, name) for load in loads]
-        return None if None in values else sum(values)
-
-    return HostLoad(
-        host=loads[0].host,
-        seconds=sum(load.seconds for load in loads),
-        cpus=max(load.cpus for load in loads),
-        foreign=mean("foreign"),
-        steal=mean("steal"),
-        iowait=mean("iowait"),
-        rally=mean("rally"),
-        elasticsearch=mean("elasticsearch"),
-        running=extreme("running", max),
-        load1=extreme("load1", max),
-        mem_available_kb=extreme("mem_available_kb", min),
-        major_faults=summed("major_faults"),
-        freq_mhz=extreme("freq_mhz", min),
-        throttled=summed("throttled"),
-    )
+    for start, end in cell_windows(race).values():
+        for host, parts in _parts(record, start, end).items():
+            merged.setdefault(host, []).extend(parts)
+    return _worst(_loads(merged))
 
 
 def warning(race):

@@ -7,15 +7,11 @@ The loaded stretch is named the host's, the disk writer's races are not named (i
 threshold, and the cells did not move), and the same races without their host record show what the trend said
 before: nothing."""
 
-import contextlib
-import io
-import json
-import tarfile
 from pathlib import Path
 
-from report import catalog
 from report.history import trend
 from runners.contracts import records
+from tests.report import planted_history_test as planted
 
 ARCHIVE = Path(__file__).resolve().parents[1] / "fixtures" / "host-study-races.tar.xz"
 ORDER = ["87088b4c", "ea30bb9e", "a904eed5", "0f7d3efb", "c5fc149a", "ff663c6b", "19ea727f", "b55cf662", "32a629c8", "5d0edd36"]
@@ -23,42 +19,11 @@ LOOP, DISK = ORDER[2:5], ORDER[7:9]
 
 
 def home(tmp_path, keep=ORDER, host=True):
-    root = tmp_path / ".rally" / "benchmarks" / "races"
-    root.mkdir(parents=True)
-    with tarfile.open(ARCHIVE) as tar:
-        tar.extractall(root)
-    for folder in list(root.iterdir()):
-        if folder.name[:8] not in keep:
-            for path in sorted(folder.rglob("*"), reverse=True):
-                path.rmdir() if path.is_dir() else path.unlink()
-            folder.rmdir()
-        elif not host:
-            (folder / records.RECORD_DIR / records.HOST_LOAD).unlink()
-    return root
-
-
-def plant(root, factor, races):
-    """These races' measured walls, every cell, multiplied by factor: a slower cluster's."""
-    for folder in (f for f in root.iterdir() if f.name[:8] in races):
-        path = folder / records.RECORD_DIR / records.VALIDATION
-        lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-        for line in lines:
-            if line.get("measured"):
-                line["wall-ms"] *= factor
-        path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-
-
-def nightly(tmp_path):
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        status = trend.main(
-            ["--rally-home", str(tmp_path), "--out", str(tmp_path / "reports"), "--fail-on", "slower"], catalog.TREND_FIGURES
-        )
-    return status, out.getvalue()
+    return planted.home(tmp_path, keep=keep, archive=ARCHIVE, without=() if host else (records.HOST_LOAD,))
 
 
 def changes_of(tmp_path):
-    (report,) = (tmp_path / "reports").rglob("report.md")
+    (report,) = (tmp_path / "out").rglob("report.md")
     text = report.read_text()
     table = text.split("## Changes, newest first", 1)[1].split("\n\n")[1]
     return [row.split(" | ") for row in table.splitlines()[2:]]
@@ -66,7 +31,7 @@ def changes_of(tmp_path):
 
 def test_the_loaded_stretch_is_named_the_hosts_there_and_back(tmp_path):
     home(tmp_path)
-    status, printed = nightly(tmp_path)
+    status, printed = planted.nightly(tmp_path)
     assert status == 0, printed  # the newest races are quiet: nothing to alert on
     rows = changes_of(tmp_path)
     named = {(row[0].strip("| "), row[1][:8], row[6]) for row in rows}
@@ -89,7 +54,7 @@ def test_the_loaded_stretch_is_named_the_hosts_there_and_back(tmp_path):
 def test_the_morning_after_the_third_loaded_race_names_the_host_and_does_not_alert(tmp_path):
     """The failure this record is for: the alert paging a team for its machine."""
     home(tmp_path, keep=ORDER[:5])
-    status, printed = nightly(tmp_path)
+    status, printed = planted.nightly(tmp_path)
     assert status == 0, printed
     held = [line for line in printed.splitlines() if line.startswith("NOT AN ALERT, the host's:")]
     assert {line.split()[5] for line in held} >= {"coverage-D_td-msearch", "coverage-D_hdr-msearch"}, printed
@@ -100,16 +65,15 @@ def test_the_morning_after_the_third_loaded_race_names_the_host_and_does_not_ale
 def test_without_the_host_record_the_same_races_show_nothing(tmp_path):
     """What the trend said before the record: a step after the node start's second race, in one start, not found."""
     home(tmp_path, keep=ORDER[:5], host=False)
-    status, printed = nightly(tmp_path)
+    status, printed = planted.nightly(tmp_path)
     assert status == 0 and printed.startswith("trend: 0 change(s)"), printed
 
 
 def test_a_slowdown_on_a_quiet_host_after_the_loaded_stretch_still_alerts(tmp_path):
     """Elasticsearch slower (planted: 1.8x on the newest three races, two of them beside the disk writer, which is not
     busy) after the host's own stretch: the host is not blamed, and the alert fires."""
-    root = home(tmp_path)
-    plant(root, 1.8, ORDER[7:])
-    status, printed = nightly(tmp_path)
+    planted.plant(home(tmp_path), 1.8, newest=3)
+    status, printed = planted.nightly(tmp_path)
     alerts = [line for line in printed.splitlines() if line.startswith("ALERT:")]
     assert status == trend.ALERT_EXIT and alerts, printed
     assert all(f"from race {ORDER[7]}" in line and "nothing recorded changed" in line for line in alerts), alerts

@@ -26,21 +26,24 @@ FIRST_LOADED = "c8976d90"  # the first race with the busy loop (plan:loaded-hist
 START_1 = ["75247e20", "e6671579", "2d4a0cc8", FIRST_LOADED, "0596690b", "91b221ef"]  # its first node start, in race order
 
 
-def home(tmp_path, plan=None, keep=None, facts=True):
+def home(tmp_path, plan=None, keep=None, facts=True, archive=ARCHIVE, without=()):
     """A Rally home holding the archive's races of `plan` (all: None), only those in `keep` if given; facts=False
-    takes each race's cluster facts away (a race from before they were recorded: each its own node start)."""
+    takes each race's cluster facts away (a race from before they were recorded: each its own node start), and each
+    record named in `without` goes too."""
     root = tmp_path / ".rally" / "benchmarks" / "races"
     root.mkdir(parents=True)
-    with tarfile.open(ARCHIVE) as tar:
+    with tarfile.open(archive) as tar:
         tar.extractall(root)
+    gone = set(without) | (set() if facts else {records.CLUSTER_FACTS})
     for folder in list(root.iterdir()):
         data = json.loads((folder / "race.json").read_text())
         if (plan and data["user-tags"].get("plan") != plan) or (keep and folder.name[:8] not in keep):
             for path in sorted(folder.rglob("*"), reverse=True):
                 path.rmdir() if path.is_dir() else path.unlink()
             folder.rmdir()
-        elif not facts:
-            (folder / records.RECORD_DIR / records.CLUSTER_FACTS).unlink()
+            continue
+        for name in gone:
+            (folder / records.RECORD_DIR / name).unlink()
     return root
 
 
