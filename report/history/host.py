@@ -1,7 +1,16 @@
 """The load driver's host in a history (report/shared/host_load.py): where a race met a busy host, what a change says
 of it, and whether a step is the host's rather than Elasticsearch's (docs/host-load.md)."""
 
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
 from report.shared import host_load
+
+LEAST_RACES = 5  # races with a host record (each node start's first left out) a fit needs
+LEAST_RANGE = host_load.FOREIGN_BUSY  # the other processes' share must vary by this much (% of a core) to fit a slope
 
 
 def busy(point):
@@ -43,3 +52,72 @@ def resting_on_busy(after):
     """What a step's verdict rests on, where some of the races after it met a busy host (said, never dropped)."""
     count = sum(1 for p in after if busy(p))
     return [f"{count} of the {len(after)} race(s) after it met a busy host"] if count else []
+
+
+@dataclass(frozen=True)
+class Contention:
+    """A cell's level against the other processes' share of the host over its races, each node start its own level."""
+
+    races: int
+    starts: int
+    slope: float  # the cell's figure per point of a core taken by other processes: a ratio (1.007: 0.7% slower)
+    low: float
+    high: float
+    spread_without: float  # the spread between races of a start (a share), levels per start alone
+    spread_with: float  # with the host's share taken out
+
+    @property
+    def explains(self):
+        """The slope's interval excludes none (1): the host's share explains part of the spread between races."""
+        return self.low > 1 or self.high < 1
+
+
+def contention(points):
+    """The fit of a cell's log medians on the other processes' share (% of a core), a level per node start, over the
+    races with a host record less each start's first race (the judge's units); None where too few races or too little
+    variation in the host's share to fit one."""
+    kept, seen = [], set()
+    for p in points:
+        start = p.facts.node_start or p.race_id
+        if start not in seen and p.facts.node_start:
+            seen.add(start)
+            continue  # a node start's first race: left out, as the trend's judge leaves it out
+        seen.add(start)
+        if p.facts.host is not None and math.isfinite(p.facts.host.foreign):
+            kept.append((start, p.facts.host.foreign, math.log(p.median)))
+    starts = sorted({k[0] for k in kept})
+    x = np.array([k[1] for k in kept])
+    if len(kept) < LEAST_RACES or len(kept) - len(starts) - 1 < 2 or np.ptp(x) < LEAST_RANGE:
+        return None
+    y = np.array([k[2] for k in kept])
+    levels = np.array([[k[0] == s for s in starts] for k in kept], dtype=float)
+    without, with_host = _fit(levels, y), _fit(np.column_stack([levels, x]), y)
+    coef, rss, df, inverse = with_host
+    se = math.sqrt(rss / df * inverse[-1, -1])
+    t = stats.t.ppf(0.975, df)
+    return Contention(
+        races=len(kept),
+        starts=len(starts),
+        slope=math.exp(coef[-1]),
+        low=math.exp(coef[-1] - t * se),
+        high=math.exp(coef[-1] + t * se),
+        spread_without=math.sqrt(without[1] / without[2]),
+        spread_with=math.sqrt(rss / df),
+    )
+
+
+def _fit(design, y):
+    """(coefficients, residual sum of squares, degrees of freedom, (X'X)^-1) of a least-squares fit."""
+    coef = np.linalg.lstsq(design, y, rcond=None)[0]
+    residual = y - design @ coef
+    return coef, float(residual @ residual), len(y) - design.shape[1], np.linalg.pinv(design.T @ design)
+
+
+def contention_text(fit):
+    per_point = (fit.slope - 1) * 100
+    said = (
+        f"{per_point:+.2f}% per point of a core taken by other processes [{(fit.low - 1) * 100:+.2f}, {(fit.high - 1) * 100:+.2f}] "
+        f"({fit.races} races, {fit.starts} node start(s)); the spread between races {fit.spread_without:.1%} without it, "
+        f"{fit.spread_with:.1%} with it taken out"
+    )
+    return said + (": the host explains part of it" if fit.explains else ": not beyond the noise")

@@ -24,6 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from report import ALERT_EXIT, ReportError  # noqa: E402
 from report.history import analysis  # noqa: E402
 from report.history import changes as change_points  # noqa: E402
+from report.history import host as history_host  # noqa: E402
 from report.history import races as history_races  # noqa: E402
 from report.history import series as history_series  # noqa: E402
 from report.shared import tables, uncertainty  # noqa: E402
@@ -217,6 +218,30 @@ def first_race_lines(analysed):
     ]
 
 
+def contention_lines(analysed):
+    """Per cell whose races met the host busy and quiet both: its level against the other processes' share of the host
+    (report/history/host.py), shown beside the verdicts, which stay on the unadjusted levels."""
+    body = []
+    for series, cells in analysed:
+        for cell, a in cells.items():
+            fit = history_host.contention(a.points)
+            if fit is not None:
+                body.append(f"- {cell}: {history_host.contention_text(fit)}")
+    if not body:
+        return []
+    return [
+        "## The load driver's host and the cells",
+        "",
+        *body,
+        "",
+        "Each cell's log race medians against the share of a core other processes took over its timed cells (the races' "
+        "host record), a level per node start, each start's first race left out; the slope's 95% interval is Student's "
+        "t. Where it is beyond the noise, part of the spread between races is the host's: race on a quiet host. The "
+        "verdicts above are on the levels as measured (docs/host-load.md).",
+        "",
+    ]
+
+
 def _slug(text):
     return "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in text)[:60]
 
@@ -308,6 +333,7 @@ def write_report(analysed, found, selection, out_root, order):
     parts += [CHANGE_NOTE, ""]
     parts += configuration_lines(analysed)
     parts += first_race_lines(analysed)
+    parts += contention_lines(analysed)
     parts += charts(analysed, out)
     if len(analysed) > 1:
         parts += ["## Series", "", "Races that measured different things are separate series:", ""]

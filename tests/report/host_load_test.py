@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from report.history import changes
+from report.history import host as history_host
 from report.shared import host_load
 from report.shared.races import Race
 from report.studies.study import COVERAGE_TIME as FIGURE
@@ -140,3 +141,12 @@ def test_a_step_on_a_quiet_host_stays_elasticsearchs_and_says_what_it_rests_on()
     assert change.index == 4 and not change.host_named
     said = "; ".join(change.what_changed)
     assert "nothing recorded changed" in said and "1 of the 4 race(s) after it met a busy host" in said
+
+
+def test_no_slope_is_fitted_where_the_host_never_changed():
+    """Quiet throughout: the other processes' share varies by less than the threshold, and no slope is claimed."""
+    points = with_host(history(np.random.default_rng(3), 1, 8), busy_from=99)
+    assert history_host.contention(points) is None
+    loaded = with_host(history(np.random.default_rng(3), 1, 8, level=lambda s, n: math.log(1.5) if n >= 4 else 0.0), busy_from=4)
+    fit = history_host.contention(loaded)
+    assert fit.explains and fit.low > 1 and fit.spread_with < fit.spread_without and fit.races == 7
