@@ -16,3 +16,5 @@ class ReportError(Exception):
 # the exit status of a command that found a slower change (python -m report trend --fail-on slower, a team's night):
 # distinct from 1 (a report error, a failed night) and 2 (bad arguments)
 ALERT_EXIT = 3
+# the line the trend prints for a slower step that is the load driver's host's, not Elasticsearch's (no alert, exit 0)
+HOST_NAMED = "NOT AN ALERT, the host's: "

@@ -21,7 +21,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from report import ALERT_EXIT, ReportError  # noqa: E402
+from report import ALERT_EXIT, HOST_NAMED, ReportError  # noqa: E402
 from report.history import analysis  # noqa: E402
 from report.history import changes as change_points  # noqa: E402
 from report.history import host as history_host  # noqa: E402
@@ -418,7 +418,7 @@ def main(argv, figures):
         print(alert_line(c))
     for c in found_slower:
         if c.host_named:  # a neighbour's load named, not called a regression
-            print("NOT AN ALERT, the host's: " + alert_line(c).removeprefix("ALERT: "))
+            print(HOST_NAMED + alert_line(c).removeprefix("ALERT: "))
     return ALERT_EXIT if raised else 0
 
 

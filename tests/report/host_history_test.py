@@ -10,6 +10,7 @@ host's slope per cell."""
 
 from pathlib import Path
 
+from report import HOST_NAMED
 from report.history import trend
 from runners.contracts import records
 from tests.report import planted_history_test as planted
@@ -61,7 +62,7 @@ def test_the_morning_after_the_third_loaded_race_names_the_host_and_does_not_ale
     home(tmp_path, keep=ORDER[:5])
     status, printed = planted.nightly(tmp_path)
     assert status == 0, printed
-    held = [line for line in printed.splitlines() if line.startswith("NOT AN ALERT, the host's:")]
+    held = [line for line in printed.splitlines() if line.startswith(HOST_NAMED)]
     assert {line.split()[5] for line in held} >= {"coverage-D_td-msearch", "coverage-D_hdr-msearch"}, printed
     assert all(f"a step from race {LOOP[0]}" in line and "host busy" in line for line in held)
     assert "ALERT:" not in printed.replace("NOT AN ALERT", "")

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from report import nightly
+from report import HOST_NAMED, nightly
 from report.shared import store
 from runners.contracts import corpus
 from tests.conftest import REPO
@@ -180,6 +180,10 @@ def test_the_last_line_says_the_exit_status():
     line = nightly.last_line(3, facts, alerts)
     assert line.startswith("nightly: 3 SLOWER: 1 alert(s) in coverage-D_td-serial") and "01234567" in line
     assert nightly.last_line(1, facts, why="the race failed").startswith("nightly: 1 FAILED: the race failed")
+    # a slower step that is the busy host's: exit 0, and the last line says it rather than "no slower change"
+    held = [HOST_NAMED + "coverage-D_td-msearch 1.92x [1.77, 2.07] slower, a step from race a904eed5 (20261202): host busy"]
+    line = nightly.last_line(0, {**facts, "host-named": held})
+    assert line.startswith("nightly: 0 no slower change of Elasticsearch's; 1 slower step(s) the busy host's, in coverage-D_td-msearch")
 
 
 def make_n(*words):
