@@ -276,7 +276,7 @@ def _is_drift(points, cuts, direction):
     design = np.column_stack([np.array([g == key for g in group], dtype=float) for key in dict.fromkeys(group)] + [x])
     if len(y) <= design.shape[1] + 2 or np.linalg.matrix_rank(design) < design.shape[1]:
         return False
-    slope, rss, error = _slope_fit(design, y)
+    slope, rss, error = uncertainty.slope_fit(design, y)
     if error > 0 and slope / error * direction > 2:
         return True
     # or the staircase is a line: a search cuts a slow drift into many steps whose segments are too short to slope. A
@@ -289,24 +289,15 @@ def _is_drift(points, cuts, direction):
     line = np.column_stack(levels + [x])
     if len(starts) > 1 or len(cuts) < 2 or len(y) <= line.shape[1] + 2 or np.linalg.matrix_rank(line) < line.shape[1]:
         return False
-    line_slope, line_rss, line_error = _slope_fit(line, y)
+    line_slope, line_rss, line_error = uncertainty.slope_fit(line, y)
     steps = [np.column_stack(levels + [(x >= cut).astype(float)]) for cut in cuts]
-    step_rss = [_slope_fit(step, y)[1] for step in steps if np.linalg.matrix_rank(step) == step.shape[1]]
+    step_rss = [uncertainty.slope_fit(step, y)[1] for step in steps if np.linalg.matrix_rank(step) == step.shape[1]]
     return bool(step_rss) and line_error > 0 and line_slope / line_error * direction > 2 and line_rss < min(step_rss)
 
 
 def group_start(points, kept, firsts):
     """Each kept point's node start where starts hold several races (firsts), else one group."""
     return [start_of(points[i]) if firsts else None for i in kept]
-
-
-def _slope_fit(design, y):
-    """(slope, residual sum of squares, the slope's standard error) of a least-squares fit whose last column is x."""
-    coef = np.linalg.lstsq(design, y, rcond=None)[0]
-    residual = y - design @ coef
-    rss = float(residual @ residual)
-    sigma2 = rss / (len(y) - design.shape[1])
-    return float(coef[-1]), rss, math.sqrt(sigma2 * float(np.linalg.inv(design.T @ design)[-1, -1]))
 
 
 def _drift_runs(points, cuts, judged):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from report.shared import host_load
+from report.shared import host_load, uncertainty
 
 LEAST_RACES = 5  # races with a host record (each node start's first left out) a fit needs
 LEAST_RANGE = host_load.FOREIGN_BUSY  # the other processes' share must vary by this much (% of a core) to fit a slope
@@ -91,26 +91,19 @@ def contention(points):
         return None
     y = np.array([k[2] for k in kept])
     levels = np.array([[k[0] == s for s in starts] for k in kept], dtype=float)
-    without, with_host = _fit(levels, y), _fit(np.column_stack([levels, x]), y)
-    coef, rss, df, inverse = with_host
-    se = math.sqrt(rss / df * inverse[-1, -1])
+    residual = y - levels @ np.linalg.lstsq(levels, y, rcond=None)[0]
+    slope, rss, se = uncertainty.slope_fit(np.column_stack([levels, x]), y)
+    df = len(y) - len(starts) - 1
     t = stats.t.ppf(0.975, df)
     return Contention(
         races=len(kept),
         starts=len(starts),
-        slope=math.exp(coef[-1]),
-        low=math.exp(coef[-1] - t * se),
-        high=math.exp(coef[-1] + t * se),
-        spread_without=math.sqrt(without[1] / without[2]),
+        slope=math.exp(slope),
+        low=math.exp(slope - t * se),
+        high=math.exp(slope + t * se),
+        spread_without=math.sqrt(float(residual @ residual) / (len(y) - len(starts))),
         spread_with=math.sqrt(rss / df),
     )
-
-
-def _fit(design, y):
-    """(coefficients, residual sum of squares, degrees of freedom, (X'X)^-1) of a least-squares fit."""
-    coef = np.linalg.lstsq(design, y, rcond=None)[0]
-    residual = y - design @ coef
-    return coef, float(residual @ residual), len(y) - design.shape[1], np.linalg.pinv(design.T @ design)
 
 
 def contention_text(fit):

@@ -304,3 +304,13 @@ def run_to_run_spread(medians):
     """(max - min) / the median of the races' medians: how far repeated races of one cell land apart."""
     values = [m for m in medians if m is not None]
     return (max(values) - min(values)) / float(np.median(values)) if len(values) > 1 else None
+
+
+def slope_fit(design, y):
+    """(slope, residual sum of squares, the slope's standard error) of a least-squares fit whose last column is x: the
+    trend's drift test and its host fit (report/history/changes.py, host.py)."""
+    coef = np.linalg.lstsq(design, y, rcond=None)[0]
+    residual = y - design @ coef
+    rss = float(residual @ residual)
+    sigma2 = rss / (len(y) - design.shape[1])
+    return float(coef[-1]), rss, math.sqrt(sigma2 * float(np.linalg.inv(design.T @ design)[-1, -1]))
