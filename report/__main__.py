@@ -75,6 +75,7 @@ def single_report(race, out_root, baseline=None):
     parts.append("## The load driver's host during the timed cells\n")
     host = host_load.table(race)
     parts += [tables.markdown(*host) if host else f"_{host_load.NOT_RECORDED}: the race has no {records.HOST_LOAD}._", ""]
+    parts += _nodes_section(race)
     parts.append("## What the load driver adds per request\n")
     parts.append(client_cost.race_section(race, out_root))
     for name, draw, caption in catalog.CHARTS:
@@ -83,6 +84,20 @@ def single_report(race, out_root, baseline=None):
     path = out / "report.md"
     path.write_text("\n".join(parts))
     return path, summary
+
+
+def _nodes_section(race):
+    """The cluster's nodes over the same windows, as _nodes/stats tells it (a remote cluster's hosts included), or
+    why the sampler could not ask them; nothing for a race recorded before the sampler asked."""
+    nodes, error = host_load.nodes_table(race), host_load.nodes_error(race)
+    if not nodes and not error:
+        return []
+    said = ["### The cluster's nodes during the timed cells (_nodes/stats)\n"]
+    if nodes:
+        said.append(tables.markdown(*nodes))
+    if error:
+        said.append(f"_the sampler could not ask the nodes{' at times' if nodes else ''}: {error}._")
+    return said + [""]
 
 
 def _answers(race):

@@ -29,7 +29,7 @@ from esrally.track import track as track_model
 from runners.contracts import corpus, parameters, records
 from runners.contracts.context import CONTEXT_KEY, DEFAULT_CLUSTER, RaceContext
 from runners.operations import OPERATIONS
-from runners.shared import interleave
+from runners.shared import host_load, interleave
 from runners.studies import coverage, ingest, load, memory, privileges, scope, settle, warm_up, widths
 from runners.studies.network import ClearToxics, clear_toxics
 from runners.studies.widths import WIDTH_KEY
@@ -76,6 +76,7 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
             raise exceptions.SystemSetupError(f"Challenge [{selected.name}]: {e}.") from None
         load.set_load_driver_hosts(tasks, race_id, hosts)
         _bind_operations(track, selected, main, width_sets, _clusters(self.cfg))
+        _bind_sampler_cluster(tasks, self.cfg)
         try:
             warm_up.bind(tasks)  # after the cells are bound: the pass runs them as they run
             if test_mode:
@@ -175,6 +176,17 @@ def _clusters(cfg):
     """The cluster aliases of Rally's --target-hosts (None where Rally has none to give, as in esrally info)."""
     hosts = cfg.opts("client", "hosts", mandatory=False, default_value=None)
     return set(hosts.all_hosts) if hasattr(hosts, "all_hosts") else None
+
+
+def _bind_sampler_cluster(tasks, cfg):
+    """Each of our tasks tells the host-load sampler how to reach the target cluster's nodes (host_load.cluster_param,
+    from --target-hosts and --client-options as the user gave them to Rally)."""
+    hosts = cfg.opts("client", "hosts", mandatory=False, default_value=None)
+    options = cfg.opts("client", "options", mandatory=False, default_value=None)
+    cluster = host_load.cluster_param(getattr(hosts, "default", None), getattr(options, "default", None))
+    for task in tasks:
+        if CONTEXT_KEY in task.operation.params and cluster:
+            task.operation.params[host_load.CLUSTER_KEY] = cluster
 
 
 def _check_cluster(params, clusters):

@@ -19,11 +19,11 @@ def closed_port():
 
 class LoopbackElasticsearch:
     """`with LoopbackElasticsearch(count=...) as es:` serves plain HTTP on 127.0.0.1:es.port. `count`: what
-    /<index>/_count answers (None: 404, no such index); `requests`: {"method", "path", "headers" (names lower-cased),
-    "body"} of each request, in order."""
+    /<index>/_count answers (None: 404, no such index); `nodes_stats`: (status, body) that /_nodes/stats answers;
+    `requests`: {"method", "path", "headers" (names lower-cased), "body"} of each request, in order."""
 
-    def __init__(self, count=0):
-        self.count, self.requests = count, []
+    def __init__(self, count=0, nodes_stats=(200, {"nodes": {}})):
+        self.count, self.nodes_stats, self.requests = count, nodes_stats, []
         node = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -49,6 +49,8 @@ class LoopbackElasticsearch:
                 path = self.path.split("?")[0]
                 if path == "/":
                     return self._answer(200, INFO)
+                if path.startswith("/_nodes/stats"):
+                    return self._answer(*node.nodes_stats)
                 if path.endswith("/_count"):
                     if node.count is None:
                         cause = {"type": "index_not_found_exception", "reason": f"no such index [{path.split('/')[1]}]"}

@@ -156,6 +156,7 @@ Rule = collections.namedtuple("Rule", "methods path action kind")
 ACTIONS = [
     Rule(("PUT", "POST"), r"/_cluster/settings", "cluster:admin/settings/update", "cluster"),
     Rule(("GET",), r"/_cluster/settings", "cluster:monitor/settings", "cluster"),
+    Rule(("GET",), r"/_nodes/stats(/[^/]*)?", "cluster:monitor/nodes/stats", "cluster"),
     Rule(("PUT", "POST"), r"/_snapshot/[^/_][^/]*", "cluster:admin/repository/put", "cluster"),
     Rule(("PUT", "POST"), r"/_snapshot/[^/_][^/]*/[^/_][^/]*", "cluster:admin/snapshot/create", "cluster"),
     Rule(("POST",), r"/_snapshot/[^/_][^/]*/[^/_][^/]*/_restore", "cluster:admin/snapshot/restore", "cluster"),

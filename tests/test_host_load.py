@@ -59,5 +59,10 @@ def test_a_busy_loop_beside_a_race_is_named_and_a_plain_race_is_not(shared_races
     text = path.read_text()
     assert summary[0] == line and f"**{line}**" in text.split("## ", 1)[0]  # among the first lines, before any table
     assert "## The load driver's host during the timed cells" in text
+    # the cluster's node as _nodes/stats tells it, per cell: the node took CPU in each cell, its host was busy
+    nodes = host_load.nodes_table(loaded_race)
+    assert nodes and {row[0] for row in nodes[1]} == set(CELLS) and host_load.nodes_error(loaded_race) is None, nodes
+    assert all(float(row[4]) > 0 and row[1] for row in nodes[1]), nodes
+    assert "### The cluster's nodes during the timed cells (_nodes/stats)" in text
     if not quiet.busy:  # a plain race on a host nobody else loads: not named
         assert host_line(shared_races.home, plain.race["race-id"]).startswith("host quiet during race")

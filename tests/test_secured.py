@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from report.shared import races, store
+from report.shared import host_load, races, store
 from runners.shared.restore import NOTES_INDEX
 from runners.shared.toxiproxy import PROXIES
 from tests.conftest import (
@@ -117,6 +117,10 @@ def test_a_role_with_what_the_challenge_needs_races_it(shared_races, secured, ce
     race = race_through(secured, shared_races.home, "production-comparison", client_options(tmp_path, certs, RESTRICTED))
     assert_clean(race, ["check-privileges"])
     assert ("restricted", "POST", "/_security/user/_has_privileges", 200) in secured.log
+    # the host-load sampler asked the nodes through TLS as the user (the worker's header, the user's CA), and was let
+    record = races.load(race.folder())
+    assert host_load.nodes_error(record) is None and host_load.nodes_table(record), host_load.lines(record)[:3]
+    assert any(e[:2] == ("restricted", "GET") and e[2].startswith("/_nodes/stats") and e[3] == 200 for e in secured.log)
 
 
 @pytest.mark.smoke

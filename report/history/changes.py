@@ -89,7 +89,10 @@ class Change:
     kind: str = STEP
     what_changed: list = field(default_factory=list)
     basis: str = BASIS_STARTS
-    host_named: bool = False  # every race after the step met a busy load-driver host, the one before it did not
+    # the step is the host's: every race after it met a busy load-driver host and the one before it did not, or the
+    # levels adjusted for the host show no step there (analysis.with_the_hosts_steps)
+    host_named: bool = False
+    adjusted: bool = False  # judged, and its levels given, on figures adjusted for the host (report/history/host.py)
 
 
 def noise_floor(figure):

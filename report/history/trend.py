@@ -47,13 +47,16 @@ BASIS_TEXT = {
 }
 
 
+ADJUSTED_TEXT = ", on levels adjusted for the host"
+
+
 def changes_table(rows):
     header = ["cell", "race (date)", "kind", "before", "after", "ratio [95%]", "verdict", "what changed with it"]
     body = [
         [
             c.cell,
             f"{c.race_id[:8]} ({c.when[:8]})",
-            c.kind + BASIS_TEXT.get(c.basis, ""),
+            c.kind + BASIS_TEXT.get(c.basis, "") + (ADJUSTED_TEXT if c.adjusted else ""),
             series.figures[c.cell].level_text(c.before, counts=True),
             series.figures[c.cell].level_text(c.after, counts=True),
             f"{c.comparison.ratio:.3f} [{c.comparison.low:.3f}, {c.comparison.high:.3f}]",
@@ -71,7 +74,7 @@ def spread_text(a):
     races = a.within_start
     shown = races.sd is not None and a.spread.basis == change_points.BASIS_STARTS
     within = f"; {math.expm1(races.sd):.1%} between races of one node start ({races.df} degrees of freedom)" if shown else ""
-    return a.spread.text() + within
+    return a.spread.text() + within + (ADJUSTED_TEXT if a.adjusted else "")
 
 
 def segment_table(a):
@@ -220,13 +223,12 @@ def first_race_lines(analysed):
 
 def contention_lines(analysed):
     """Per cell whose races met the host busy and quiet both: its level against the other processes' share of the host
-    (report/history/host.py), shown beside the verdicts, which stay on the unadjusted levels."""
+    (report/history/host.py), and which levels its verdicts read."""
     body = []
     for series, cells in analysed:
         for cell, a in cells.items():
-            fit = history_host.contention(a.points)
-            if fit is not None:
-                body.append(f"- {cell}: {history_host.contention_text(fit)}")
+            if a.contention is not None:
+                body.append(f"- {cell}: {history_host.contention_text(a.contention, a.adjusted)}")
     if not body:
         return []
     return [
@@ -236,8 +238,10 @@ def contention_lines(analysed):
         "",
         "Each cell's log race medians against the share of a core other processes took over its timed cells (the races' "
         "host record), a level per node start, each start's first race left out; the slope's 95% interval is Student's "
-        "t. Where it is beyond the noise, part of the spread between races is the host's: race on a quiet host. The "
-        "verdicts above are on the levels as measured (docs/host-load.md).",
+        "t. Where it is beyond the noise, part of the spread between races is the host's: race on a quiet host. Where "
+        f"it explains {history_host.ADJUST_SHARE:.0%} of the variance or more (and every race has a host record), that "
+        "cell's verdicts, levels and configurations above read its figures as on a quiet host: each race's divided by "
+        "the slope to the power of its other processes' share; elsewhere the levels as measured (docs/host-load.md).",
         "",
     ]
 
@@ -307,7 +311,7 @@ def alert_line(c):
     )
     return (
         f"ALERT: {c.cell} {c.comparison.ratio:.2f}x [{c.comparison.low:.2f}, {c.comparison.high:.2f}] slower, a {c.kind} from race "
-        f"{c.race_id[:8]} ({c.when}): {what}"
+        f"{c.race_id[:8]} ({c.when}){ADJUSTED_TEXT if c.adjusted else ''}: {what}"
     )
 
 

@@ -119,6 +119,66 @@ def _summed(host, parts):
     )
 
 
+@dataclass(frozen=True)
+class NodeLoad:
+    """One of the cluster's nodes over a window, as _nodes/stats tells it (the sampler's `nodes` lines)."""
+
+    name: str
+    host: str
+    seconds: float  # of the window the lines cover
+    cpu: float  # the node process's CPU, % of one core
+    host_cpu: float | None  # its host's CPU use (os.cpu.percent), %, the mean over the lines
+
+
+def nodes_over(intervals, start, end):
+    """{node name: NodeLoad} over [start, end] from the lines that carry the nodes' CPU ([nodes_start, end] each),
+    each counted in proportion to its overlap; {} where none overlaps."""
+    spans = [{**line, "start": line["nodes_start"]} for line in intervals if isinstance(line.get("nodes"), dict) and "nodes_start" in line]
+    found = {}
+    for parts in _parts(spans, start, end).values():
+        for line, weight, overlap in parts:
+            for node in line["nodes"].values():
+                if not isinstance(node, dict) or not all(isinstance(node.get(k), (int, float)) for k in ("cpu_ms", "ms")):
+                    continue
+                sums = found.setdefault(
+                    str(node.get("name")), {"host": str(node.get("host")), "cpu": 0.0, "ms": 0.0, "seconds": 0.0, "os": []}
+                )
+                sums["cpu"] += node["cpu_ms"] * weight
+                sums["ms"] += node["ms"] * weight
+                sums["seconds"] += overlap
+                if isinstance(node.get("os_cpu_percent"), (int, float)):
+                    sums["os"].append((node["os_cpu_percent"], weight))
+    return {
+        name: NodeLoad(
+            name=name,
+            host=sums["host"],
+            seconds=sums["seconds"],
+            cpu=100 * sums["cpu"] / sums["ms"] if sums["ms"] > 0 else math.nan,
+            host_cpu=sum(v * w for v, w in sums["os"]) / sum(w for _, w in sums["os"]) if sums["os"] else None,
+        )
+        for name, sums in sorted(found.items())
+    }
+
+
+def nodes_error(race):
+    """Why the sampler could not ask the cluster's nodes (the first reason it recorded), or None."""
+    return next((str(line["nodes_error"]) for line in lines(race) if line.get("nodes_error")), None)
+
+
+def nodes_table(race):
+    """(header, rows) of each node's CPU per timed cell (and its host's); None where the record has no node lines."""
+    record = lines(race)
+    rows = []
+    for task, (start, end) in sorted(cell_windows(race).items(), key=lambda item: item[1]):
+        for node in nodes_over(record, start, end).values():
+            host_cpu = "" if node.host_cpu is None else f"{node.host_cpu:.0f}"
+            rows.append([task, node.name, node.host, f"{node.seconds:.1f}", f"{node.cpu:.0f}", host_cpu])
+    if not rows:
+        return None
+    header = ["cell (task)", "node", "its host", "seconds", "node process, % of a core", "its host's CPU % (os.cpu.percent)"]
+    return header, rows
+
+
 def cell_windows(race):
     """{task: (first request, last answer)} of each task's measured coverages (wall-clock seconds)."""
     windows = {}

@@ -24,6 +24,14 @@ Each line covers one interval (start, end: wall-clock seconds) and holds counter
   throttled       thermal throttling events over it, where the kernel exposes them (else null)
   host            the host's name (several load-driver hosts' lines meet in one record through the metrics store)
   sampler_cpu_s   the CPU seconds the sampler itself has taken since it started
+
+Every NODES_PERIOD_S, where the race has a target cluster, a line also holds what the cluster's nodes say of
+themselves (_nodes/stats, asked with the client options the user gave Rally; `monitor`, which check-privileges
+already asks for), over [nodes_start, end]:
+  nodes           {node id: {name, host, cpu_ms: the node process's CPU milliseconds over it, ms: the node's own
+                  milliseconds over it, os_cpu_percent: its host's CPU use at the end, as Elasticsearch reads it}}
+  nodes_error     instead, why the nodes could not be asked (once, and again when the reason changes)
+A remote cluster's hosts are covered so far as Elasticsearch tells it: its process and its host's CPU, not who else.
 """
 
 import fcntl
@@ -43,6 +51,13 @@ STATE_DIR = "host-load-state"
 LOCK = "lock"  # held by the race's one sampler on this host
 OWN = {"rally": ("esrally",), "elasticsearch": ("org.elasticsearch.",)}  # command-line marks of the benchmark's own
 RECHECK_EVERY = 10  # readings: how often another process's pid is checked for reuse
+NODES_PERIOD_S = 5.0  # a _nodes/stats request costs the node 3-4 ms of CPU: under 0.1% of a core at this period
+NODES_TIMEOUT_S = 2.0
+NODES_FILTER = "nodes.*.name,nodes.*.host,nodes.*.timestamp,nodes.*.os.cpu.percent,nodes.*.process.cpu.total_in_millis"
+CLUSTER_KEY = "host-load-cluster"  # operation parameter: the target cluster as the sampler asks it (cluster_param)
+# Rally's client options the sampler is not handed: the secrets (the worker's live client adds its authorization
+# header, in memory, through a pipe) and the per-client API keys (the sampler creates none)
+SECRET_OPTIONS = ("basic_auth_user", "basic_auth_password", "api_key", "create_api_key_per_client")
 COUNTERS = ("total", "busy", "steal", "iowait", "rally", "elasticsearch", "foreign", "major_faults")
 
 
@@ -188,22 +203,117 @@ def interval(before, after, cpus, host):
     }
 
 
-def sample(path, watched, reader, period=PERIOD_S, cpus=None, host=None):
+class NodeReader:
+    """The target cluster's nodes as _nodes/stats tells them: each node's process CPU (cumulative) and its host's CPU
+    use. `stats` returns the _nodes/stats response (a client's request, or a test's fake)."""
+
+    def __init__(self, stats):
+        self.stats = stats
+
+    @classmethod
+    def connect(cls, given):
+        """A reader that asks the cluster `given` names (cluster_param, and the worker's authorization header) with
+        Rally's own client factory; None where no cluster is given."""
+        cluster = given.get("cluster")
+        if not cluster:
+            return None
+        from esrally.client import factory  # here: a sampler without a cluster does not pay for the import
+
+        options = {**cluster["options"], "timeout": NODES_TIMEOUT_S, "max_retries": 0}
+        client = factory.EsClientFactory(cluster["hosts"], options).create()
+        if given.get("authorization"):
+            client = client.options(headers={"authorization": given["authorization"]})
+        return cls(lambda: client.nodes.stats(metric="os,process", filter_path=NODES_FILTER))
+
+    def reading(self):
+        """{node id: {name, host, t (the node's ms), cpu (ms), os_cpu_percent}}, or why there is none (a text)."""
+        try:
+            response = self.stats()
+            nodes = getattr(response, "body", response)["nodes"]
+            return {
+                node_id: {
+                    "name": str(node.get("name")),
+                    "host": str(node.get("host")),
+                    "t": int(node["timestamp"]),
+                    "cpu": int(node["process"]["cpu"]["total_in_millis"]),
+                    "os_cpu_percent": node.get("os", {}).get("cpu", {}).get("percent"),
+                }
+                for node_id, node in nodes.items()
+            }
+        except Exception as e:  # noqa: BLE001 - any failure is the record's to say (nodes_error), not the sampler's end
+            return f"{type(e).__name__}: {str(e)[:200]}"
+
+
+def node_interval(before, after, since):
+    """The nodes' part of a line: each node's CPU between two good readings (`since`: the earlier one's time on the
+    sampler's clock), or {} where no node is in both."""
+    nodes = {
+        node_id: {
+            "name": node["name"],
+            "host": node["host"],
+            "cpu_ms": node["cpu"] - before[node_id]["cpu"],
+            "ms": node["t"] - before[node_id]["t"],
+            "os_cpu_percent": node["os_cpu_percent"],
+        }
+        for node_id, node in after.items()
+        if node_id in before and node["t"] > before[node_id]["t"]
+    }
+    return {"nodes_start": round(since, 3), "nodes": nodes} if nodes else {}
+
+
+class NodeSampling:
+    """When to ask the nodes and what a line says of them: a good reading is the next one's baseline (an error in
+    between leaves it, so the next good reading covers the gap); an error is said once, and again when it changes."""
+
+    def __init__(self, reader, period=NODES_PERIOD_S):
+        self.reader, self.period = reader, period
+        self.asked = time.time()
+        self.good, self.good_t, self.error = None, None, None
+        self._take(reader.reading(), self.asked)
+
+    def _take(self, reading, now):
+        said = {}
+        if isinstance(reading, str):
+            if reading != self.error:
+                said["nodes_error"] = reading
+            self.error = reading
+            return said
+        if self.good is not None:
+            said = node_interval(self.good, reading, self.good_t)
+        self.good, self.good_t, self.error = reading, now, None
+        return said
+
+    def line(self, now, last=False):
+        """The nodes' fields for a line written at `now` (sampler's clock): {} until a period has passed, except on
+        the last line, which closes the span over the race's last cells."""
+        if now - self.asked < self.period - WATCH_S and not last:
+            return {}
+        self.asked = time.time()
+        return self._take(self.reader.reading(), self.asked)
+
+
+def sample(path, watched, reader, period=PERIOD_S, cpus=None, host=None, nodes=None, nodes_period=NODES_PERIOD_S):
     """Appends a line per period to path while the process `watched` is this one's parent, and a last, shorter one as
     soon as it has gone (within WATCH_S: before the race's coordinator, which ends after its workers, has gone too and
-    taken its ticks with it)."""
+    taken its ticks with it). With `nodes` (a NodeReader), every nodes_period a line also says the cluster's nodes'
+    CPU, and so does the last line (its request after the /proc reading: a slow cluster delays the line's write by
+    NODES_TIMEOUT_S at most, not its figures)."""
     cpus, host = cpus or os.cpu_count(), host or socket.gethostname()
     before = reader.reading()
+    nodes = NodeSampling(nodes, nodes_period) if nodes else None
     while True:
         due = before["t"] + period
         while os.getppid() == watched and time.time() < due:
             time.sleep(min(WATCH_S, max(0.0, due - time.time())))
         after = reader.reading()
         line = interval(before, after, cpus, host)
+        gone = os.getppid() != watched
+        if nodes:
+            line.update(nodes.line(after["t"], last=gone))
         line["sampler_cpu_s"] = round(sum(os.times()[:2]), 3)  # its own cost so far: what the record costs the host
         with open(path, "a") as f:
             f.write(json.dumps(line, sort_keys=True) + "\n")
-        if os.getppid() != watched:
+        if gone:
             return
         before = after
 
@@ -214,9 +324,27 @@ CLAIMED = "claimed"  # how far the lines have been handed on (a byte offset)
 _attached = {}  # record folder -> when this process last handed lines on
 
 
-def ensure_sampler(record_dir, name):
+def cluster_param(hosts, client_options):
+    """The operation parameter (CLUSTER_KEY) that tells the sampler how to reach the target cluster: Rally's hosts and
+    client options of it, less SECRET_OPTIONS (operation parameters are the track's, not a secret's place); None
+    where Rally has no target hosts to give (esrally info)."""
+    if not hosts:
+        return None
+    return {"hosts": list(hosts), "options": {k: v for k, v in (client_options or {}).items() if k not in SECRET_OPTIONS}}
+
+
+def authorization(es):
+    """The authorization header of a runner's client (Rally's basic auth or API key, as its client sends it), or None;
+    `es` a client or, for a runner of several clusters, {cluster: client}."""
+    client = es.get("default") if isinstance(es, dict) else es
+    headers = getattr(client, "_headers", None) or {}
+    return headers.get("authorization")
+
+
+def ensure_sampler(record_dir, name, cluster=None, auth=None):
     """Starts the race's sampler on this host unless a worker already has (called before each runner's call: after
-    the first, a set lookup)."""
+    the first, a set lookup). With `cluster` (cluster_param) and `auth` (authorization), the sampler asks the cluster's
+    nodes too; both reach it through a pipe, never its command line or a file."""
     if record_dir in _started:
         return
     _started.add(record_dir)
@@ -228,14 +356,16 @@ def ensure_sampler(record_dir, name):
         os.close(lock)  # another worker's sampler has it
         return
     try:
-        subprocess.Popen(
+        sampler = subprocess.Popen(
             [sys.executable, __file__, os.path.join(record_dir, name), str(os.getpid())],
             pass_fds=(lock,),
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,  # a terminal's Ctrl-C is Rally's to handle; the sampler ends with its worker
         )
+        with sampler.stdin:  # a few hundred bytes: within a pipe's buffer, so the write does not wait on the sampler
+            sampler.stdin.write(json.dumps({"cluster": cluster, "authorization": auth}).encode())
     finally:
         os.close(lock)  # the sampler holds it now
 
@@ -266,5 +396,19 @@ def claim_lines(record_dir, name, now=None):
         return whole.decode().splitlines()
 
 
+def main(path, watched):
+    given = json.loads(sys.stdin.read() or "{}")
+    try:
+        nodes = NodeReader.connect(given)
+    except Exception as e:  # noqa: BLE001 - options Rally took but the sampler cannot use: said in the record
+        error = RuntimeError(f"no client for the nodes: {type(e).__name__}: {str(e)[:200]}")
+
+        def stats():
+            raise error
+
+        nodes = NodeReader(stats)
+    sample(path, watched, Reader(own_pids=(os.getpid(),)), nodes=nodes)
+
+
 if __name__ == "__main__":
-    sample(sys.argv[1], int(sys.argv[2]), Reader(own_pids=(os.getpid(),)))
+    main(sys.argv[1], int(sys.argv[2]))

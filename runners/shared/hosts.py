@@ -40,7 +40,8 @@ class NamesItsHost(Delegator):
     async def __call__(self, es, params):
         record_dir = RaceContext.of(params).record_dir if params.get(CONTEXT_KEY) else None
         if record_dir:
-            host_load.ensure_sampler(record_dir, records.HOST_LOAD)
+            cluster = params.get(host_load.CLUSTER_KEY)
+            host_load.ensure_sampler(record_dir, records.HOST_LOAD, cluster, host_load.authorization(es) if cluster else None)
         result = with_host(await self.delegate(es, params))
         if record_dir:
             records.add(result, records.appended(records.HOST_LOAD, host_load.claim_lines(record_dir, records.HOST_LOAD)))

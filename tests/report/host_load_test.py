@@ -113,6 +113,52 @@ def test_a_race_without_the_record_says_so():
     assert host_load.summary_line(race).startswith(host_load.NOT_RECORDED)
 
 
+def with_nodes(lines, every=1, remote_from=None):
+    """The lines with the nodes' part on every `every`-th one, as a fake _nodes/stats would make it: node-1 at 90% of a
+    core (its host at 60%), and from `remote_from` on node-1's process at 40% of a core while its host is at 95%."""
+    out = []
+    for i, one in enumerate(lines):
+        if i % every or i == 0:
+            out.append(one)
+            continue
+        busy_host = remote_from is not None and lines[i - every]["end"] >= remote_from
+        cpu_share = 0.4 if busy_host else 0.9
+        node = {
+            "name": "node-1",
+            "host": "10.0.0.7",
+            "cpu_ms": round(every * 1000 * cpu_share),
+            "ms": every * 1000,
+            "os_cpu_percent": 95 if busy_host else 60,
+        }
+        out.append({**one, "nodes_start": lines[i - every]["end"], "nodes": {"id-1": node}})
+    return out
+
+
+def test_each_cells_nodes_cpu_from_the_nodes_lines_that_overlap_it():
+    """A fake _nodes/stats's record: each cell gets its node's process CPU over the lines that overlap its window (in
+    proportion), and its host's; the report says it per cell, and says why where the nodes could not be asked."""
+    lines = with_nodes([line(T0 + i) for i in range(-5, 30)], remote_from=T0 + 10)
+    race = race_with(lines, WINDOWS)
+    spread = with_nodes([line(T0 + i) for i in range(-5, 30)], every=4)  # a node line over 4 host lines
+    assert math.isclose(host_load.nodes_over(spread, T0 + 1, T0 + 9)["node-1"].cpu, 90.0)
+    first, second = (host_load.nodes_over(lines, *w[0]) for w in WINDOWS.values())
+    assert math.isclose(first["node-1"].cpu, 90.0) and first["node-1"].host_cpu == 60
+    assert math.isclose(second["node-1"].cpu, 40.0) and second["node-1"].host_cpu == 95
+    header, rows = host_load.nodes_table(race)
+    assert [row[:2] + row[4:] for row in rows] == [
+        ["coverage-D_td-serial", "node-1", "90", "60"],
+        ["coverage-D_hdr-terms", "node-1", "40", "95"],
+    ]
+    assert host_load.nodes_error(race) is None
+    refused = race_with([{**line(T0), "nodes_error": "ApiError: 403 security_exception"}] + [line(T0 + i) for i in range(1, 30)], WINDOWS)
+    assert host_load.nodes_table(refused) is None and host_load.nodes_error(refused) == "ApiError: 403 security_exception"
+    from report.__main__ import _nodes_section
+
+    assert "| coverage-D_hdr-terms | node-1 | 10.0.0.7 |" in "\n".join(_nodes_section(race))
+    assert _nodes_section(refused)[1] == "_the sampler could not ask the nodes: ApiError: 403 security_exception._"
+    assert host_load.nodes_table(race_with([line(T0 + i) for i in range(-5, 30)], WINDOWS)) is None  # an older record
+
+
 def with_host(points, busy_from, foreign_core=0.85, quiet=0.02):
     """The points with a host record over their cells: a neighbour from point `busy_from` on."""
     out = []

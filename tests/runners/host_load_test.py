@@ -2,6 +2,7 @@
 sampler per host and race that ends with its worker, and its lines handed on in sample meta exactly once."""
 
 import asyncio
+import io
 import json
 import os
 import subprocess
@@ -14,6 +15,7 @@ import pytest
 from runners.contracts import records
 from runners.contracts.context import CONTEXT_KEY
 from runners.shared import host_load, hosts
+from tests.loopback_es import LoopbackElasticsearch
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -172,7 +174,7 @@ def test_each_line_is_handed_on_once_and_a_half_written_one_waits(tmp_path, monk
 def test_a_runner_sees_to_the_sampler_and_its_sample_carries_the_lines_to_replay(tmp_path, monkeypatch):
     record = str(tmp_path / "rec")
     started = []
-    monkeypatch.setattr(host_load, "ensure_sampler", lambda folder, name: started.append((folder, name)))
+    monkeypatch.setattr(host_load, "ensure_sampler", lambda folder, name, *given: started.append((folder, name, *given)))
     monkeypatch.setattr(host_load, "claim_lines", lambda folder, name: ['{"start": 1, "end": 2}'])
 
     async def delegate(es, params):
@@ -181,7 +183,7 @@ def test_a_runner_sees_to_the_sampler_and_its_sample_carries_the_lines_to_replay
     params = {CONTEXT_KEY: {"record_dir": record, **{k: None for k in ("index", "nodes", "epochs", "section")}}}
     params[CONTEXT_KEY].update(ground_truth="", ground_truth_sha256="", epoch_docs={}, fingerprint={})
     meta = asyncio.run(hosts.NamesItsHost(delegate)(None, params))
-    assert started == [(record, records.HOST_LOAD)]
+    assert started == [(record, records.HOST_LOAD, None, None)]
     replayed = tmp_path / "replayed"
     records.replay(str(replayed), [meta[records.META_KEY]])
     assert (replayed / records.HOST_LOAD).read_text() == '{"start": 1, "end": 2}\n'
@@ -195,3 +197,123 @@ def test_a_runner_sees_to_the_sampler_and_its_sample_carries_the_lines_to_replay
 @pytest.mark.parametrize("cmdline,kind", [(RALLY, "rally"), ("/v/bin/esrallyd start", "rally"), (NODE, "elasticsearch"), (OTHER, None)])
 def test_whose_process(cmdline, kind):
     assert host_load.kind_of(cmdline) == kind
+
+
+def nodes_stats(cpu_ms, node_ms, os_percent=40, nodes=("n1",)):
+    """A _nodes/stats answer as the sampler asks for it (NODES_FILTER), each node's counters at these values."""
+    return {
+        "nodes": {
+            f"id-{name}": {
+                "name": name,
+                "host": "10.0.0.1",
+                "timestamp": node_ms,
+                "os": {"cpu": {"percent": os_percent}},
+                "process": {"cpu": {"total_in_millis": cpu_ms}},
+            }
+            for name in nodes
+        }
+    }
+
+
+def test_the_nodes_cpu_is_said_between_good_readings_and_an_error_once(monkeypatch):
+    """A fake _nodes/stats: the first reading is a baseline; each later one says each node's CPU since the last good
+    reading (an error between them leaves the baseline, so the gap is covered); an error is said once until it changes;
+    a node that joined has no interval yet."""
+    answers = iter(
+        [
+            nodes_stats(1000, 10_000),
+            nodes_stats(1600, 15_000, os_percent=70),
+            RuntimeError("403 security_exception: action [cluster:monitor/nodes/stats] is unauthorized"),
+            RuntimeError("403 security_exception: action [cluster:monitor/nodes/stats] is unauthorized"),
+            ConnectionError("connection refused"),
+            nodes_stats(4000, 35_000, nodes=("n1", "n2")),
+        ]
+    )
+
+    def stats():
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    clock = iter([100.0, 105.0, 110.0, 115.0, 120.0, 125.0])
+    monkeypatch.setattr(host_load.time, "time", lambda: next(clock))
+    sampling = host_load.NodeSampling(host_load.NodeReader(stats), period=5.0)
+    assert sampling.line(102.0) == {}  # within the period: not asked
+    first = sampling.line(105.0)
+    assert first == {
+        "nodes_start": 100.0,
+        "nodes": {"id-n1": {"name": "n1", "host": "10.0.0.1", "cpu_ms": 600, "ms": 5000, "os_cpu_percent": 70}},
+    }
+    assert sampling.line(110.0) == {
+        "nodes_error": "RuntimeError: 403 security_exception: action [cluster:monitor/nodes/stats] is unauthorized"
+    }
+    assert sampling.line(115.0) == {}  # the same error: said once
+    assert sampling.line(120.0) == {"nodes_error": "ConnectionError: connection refused"}
+    last = sampling.line(125.0)
+    assert last["nodes_start"] == 105.0 and list(last["nodes"]) == ["id-n1"]  # n2 joined: its baseline only
+    assert last["nodes"]["id-n1"]["cpu_ms"] == 2400 and last["nodes"]["id-n1"]["ms"] == 20_000
+
+
+def test_the_sampler_reads_a_line_with_nodes_and_leaves_them_off_its_last(tmp_path, monkeypatch):
+    """sample() over a fake /proc and a fake _nodes/stats: a line a period, the nodes' part on the lines where a nodes
+    period has passed and on the last line (written once the worker has gone: it closes the last cells' span)."""
+    fake_proc(tmp_path / "proc", [100, 0, 50, 800, 0, 0, 0, 0], {})
+    readings = iter([nodes_stats(1000 + 500 * i, 10_000 + 1000 * i) for i in range(100)])
+    worker, gone_at = os.getppid(), time.time() + 0.3
+    monkeypatch.setattr(host_load.os, "getppid", lambda: worker if time.time() < gone_at else -1)  # the worker goes
+    path = tmp_path / records.HOST_LOAD
+    host_load.sample(
+        str(path),
+        worker,
+        host_load.Reader(str(tmp_path / "proc")),
+        period=0.05,
+        cpus=2,
+        host="h",
+        nodes=host_load.NodeReader(lambda: next(readings)),
+        nodes_period=10,
+    )
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert len(lines) >= 2 and all("nodes" not in line for line in lines[:-1])  # within the nodes' period
+    assert lines[-1]["nodes"]["id-n1"] == {"name": "n1", "host": "10.0.0.1", "cpu_ms": 500, "ms": 1000, "os_cpu_percent": 40}
+    assert lines[-1]["nodes_start"] < lines[0]["end"]  # from the sampler's start
+
+
+@pytest.mark.parametrize("status", [200, 403])
+def test_the_sampler_asks_the_cluster_with_rallys_client_and_the_workers_header(status):
+    """What a worker pipes to its sampler (cluster_param of the user's options, its live client's authorization)
+    reaches a loopback node through Rally's client factory; a refused request is a reason in the record, not an end."""
+    from esrally.client import factory
+
+    answer = nodes_stats(1000, 10_000) if status == 200 else {"error": {"type": "security_exception"}, "status": status}
+    with LoopbackElasticsearch(nodes_stats=(status, answer)) as node:
+        hosts, options = [{"host": "127.0.0.1", "port": node.port}], {"basic_auth_user": "u", "basic_auth_password": "s3cret"}
+        es = factory.EsClientFactory(hosts, options).create_async()
+        given = {
+            "cluster": host_load.cluster_param(hosts, {**options, "timeout": 60}),
+            "authorization": host_load.authorization({"default": es}),
+        }
+        assert "s3cret" not in json.dumps(given["cluster"]) and given["authorization"] == "Basic dTpzM2NyZXQ="
+        reading = host_load.NodeReader.connect(json.loads(json.dumps(given))).reading()
+        if status == 200:
+            assert reading == {"id-n1": {"name": "n1", "host": "10.0.0.1", "t": 10_000, "cpu": 1000, "os_cpu_percent": 40}}
+        else:
+            assert isinstance(reading, str) and "403" in reading and "security_exception" in reading
+        asked = node.requests[-1]
+        assert asked["path"].startswith("/_nodes/stats/os%2Cprocess?") or asked["path"].startswith("/_nodes/stats/os,process?")
+        assert "filter_path=" in asked["path"] and asked["headers"]["authorization"] == "Basic dTpzM2NyZXQ="
+    assert host_load.NodeReader.connect({"cluster": None}) is None
+
+
+def test_options_the_sampler_cannot_use_are_a_reason_in_the_record_not_its_end(monkeypatch):
+    """The sampler's entry: what the worker piped in, read from stdin; a client Rally's factory cannot build (a CA file
+    that is not there) leaves a reader that says why on each request, and the sampler runs on."""
+    given = {"cluster": {"hosts": [{"host": "127.0.0.1", "port": 9}], "options": {"use_ssl": True, "ca_certs": "/no/such/ca.pem"}}}
+    monkeypatch.setattr(host_load.sys, "stdin", io.StringIO(json.dumps(given)))
+    ran = []
+    monkeypatch.setattr(host_load, "sample", lambda path, watched, reader, nodes: ran.append((path, watched, nodes)))
+    host_load.main("rec/host-load.jsonl", 42)
+    ((path, watched, nodes),) = ran
+    assert (path, watched) == ("rec/host-load.jsonl", 42)
+    said = nodes.reading()
+    assert said.startswith("RuntimeError: no client for the nodes:") and ("ca.pem" in said or "No such file" in said), said

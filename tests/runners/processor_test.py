@@ -14,6 +14,7 @@ import sys
 import pytest
 from esrally import config, exceptions, paths
 from esrally.track import loader
+from esrally.utils import opts
 
 import cmgen
 from runners.contracts import cells, corpus, parameters, track_files
@@ -21,7 +22,7 @@ from runners.contracts.context import CONTEXT_KEY, RaceContext
 from runners.contracts.queries import FETCH_KINDS, TRANSPORTS, VARIANTS
 from runners.operations import OPERATIONS, PARAM_SOURCES
 from runners.processor import ClusterMetricsProcessor
-from runners.shared import interleave
+from runners.shared import host_load, interleave
 from runners.shared.restore import NOTES_INDEX
 from runners.shared.toxiproxy import FAULTS
 from runners.studies import load as load_runner
@@ -56,11 +57,16 @@ def _read(track_params, challenge):
     return pickle.dumps(loader.TrackFileReader(cfg).read("cluster-metrics", str(TRACK_DIR / "track.json"), str(TRACK_DIR)))
 
 
-def load(root, track_params=None, test_mode=False, race_id="r-1", challenge=None, before=None, hosts=None):
-    """The track as a race gets it: read by Rally, then `before` (one of Rally's own processors), then ours."""
+def load(root, track_params=None, test_mode=False, race_id="r-1", challenge=None, before=None, hosts=None, client=None):
+    """The track as a race gets it: read by Rally, then `before` (one of Rally's own processors), then ours; `client`
+    (target hosts, client options), as Rally's command line gives them."""
     cfg = config.Config()
     if hosts:
         cfg.add(config.Scope.application, "driver", "load_driver_hosts", hosts)
+    if client:
+        target = opts.TargetHosts(client[0])
+        cfg.add(config.Scope.application, "client", "hosts", target)
+        cfg.add(config.Scope.application, "client", "options", opts.ClientOptions(client[1], target_hosts=target))
     for section, key, value in [
         ("node", "rally.root", paths.rally_root()),
         ("node", "root.dir", str(root / "rally")),
@@ -99,6 +105,21 @@ def test_each_operation_gets_the_race_context(corpus_root):
     assert index.body["mappings"]["_meta"][corpus.FINGERPRINT_KEY] == corpus.fingerprint(manifest, "full")
     docs = next(c for c in track.corpora if c.meta_data["epoch"] == 2).documents[0]
     assert docs.number_of_documents == 1500 and docs.document_file.endswith("cluster-metrics-epoch-2.json")
+
+
+def test_the_sampler_is_told_the_target_cluster_without_its_secrets(corpus_root):
+    """The host-load sampler asks the target cluster's nodes with the user's options (TLS, certificates); the password
+    and API key stay out of the operation parameters (the worker's live client hands its header over a pipe)."""
+    options = '{"use_ssl": true, "ca_certs": "/ca.pem", "basic_auth_user": "u", "basic_auth_password": "s3cret", "api_key": "k3y"}'
+    track = load(corpus_root, client=('{"default": ["127.0.0.1:9243"], "remote": ["127.0.0.1:9201"]}', '{"default": %s}' % options))
+    tasks = ours(track, "full")
+    assert tasks and all(
+        t.operation.params[host_load.CLUSTER_KEY]
+        == {"hosts": [{"host": "127.0.0.1", "port": 9243}], "options": {"use_ssl": True, "ca_certs": "/ca.pem"}}
+        for t in tasks
+    )
+    assert b"s3cret" not in pickle.dumps(track) and b"k3y" not in pickle.dumps(track)
+    assert all(host_load.CLUSTER_KEY not in t.operation.params for t in ours(load(corpus_root), "full"))  # no target hosts given
 
 
 def test_each_ingest_writes_the_record_its_task_name_names(corpus_root):
