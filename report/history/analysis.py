@@ -24,6 +24,7 @@ class CellAnalysis:
     first_race: tuple | None  # changes.first_race_effect: (ratio, low, high, node starts), or None
     contention: object = None  # host.Contention: the level against the host's load, or None where none was fitted
     adjusted: bool = False  # the changes, segments and configurations read levels adjusted for the host (host.adjusts)
+    first_rule: tuple = (0, 0)  # changes.first_race_rule: (starts whose first race counts, starts whose first is left out)
 
     @property
     def judged(self):
@@ -74,6 +75,7 @@ def analyse_cell(cell, figure, points):
         change_points.first_race_effect(judged),
         fit,
         adjusting,
+        change_points.first_race_rule(points),
     )
 
 

@@ -95,6 +95,18 @@ class Change:
     adjusted: bool = False  # judged, and its levels given, on figures adjusted for the host (report/history/host.py)
 
 
+@dataclass(frozen=True)
+class JudgeOptions:
+    """How a cell's candidates are judged, built once per cell by find() and handed down whole (as Otava's
+    AnalysisOptions): the facts' candidates, the noise floor, whether the figure moves by whole steps, the error
+    rates."""
+
+    known: frozenset = frozenset()  # candidates the recorded facts placed (fact_cuts), judged before any search
+    floor: float = uncertainty.NOISE_FLOOR_MS  # noise_floor: the smallest difference of levels a verdict names
+    discrete: bool = False  # a crossover width: it moves by a whole step or not at all, every move a candidate
+    rates: tuple = (0.05, 0.05)  # (each fact candidate's, each search's) chance of a change where there is none
+
+
 def noise_floor(figure):
     """The smallest difference of levels a verdict names: the A/A floor of cheap cells in ms; none for a figure in
     another unit (an ingest's walls in s, where 5 would be 5 s; a width; round trips)."""
@@ -242,12 +254,13 @@ def candidates(points, starts=None):
     and over each node start's own races (its first left out, a node just started), where the starts' levels do not
     hide a setting changed on a running node; `starts`: only these node starts' own races (None: every start's)."""
     found = set(_otava([math.log(p.median) for p in points]))
+    firsts = _first_races(points)
     by_start = {}
     for i, p in enumerate(points):
         if p.facts.node_start and (starts is None or p.facts.node_start in starts):
             by_start.setdefault(p.facts.node_start, []).append(i)
     for indexes in by_start.values():
-        later = indexes[1:]
+        later = [i for i in indexes if points[i].race_id not in firsts]
         found.update(later[k] for k in _otava([math.log(points[i].median) for i in later]))
     return sorted(found)
 
@@ -264,18 +277,19 @@ def _is_drift(points, cuts, direction):
     between them: a common slope fitted beside each segment's level is significant (|t| > 2) in the changes'
     direction. Steps leave flat segments; a slow drift cut into a staircase by the search leaves sloped ones. With
     several races a node start, each start has its level too, and its first race is left out (first_race_effect)."""
-    firsts = _first_races(points) if len({start_of(p) for p in points}) < len(points) else set()
-    if firsts and len({start_of(p) for p in points}) > 1:
+    several = len({start_of(p) for p in points}) < len(points)  # node starts of several races
+    if several and len({start_of(p) for p in points}) > 1:
         # node starts of several races: a run that spans starts joins a change in one start to another's, through the
         # starts between (whose levels may have gone back): those are steps, each named
         return False
+    firsts = _first_races(points) if several else set()
     kept = [i for i, p in enumerate(points) if p.race_id not in firsts]
     y = np.log([points[i].median for i in kept])
     x = np.array(kept, dtype=float)
     bounds = [0, *cuts, len(points)]
     segment = [next(k for k, hi in enumerate(bounds[1:]) if i < hi) for i in kept]
     # a level per segment, and per node start within it where starts hold several races: a new start's level is no slope
-    group = [(segment[k], start_of(points[i]) if firsts else None) for k, i in enumerate(kept)]
+    group = [(segment[k], start_of(points[i]) if several else None) for k, i in enumerate(kept)]
     design = np.column_stack([np.array([g == key for g in group], dtype=float) for key in dict.fromkeys(group)] + [x])
     if len(y) <= design.shape[1] + 2 or np.linalg.matrix_rank(design) < design.shape[1]:
         return False
@@ -287,8 +301,8 @@ def _is_drift(points, cuts, direction):
     # slope beyond noise in the direction, makes the run a drift (a real step fits better than a line)
     # (within one node start, or where each race is a start of its own: across starts of several races a line would
     # join a step in one start to another's, through the starts between)
-    starts = list(dict.fromkeys(group_start(points, kept, firsts)))
-    levels = [np.array([(start_of(points[i]) if firsts else None) == key for i in kept], dtype=float) for key in starts]
+    starts = list(dict.fromkeys(group_start(points, kept, several)))
+    levels = [np.array([(start_of(points[i]) if several else None) == key for i in kept], dtype=float) for key in starts]
     line = np.column_stack(levels + [x])
     if len(starts) > 1 or len(cuts) < 2 or len(y) <= line.shape[1] + 2 or np.linalg.matrix_rank(line) < line.shape[1]:
         return False
@@ -298,9 +312,9 @@ def _is_drift(points, cuts, direction):
     return bool(step_rss) and line_error > 0 and line_slope / line_error * direction > 2 and line_rss < min(step_rss)
 
 
-def group_start(points, kept, firsts):
-    """Each kept point's node start where starts hold several races (firsts), else one group."""
-    return [start_of(points[i]) if firsts else None for i in kept]
+def group_start(points, kept, several):
+    """Each kept point's node start where starts hold several races, else one group."""
+    return [start_of(points[i]) if several else None for i in kept]
 
 
 def _drift_runs(points, cuts, judged):
@@ -362,16 +376,17 @@ def fact_cuts(points):
 def searches(points):
     """{search: its units' log values in order}: the searches that place candidates. None: the whole series, its units
     node starts (or races, when no configuration has two starts); a node start's id: that start's races after its
-    first (a node just started), where the starts' levels do not hide a change on a running node. A series of one node
-    start is searched as that start alone."""
+    first (a node just started; the first too where it settled: _first_races), where the starts' levels do not hide a
+    change on a running node. A series of one node start is searched as that start alone."""
     recorded = {p.facts.node_start for p in points}
     # one node start all along: its own search is the series' (less the node's first race)
     found = {} if len(recorded) == 1 and None not in recorded else {None: units_of(points, spread(points))}
+    firsts = _first_races(points)
     by_start = {}
     for p in points:
-        if p.facts.node_start:
+        if p.facts.node_start and p.race_id not in firsts:
             by_start.setdefault(p.facts.node_start, []).append(math.log(p.median))
-    found.update({start: logs[1:] for start, logs in by_start.items() if len(logs) - 1 >= 2})
+    found.update({start: logs for start, logs in by_start.items() if len(logs) >= 2})
     return found
 
 
@@ -412,16 +427,16 @@ def _within_start(points, cut):
     return bool(points[cut].facts.node_start) and start_of(points[cut - 1]) == start_of(points[cut])
 
 
-def _judged(points, cuts, known=(), floor=uncertainty.NOISE_FLOOR_MS, discrete=False, rates=(0.05, 0.05)):
+def _judged(points, cuts, options):
     """Each cut judged between its neighbours (judge_cut): [Comparison] in the cuts' order."""
     bounds = [0, *cuts, len(points)]
     return [
-        judge_cut(points, bounds[i], cut, bounds[i + 2], cuts[:i] + cuts[i + 1 :] if discrete else cuts, known, floor, discrete, rates)[0]
+        judge_cut(points, bounds[i], cut, bounds[i + 2], cuts[:i] + cuts[i + 1 :] if options.discrete else cuts, options)[0]
         for i, cut in enumerate(cuts)
     ]
 
 
-def judge_cut(points, lo, cut, hi, segments, known=(), floor=uncertainty.NOISE_FLOOR_MS, discrete=False, rates=(0.05, 0.05)):
+def judge_cut(points, lo, cut, hi, segments, options):
     """(Comparison, strength) of a cut between lo and hi, the spread pooled within the segments that `segments` leave.
     A cut inside one node start (a setting changed on a running node, or a neighbour's load) compares that start's
     races on its two sides, its first race left out, with the spread between races of one start; a cut at a node start
@@ -432,8 +447,10 @@ def judge_cut(points, lo, cut, hi, segments, known=(), floor=uncertainty.NOISE_F
     between lo and hi (max_t_critical), at its search's share of 5% (error_rates), with LEAST_SIDE units a side; a cut
     `known` from the facts, placed before any search, against Student's t at its share. Strength: |t| over the
     critical value (beyond the noise from 1 up; None: no verdict).
-    `discrete` (a crossover width, which moves by a whole step or not at all, every move a candidate): a segment
-    without a move has no spread, so the segments are the other cuts', and the cut is judged over the n - 1 places."""
+    A discrete figure (options.discrete: a crossover width, which moves by a whole step or not at all, every move a
+    candidate): a segment without a move has no spread, so the segments are the other cuts', and the cut is judged over
+    the n - 1 places."""
+    known, floor, rates = options.known, options.floor, options.rates
     before, after = points[lo:cut], points[cut:hi]
     if _within_start(points, cut):
         unit_spread = within_start_spread(points, segments)
@@ -443,7 +460,7 @@ def judge_cut(points, lo, cut, hi, segments, known=(), floor=uncertainty.NOISE_F
         a, b = units_of(before, unit_spread), units_of(after, unit_spread)
     if unit_spread.sd is None or not a or not b:
         return ratio_verdict(a, b, unit_spread, math.inf, floor), None
-    if cut in known or discrete:
+    if cut in known or options.discrete:
         alpha = rates[0] if cut in known else (1 - uncertainty.CONFIDENCE) / max(1, len(points) - 1)
         critical = float(stats.t.ppf(1 - alpha / 2, unit_spread.df))
     elif min(len(a), len(b)) < LEAST_SIDE:
@@ -459,7 +476,7 @@ def judge_cut(points, lo, cut, hi, segments, known=(), floor=uncertainty.NOISE_F
     return ratio_verdict(a, b, unit_spread, critical, floor), strength
 
 
-def _top_down(points, candidates, kept, known, floor, rates):
+def _top_down(points, candidates, kept, options):
     """The searched candidates kept by splitting from the whole series down (binary segmentation): in each segment
     that the cuts kept so far leave, the candidate that is most beyond its bar is kept when beyond the noise, and each
     side is split again; a segment with no candidate beyond the noise is left whole. A change up and back again (an
@@ -471,7 +488,7 @@ def _top_down(points, candidates, kept, known, floor, rates):
         lo, hi = pending.pop()
         best = None
         for cut in (c for c in candidates if lo < c < hi and c not in kept):
-            comparison, strength = judge_cut(points, lo, cut, hi, sorted([*kept, cut]), known, floor, False, rates)
+            comparison, strength = judge_cut(points, lo, cut, hi, sorted([*kept, cut]), options)
             beyond = comparison.verdict in (uncertainty.SLOWER, uncertainty.FASTER)
             if beyond and strength is not None and (best is None or strength > best[1]):
                 best = (cut, strength)
@@ -496,10 +513,25 @@ def _later_races(points, start, firsts):
 
 
 def _first_races(points):
+    """The race ids the judge leaves out: each node start's first race (a node just started: first_race_effect), unless
+    its settle record says the node settled before the timed cells (Facts.settled): then it counts like any other."""
     firsts = {}
     for p in points:
-        firsts.setdefault(start_of(p), p.race_id)
-    return set(firsts.values())
+        firsts.setdefault(start_of(p), p)
+    return {p.race_id for p in firsts.values() if p.facts.settled is not True}
+
+
+def first_race_rule(points):
+    """(node starts whose first race counts, its node settled; node starts whose first race is left out) of the starts
+    with two races or more: which rule each start's first race had."""
+    firsts, sizes = _first_races(points), {}
+    for p in points:
+        sizes[start_of(p)] = sizes.get(start_of(p), 0) + 1
+    starts = {}
+    for p in points:
+        starts.setdefault(start_of(p), p)
+    several = [p for start, p in starts.items() if sizes[start] > 1]
+    return sum(1 for p in several if p.race_id not in firsts), sum(1 for p in several if p.race_id in firsts)
 
 
 def within_start_spread(points, cuts=()):
@@ -521,12 +553,12 @@ def judge_within_start(before, after, race_spread, floor=uncertainty.NOISE_FLOOR
     return ratio_verdict(a, b, race_spread, float(stats.t.ppf(tail, race_spread.df)), floor)
 
 
-def _beyond_noise(points, cuts, known, floor, discrete=False, rates=(0.05, 0.05)):
+def _beyond_noise(points, cuts, options):
     """The cuts left when each judged within the noise is dropped, the weakest first (the ratio closest to 1), its
     neighbours judged again with their wider sides: Otava's merge step with the project's verdict."""
     cuts = list(cuts)
     while cuts:
-        judged = _judged(points, cuts, known, floor, discrete, rates)
+        judged = _judged(points, cuts, options)
         weak = [i for i, c in enumerate(judged) if c.verdict not in (uncertainty.SLOWER, uncertainty.FASTER)]
         if not weak:
             break
@@ -537,14 +569,12 @@ def _beyond_noise(points, cuts, known, floor, discrete=False, rates=(0.05, 0.05)
 def find(cell, points, figure):
     """(changes, spread, outlier race ids) of one cell's series: every change beyond the noise, oldest first; a run of
     changes in one direction that a line explains is one drift, from the first segment's level to the last's."""
-    floor = noise_floor(figure)
-    known = set(fact_cuts(points))
-    run, discrete = 1, figure.discrete
-    if discrete:
+    known = frozenset(fact_cuts(points))
+    if figure.discrete:
         # a crossover width: one of the sweep's few widths, where a race's width moves by a whole step or not at all
         # (Otava's t-test weighs no such series): every move is a candidate, and a move of two races is an episode
         found = set(candidates(points)) | known | {i for i in range(1, len(points)) if points[i].median != points[i - 1].median}
-        run = WIDTH_EPISODE
+        rates = ((1 - uncertainty.CONFIDENCE) / max(1, len(known)), None)
     else:
         # each search's candidates only where the search found more than noise does (searches_that_found); Otava is
         # asked only then (in a history without a change, mostly never)
@@ -552,66 +582,43 @@ def find(cell, points, figure):
         rates = error_rates(found_searches, known)
         fired = searches_that_found(found_searches, rates[1])
         found = known | {c for c in (candidates(points, fired) if fired else []) if search_of(points, c) in fired}
+    options = JudgeOptions(known, noise_floor(figure), figure.discrete, rates)
     found = sorted(found)
-    if discrete:
-        rates = ((1 - uncertainty.CONFIDENCE) / max(1, len(known)), None)
-        cuts, outliers = _without_outliers(_beyond_noise(points, found, known, floor, discrete, rates), len(points), run)
+    if options.discrete:
+        cuts, outliers = _without_outliers(_beyond_noise(points, found, options), len(points), WIDTH_EPISODE)
     else:
         # the facts' changes beyond the noise first (placed before any search), then the searches' from the top down
-        facts_kept = _beyond_noise(points, sorted(known), known, floor, discrete, rates)
-        cuts, outliers = _top_down(points, [c for c in found if c not in known], facts_kept, known, floor, rates), []
-    cuts = _beyond_noise(points, cuts, known, floor, discrete, rates)
-    judged = _judged(points, cuts, known, floor, discrete, rates)
+        facts_kept = _beyond_noise(points, sorted(known), options)
+        cuts, outliers = _top_down(points, [c for c in found if c not in known], facts_kept, options), []
+    cuts = _beyond_noise(points, cuts, options)
+    judged = _judged(points, cuts, options)
     drifts = dict(_drift_runs(points, cuts, judged))
     bounds = [0, *cuts, len(points)]
     changes, i = [], 0
     while i < len(cuts):
         last = drifts.get(i, i)
         cut, others = cuts[i], cuts[:i] + cuts[last + 1 :]
-        before, after = points[bounds[i] : cut], points[cut : bounds[last + 2]]
         within = _within_start(points, cut)
         # a step's sides as it was judged (every cut a segment's bound); a drift's slope within its run is its spread
-        segments = others if i in drifts or discrete else cuts
-        own = within_start_spread(points, segments) if within else spread(points, segments)
-        basis = BASIS_WITHIN if within else own.basis
+        own = (within_start_spread if within else spread)(points, others if i in drifts or options.discrete else cuts)
         if i in drifts:
-            first_segment, last_segment = points[bounds[i] : cut], points[cuts[last] : bounds[last + 2]]
-            comparison = (
-                judge_within_start(first_segment, last_segment, own, floor) if within else judge(first_segment, last_segment, own, floor)
-            )
-            if comparison.verdict not in (uncertainty.SLOWER, uncertainty.FASTER):
-                i = last + 1  # its first segment against its last is within the noise: steps of a slope too gentle to name
-                continue
-            first_side, last_side = _sides(points, cut, first_segment, last_segment, within)
-            change = Change(
-                cell,
-                cut,
-                points[cut].race_id,
-                points[cut].when,
-                level(first_side, own),
-                level(last_side, own),
-                comparison,
-                DRIFT,
-                [],
-                basis,
-            )
+            # its first segment against its last
+            before, after = points[bounds[i] : cut], points[cuts[last] : bounds[last + 2]]
+            comparison = (judge_within_start if within else judge)(before, after, own, options.floor)
+            kind, said, hosts = DRIFT, [], False
         else:
-            before_side, after_side = _sides(points, cut, before, after, within)
-            change = Change(
-                cell,
-                cut,
-                points[cut].race_id,
-                points[cut].when,
-                level(before_side, own),
-                level(after_side, own),
-                judged[i],
-                STEP,
-                what_changed(points[cut - 1], points[cut]) + host.resting_on_busy(after),
-                basis,
-                host.named(points[cut - 1], after),
-            )
-        changes.append(change)
+            before, after = points[bounds[i] : cut], points[cut : bounds[i + 2]]
+            comparison, kind = judged[i], STEP
+            said = what_changed(points[cut - 1], points[cut]) + host.resting_on_busy(after)
+            hosts = host.named(points[cut - 1], after)
         i = last + 1
+        if comparison.verdict not in (uncertainty.SLOWER, uncertainty.FASTER):
+            continue  # a drift whose first segment against its last is within the noise: steps of a slope too gentle
+        a, b = _sides(points, cut, before, after, within)
+        basis = BASIS_WITHIN if within else own.basis
+        changes.append(
+            Change(cell, cut, points[cut].race_id, points[cut].when, level(a, own), level(b, own), comparison, kind, said, basis, hosts)
+        )
     return changes, spread(points, cuts), [points[i].race_id for i in outliers]
 
 

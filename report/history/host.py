@@ -111,9 +111,9 @@ def contention(points):
     kept, seen = [], set()
     for p in points:
         start = p.facts.node_start or p.race_id
-        if start not in seen and p.facts.node_start:
+        if start not in seen and p.facts.node_start and p.facts.settled is not True:
             seen.add(start)
-            continue  # a node start's first race: left out, as the trend's judge leaves it out
+            continue  # a node start's first race: left out, as the trend's judge leaves it out (unless it settled)
         seen.add(start)
         if p.facts.host is not None and math.isfinite(p.facts.host.foreign):
             kept.append((start, p.facts.host.foreign, math.log(p.median)))

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta, timezone
 from report import ReportError
 from report.shared import host_load
 from runners.contracts import records
+from runners.studies.settle import SETTLE, WINDOW_KEY
 
 RALLY_TIMESTAMP = "%Y%m%dT%H%M%SZ"  # race.json's race-timestamp
 
@@ -138,6 +139,9 @@ class Facts:
     corpus: str | None
     shape: str  # node count and roles: a series' key, not a change's explanation
     host: object = None  # report.shared.host_load.HostLoad over the race's timed cells; None: host not recorded
+    # the settle record (runners/studies/settle.py): the node settled before the timed cells (True), did not (False),
+    # or no record (None: a race from before it, or settle off): a first race that settled counts like any other
+    settled: bool | None = None
 
 
 def _joined(values):
@@ -169,7 +173,20 @@ def facts_of(race):
         corpus=json.dumps(corpus, sort_keys=True) if corpus else None,
         shape=f"{len(nodes)} node(s) [{'; '.join(roles)}]" if nodes else "nodes not recorded",
         host=host_load.over_cells(race),
+        settled=settled_of(race),
     )
+
+
+def settled_of(race):
+    """Whether the race's node settled before its timed cells: every settling task of its settle record stopped by the
+    rule over a window of passes (True), one did not (False), or None without a record. A test-mode settling (a window
+    of one pass: runners/studies/settle.py for_test_mode) is its record's shape, not a settled node."""
+    lines = race.record(SETTLE)
+    if not lines:
+        return None
+    if not all(isinstance(line, dict) for line in lines):
+        raise ValueError(f"{SETTLE} holds a line that is not an object")
+    return all(line.get("settled") is True and isinstance(line.get(WINDOW_KEY), int) and line[WINDOW_KEY] > 1 for line in lines)
 
 
 @dataclass

@@ -14,6 +14,7 @@ the newest races, an ALERT line each: a nightly job's alert (docs/team-setup.md)
 import argparse
 import hashlib
 import math
+import tempfile
 from pathlib import Path
 
 import matplotlib
@@ -199,6 +200,20 @@ def configuration_lines(analysed):
     ]
 
 
+def first_race_rule_lines(analysed):
+    """Which rule each node start's first race had, per series: counted where its node settled before the timed cells
+    (its settle record), else left out."""
+    said = []
+    for i, (series, cells) in enumerate(analysed):
+        counted, left_out = next(iter(cells.values())).first_rule if cells else (0, 0)
+        if counted:
+            said.append(
+                f"Series {i + 1}: the first race of {counted} node start(s) counts like any other (its node settled before the "
+                f"timed cells: settle.jsonl); {left_out} start(s)' first race is left out (no settle record, or it did not settle)."
+            )
+    return said + [""] if said else []
+
+
 def first_race_lines(analysed):
     """Per cell, the first race after a node start against the same start's later races."""
     body = []
@@ -318,6 +333,8 @@ def alert_line(c):
 def write_report(analysed, found, selection, out_root, order):
     digest = hashlib.sha256((found.where + selection.text() + order).encode()).hexdigest()[:8]
     out = Path(out_root) / f"trend-{digest}"
+    if out.exists() and not out.is_dir():
+        raise ReportError(f"{out} is a file where the trend writes this selection's report: move it, or give another --out")
     out.mkdir(parents=True, exist_ok=True)
     for stale in out.glob("*.png"):  # a chart of an earlier run of the same selection, whose cell may have no change now
         stale.unlink()
@@ -336,6 +353,7 @@ def write_report(analysed, found, selection, out_root, order):
     parts += [tables.markdown(*changes_table(rows)), ""] if rows else ["_No change beyond the noise in any cell._", ""]
     parts += [CHANGE_NOTE, ""]
     parts += configuration_lines(analysed)
+    parts += first_race_rule_lines(analysed)
     parts += first_race_lines(analysed)
     parts += contention_lines(analysed)
     parts += charts(analysed, out)
@@ -427,8 +445,20 @@ def main(argv, figures):
 
 
 def check_out(out):
-    """--out names a folder (made if missing), not a file, and not empty text: said with the fix before any work."""
+    """--out names a folder (made if missing), not a file, and not empty text, where a file can be written (a name
+    too long, a read-only or missing file system): said with the fix before any work."""
     if not str(out).strip():
         raise ReportError("--out is empty: give a folder for the report (default: reports)")
-    if Path(out).exists() and not Path(out).is_dir():
-        raise ReportError(f"--out {out} is a file: give a folder for the report (default: reports)")
+    try:
+        if Path(out).exists() and not Path(out).is_dir():
+            raise ReportError(f"--out {out} is a file: give a folder for the report (default: reports)")
+        Path(out).mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as e:
+        raise ReportError(f"--out {_short(out)} cannot be written ({e.strerror or e}): give a folder you can write to (default: reports)")
+
+
+def _short(path, keep=120):
+    text = str(path)
+    return text if len(text) <= keep else f"{text[:keep]}... ({len(text)} characters)"

@@ -157,14 +157,24 @@ def load(race_dir, data=None):
 
 def check_validation_lines(lines):
     """The coverage record as runners/studies/coverage.py writes it, or a ValueError naming the line: an object a line,
-    `measured` true, false or null (a time-based task; the text "false" is not false). Two equal lines are no sign of
-    a copied record: the failed coverages of a race whose node died are recorded alike, cause and all."""
+    `measured` true, false or null (a time-based task; the text "false" is not false), and no measured coverage that
+    answered recorded twice (its window to the millisecond, its wall and its tooks: a copied line, which doubles n;
+    none of the 51 real records has one). A failed coverage may repeat: those of a race whose node died are recorded
+    alike, cause and all."""
+    answered = {}  # a measured coverage that answered (its whole line) -> its line number
     for n, line in enumerate(lines, 1):
         if not isinstance(line, dict):
             raise ValueError(f"{records.VALIDATION} line {n} is a {type(line).__name__}, not an object")
         measured = line.get("measured")
         if not (measured is None or isinstance(measured, bool)):
             raise ValueError(f"{records.VALIDATION} line {n}: measured is {measured!r}, not true, false or null")
+        if measured and records.ERROR not in line and isinstance(line.get("window"), list):
+            key = json.dumps(line, sort_keys=True)
+            if key in answered:
+                raise ValueError(
+                    f"{records.VALIDATION} line {n} repeats line {answered[key]} (the same timed window, wall and took): a copied line"
+                )
+            answered[key] = n
 
 
 def replayed(data, texts):
@@ -223,17 +233,30 @@ class Files:
         raise ReportError(f"no race of the {records.TRACK_NAME} track under {self.root}; run one first: make race")
 
     def documents(self):
-        """(race document, its folder, None) of every race folder, or (None, folder, why) for one that cannot be read."""
-        for path in sorted(self.root.glob("*/race.json")):
+        """(race document, its folder, None) of every race folder, or (None, folder, why) for one that cannot be read
+        or holds no race.json (a race still running, or one Rally ended before it wrote it: named, never dropped
+        without a word)."""
+        try:
+            folders = sorted(p for p in self.root.iterdir() if p.is_dir()) if self.root.is_dir() else []
+        except OSError as e:
+            raise ReportError(f"{self.root} cannot be read ({e.strerror or e}): give a Rally home you can read") from None
+        for folder in folders:
+            path = folder / "race.json"
+            if not path.exists():
+                yield None, folder, NO_RACE_JSON
+                continue
             try:
-                yield json.loads(path.read_text()), path.parent, None
+                yield json.loads(path.read_text()), folder, None
             except (OSError, ValueError) as e:
-                yield None, path.parent, f"unreadable race.json ({e.__class__.__name__}: {str(e)[:120]})"
+                yield None, folder, f"unreadable race.json ({e.__class__.__name__}: {str(e)[:120]})"
 
     def loaded(self, selected, load_or_why):
         """(document, folder, race or why) of each selected (document, folder), in order, each race with its samples."""
         for data, folder in selected:
             yield data, folder, load_or_why(load, folder, data)
+
+
+NO_RACE_JSON = "no race.json (a race still running, or one that ended before Rally wrote it)"
 
 
 class Stored:

@@ -10,7 +10,7 @@ import math
 import re
 
 from report.shared import tables, uncertainty
-from report.shared.figures import COST, PLAUSIBLE_WALL_MS, Figure, implausible
+from report.shared.figures import COST, LEAST_WALL_MS, PLAUSIBLE_WALL_MS, Figure, implausible
 from report.shared.tables import Section
 from report.studies import coverage, profile, widths
 from runners.contracts.queries import TRANSPORTS, VARIANTS
@@ -526,7 +526,7 @@ def coverage_times(race):
         if samples is None or samples == "absent" or not samples:
             found[task] = "failed" if samples is None or (op and (op.get("error_rate") or 0) > 0) else "no samples recorded"
             continue
-        problem = implausible(list(samples.values()) if isinstance(samples, dict) else samples, _wall_bound_ms(op))
+        problem = implausible(list(samples.values()) if isinstance(samples, dict) else samples, _wall_bound_ms(op), least=LEAST_WALL_MS)
         if problem:
             found[task] = f"failed: {problem}"
             continue

@@ -160,6 +160,12 @@ def race_folder(home, race_id):
     return home / ".rally" / "benchmarks" / "races" / race_id
 
 
+def _copy_lines(folder):
+    """The coverage record's lines twice over, as a record appended to itself: n doubled, no figure changed."""
+    path = folder / records.RECORD_DIR / records.VALIDATION
+    path.write_text(path.read_text() * 2)
+
+
 def history_of(home, count=6, **kwargs):
     """`count` races of one node start, a day apart from 2026-11-01, each its own walls around 400 ms."""
     for day in range(1, count + 1):
@@ -175,6 +181,8 @@ def history_of(home, count=6, **kwargs):
         ([400.0] * 7 + [float("inf")], "not a finite time above 0"),
         ([0.0] * 8, "not a finite time above 0"),
         ([400.0] * 7 + ["fast"], "is not a number"),
+        # a wall with no lower bound made "0.0 ms" points and spreads of 40,000%
+        ([400.0] * 7 + [1e-6], "is shorter than any request takes (0.05 ms)"),
     ],
 )
 def test_a_wall_that_cannot_be_a_time_fails_its_cell_with_the_reason(tmp_path, capsys, walls, why):
@@ -216,6 +224,9 @@ def test_a_wall_longer_than_its_task_ran_is_implausible(tmp_path):
         (lambda folder: (folder / records.RECORD_DIR / records.VALIDATION).write_text('{"task": 3}\n[1]\n'), "its records cannot be read"),
         (lambda folder: (folder / records.RECORD_DIR / records.CLUSTER_FACTS).write_text("[]"), "cannot be read"),
         (lambda folder: _edit_lines(folder, lambda line: {**line, "measured": "false"}), "measured is 'false', not true, false or null"),
+        (lambda folder: (folder / records.RECORD_DIR / records.CELLS).write_text(""), "its records cannot be read"),
+        (_copy_lines, "line 9 repeats line 1 (the same timed window, wall and took): a copied line"),
+        (lambda folder: (folder / "race.json").unlink(), "no race.json (a race still running, or one that ended before Rally wrote it)"),
     ],
 )
 def test_a_malformed_race_is_left_out_with_its_folder_and_reason(tmp_path, capsys, spoil, why):
@@ -307,6 +318,20 @@ def test_a_home_or_an_out_that_cannot_be_is_named_with_its_fix(tmp_path):
         trend.main(["--rally-home", "", "--out", str(tmp_path / "out")], catalog.TREND_FIGURES)
     with pytest.raises(ReportError, match=r"--out .*a-file is a file: give a folder for the report"):
         trend.main(["--rally-home", str(tmp_path), "--out", str(tmp_path / "a-file")], catalog.TREND_FIGURES)
+    # a name longer than a file system takes, and a place no file can be written (procfs: read-only, even for root)
+    with pytest.raises(ReportError, match=r"--out .*x\.\.\. \(\d+ characters\) cannot be written \(File name too long\): give a folder"):
+        trend.main(["--rally-home", str(tmp_path), "--out", str(tmp_path / ("x" * 300))], catalog.TREND_FIGURES)
+    with pytest.raises(ReportError, match=r"--out /proc/trend-out cannot be written \(.+\): give a folder you can write to"):
+        trend.main(["--rally-home", str(tmp_path), "--out", "/proc/trend-out"], catalog.TREND_FIGURES)
+    # the selection's own report folder taken by a file: named with the fix, after the work, never a traceback
+    run(tmp_path, tmp_path)
+    (taken,) = (tmp_path / "out").glob("trend-*")
+    shutil.rmtree(taken)
+    taken.write_text("x")
+    with pytest.raises(
+        ReportError, match=r"trend-.* is a file where the trend writes this selection's report: move it, or give another --out"
+    ):
+        run(tmp_path, tmp_path)
 
 
 def test_a_reused_out_keeps_no_chart_of_an_earlier_run(tmp_path):
@@ -342,3 +367,23 @@ def test_an_ingest_wall_that_cannot_be_a_time_fails_the_ingest_figure(tmp_path, 
     assert INGEST_WALL.cell() not in built.cells
     ((race_id, cell, why),) = [e for e in built.excluded if e[1] == INGEST_WALL.cell()]
     assert why.startswith("failed: a sample of") and ("not a finite time above 0" in why or "beyond any plausible time" in why)
+
+
+@pytest.mark.parametrize(
+    "lines, settled",
+    [
+        (None, None),  # a race from before the record, or settle false
+        ([{"settled": True, "window": 5}], True),
+        ([{"settled": True, "window": 5}, {"settled": False, "window": 5}], False),  # one settling task did not
+        ([{"settled": True, "window": 1}], False),  # --test-mode's one-pass window: the record's shape, not a settled node
+        ([{"settled": "true", "window": 5}], False),
+    ],
+)
+def test_a_race_says_its_node_settled_only_where_every_settling_stopped_by_the_rule(lines, settled):
+    from report.shared.races import Race
+    from runners.studies.settle import SETTLE
+
+    texts = {} if lines is None else {SETTLE: "".join(json.dumps(line) + "\n" for line in lines)}
+    assert races.settled_of(Race("r", None, {"race-id": "r"}, record_texts=texts)) is settled
+    with pytest.raises(ValueError, match="not an object"):
+        races.settled_of(Race("r", None, {"race-id": "r"}, record_texts={SETTLE: "[1]\n"}))

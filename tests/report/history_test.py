@@ -253,3 +253,43 @@ def test_a_moved_crossover_width_is_a_change_higher_or_lower_and_never_an_alert(
         episode[n] = crossover_history(rng, 30, 0.0, 0)[n]
     found, _, outliers = changes.find(cell, episode, CROSSOVER)
     assert not found and outliers == ["race-0012", "race-0013"]
+
+
+def settled_node(rng, races, step=1.0, at=None):
+    """One node start whose node settled before each race's timed cells (a settle record: Facts.settled), its first race
+    no slower than the rest; from race `at` on, slower by `step`."""
+    points = history(
+        rng, 1, races, level=lambda s, n: (math.log(step) if at is not None and n >= at else 0.0) - (FIRST_RACE if n == 0 else 0.0)
+    )
+    return [Point(**{**p.__dict__, "facts": Facts(**{**p.facts.__dict__, "settled": True})}) for p in points]
+
+
+def test_a_step_after_a_settled_nodes_second_race_is_named_and_an_unsettled_ones_is_not():
+    """A slowdown from a node start's third race (two plain races, then five at 1.5x): where the node settled before
+    each race (its settle record), the first race counts and the step has two races before it, named in 94 of 100
+    histories (bound: 90%); the same races without the record leave the first race out, one race before the step (LEAST_SIDE:
+    none named), as before the settle record."""
+    rng = np.random.default_rng(86)
+    settled = [settled_node(rng, 7, 1.5, at=2) for _ in range(100)]
+    unrecorded = [[Point(**{**p.__dict__, "facts": Facts(**{**p.facts.__dict__, "settled": None})}) for p in points] for points in settled]
+    assert sum(found_at(points, 2) for points in settled) / 100 >= 0.90
+    assert sum(found_at(points, 2) for points in unrecorded) == 0
+    assert changes.first_race_rule(settled[0]) == (1, 0) and changes.first_race_rule(unrecorded[0]) == (0, 1)
+
+
+@pytest.mark.slow
+def test_settled_histories_without_a_change_name_one_in_at_most_5_percent():
+    """Counting settled first races keeps the rate without a change: one node start of 7 races, and 3 of 4."""
+    rng = np.random.default_rng(87)
+    one = rate([settled_node(rng, 7) for _ in range(300)])
+    three = rate(
+        [
+            [
+                Point(**{**p.__dict__, "facts": Facts(**{**p.facts.__dict__, "settled": True})})
+                for p in history(rng, 3, 4, level=lambda s, n: -FIRST_RACE if n % 4 == 0 else 0.0)
+            ]
+            for _ in range(300)
+        ]
+    )
+    print(f"settled null histories naming a change: one start of 7 {one:.1%}, three starts of 4 {three:.1%}")
+    assert one <= 0.05 and three <= 0.05
