@@ -5,14 +5,11 @@ the levels as measured and on the levels adjusted for the host's load, side by s
 `python -m tests.report.host_adjusted_test` prints the whole table (docs/host-load.md carries it); the tests assert
 the rows a user meets."""
 
-import contextlib
-import io
 import sys
-from pathlib import Path
 
 import pytest
 
-from report import HOST_NAMED, catalog
+from report import HOST_NAMED
 from report.history import host as history_host
 from report.history import trend
 from tests.report import host_history_test as study
@@ -30,11 +27,7 @@ def judged(tmp_path, history, factor, newest, adjusting):
     saved = history_host.ADJUST_SHARE
     history_host.ADJUST_SHARE = saved if adjusting else 2.0  # 2: never adjusted, the levels as measured
     try:
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            status = trend.main(
-                ["--rally-home", str(tmp_path), "--out", str(tmp_path / "out"), "--fail-on", "slower"], catalog.TREND_FIGURES
-            )
+        status, printed = planted.nightly(tmp_path)
     finally:
         history_host.ADJUST_SHARE = saved
     rows = study.changes_of(tmp_path)
@@ -42,7 +35,7 @@ def judged(tmp_path, history, factor, newest, adjusting):
         cell: next((r for r in rows if r[0].strip("| ") == cell and first and r[1][:8] == first and r[6] == "slower"), None)
         for cell in CELLS
     }
-    return status, named, out.getvalue()
+    return status, named, printed
 
 
 def test_a_planted_slowdown_after_the_loaded_stretch_is_named_on_adjusted_levels_where_measured_ones_miss_it(tmp_path):
@@ -64,30 +57,15 @@ def test_the_unplanted_histories_alert_on_nothing_adjusted_or_not(tmp_path):
             assert status == 0 and "ALERT:" not in printed.replace(HOST_NAMED, ""), (history, adjusting, printed)
 
 
-def table(tmp, factors=(1.2, 1.5, 2.0), newest=(2, 3, 4)):
-    """Rows: history, newest races slowed, factor, then per judgement (measured, adjusted) the cells named at the
-    first slowed race (of 4) and whether the nightly alerted."""
-    rows = []
-    for history in HISTORIES:
-        for n in newest:
-            for factor in factors:
-                row = [history, n, factor]
-                for adjusting in (False, True):
-                    case = Path(tmp) / f"{history}-{n}-{factor}-{adjusting}".replace(" ", "-")
-                    status, named, _ = judged(case, history, factor, n, adjusting)
-                    row += [sum(1 for r in named.values() if r), "alert" if status == trend.ALERT_EXIT else "-"]
-                rows.append(row)
-    return rows
-
-
 if __name__ == "__main__":
-    import tempfile
+    header = ["history", "newest slowed", "factor", "measured: cells named", "alert", "adjusted: cells named", "alert"]
+    cases = [(history, n) for history in HISTORIES for n in (2, 3, 4)]
 
-    with tempfile.TemporaryDirectory() as tmp:
-        print("| history | newest slowed | factor | measured: cells named | alert | adjusted: cells named | alert |")
-        print("|---|---|---|---|---|---|---|")
-        for row in table(tmp, *(() if len(sys.argv) < 2 else ([float(f) for f in sys.argv[1].split(",")],))):
-            print("| " + " | ".join(str(v) for v in row) + " |")
+    def judge(folder, case, factor, adjusting):
+        status, named, _ = judged(folder, case[0], factor, case[1], adjusting)
+        return status, sum(1 for row in named.values() if row)
+
+    planted.planted_table(header, cases, judge, [float(f) for f in sys.argv[1].split(",")] if len(sys.argv) > 1 else (1.2, 1.5, 2.0))
 
 
 pytestmark = pytest.mark.filterwarnings("ignore")

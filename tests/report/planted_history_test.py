@@ -68,6 +68,23 @@ def nightly(tmp_path):
     return status, out.getvalue()
 
 
+def planted_table(header, cases, judge, factors=(1.2, 1.5, 2.0)):
+    """Prints a markdown table of planted slowdowns: per case and factor, judge(folder, case, factor, arm) -> (exit
+    status, cells named) for each of the two arms (False, True), as cells named and whether the nightly alerted (the
+    study modules' `python -m` table for docs/)."""
+    import tempfile
+
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    with tempfile.TemporaryDirectory() as tmp:
+        for n, (case, factor) in enumerate((c, f) for c in cases for f in factors):
+            row = [*(case if isinstance(case, tuple) else (case,)), factor]
+            for arm in (False, True):
+                status, named = judge(Path(tmp) / f"{n}-{arm}", case, factor, arm)
+                row += [named, "alert" if status == trend.ALERT_EXIT else "-"]
+            print("| " + " | ".join(str(v) for v in row) + " |")
+
+
 def alerts(printed):
     return [line for line in printed.splitlines() if line.startswith("ALERT: ")]
 

@@ -8,14 +8,11 @@ counts, so a step from a start's third race has two races before it.
 
 `python -m tests.report.settle_history_test` prints the whole table (docs/history.md carries it)."""
 
-import contextlib
-import io
 import sys
 from pathlib import Path
 
 import pytest
 
-from report import catalog
 from report.history import trend
 from runners.studies.settle import SETTLE
 from tests.report import host_history_test as study
@@ -38,12 +35,10 @@ def judged(tmp_path, shape, factor, settle=True):
     keep, newest = SHAPES[shape]
     root = planted.home(tmp_path, keep=keep, archive=ARCHIVE, without=() if settle else (SETTLE,))
     first = planted.plant(root, factor, newest)[0] if factor != 1.0 else None
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        status = trend.main(["--rally-home", str(tmp_path), "--out", str(tmp_path / "out"), "--fail-on", "slower"], catalog.TREND_FIGURES)
+    status, printed = planted.nightly(tmp_path)
     rows = study.changes_of(tmp_path)
     named = {row[0].strip("| ") for row in rows if first and row[1][:8] == first and row[6] == "slower"}
-    return status, named, out.getvalue()
+    return status, named, printed
 
 
 def test_a_slowdown_from_a_settled_starts_third_race_is_named_and_alerts(tmp_path):
@@ -63,27 +58,15 @@ def test_the_plain_history_alerts_on_nothing(tmp_path, keep):
     assert status == 0 and "ALERT:" not in printed, printed
 
 
-def table(tmp, factors=(1.2, 1.5, 2.0)):
-    rows = []
-    for shape in SHAPES:
-        for factor in factors:
-            row = [shape, factor]
-            for settle in (False, True):
-                case = Path(tmp) / f"{len(rows)}-{settle}"
-                status, named, _ = judged(case, shape, factor, settle)
-                row += [len(named), "alert" if status == trend.ALERT_EXIT else "-"]
-            rows.append(row)
-    return rows
-
-
 if __name__ == "__main__":
-    import tempfile
+    header = ["shape", "factor", "without the settle record: cells named", "alert", "with it: cells named", "alert"]
+    factors = [float(f) for f in sys.argv[1].split(",")] if len(sys.argv) > 1 else (1.2, 1.5, 2.0)
 
-    with tempfile.TemporaryDirectory() as tmp:
-        print("| shape | factor | without the settle record: cells named | alert | with it: cells named | alert |")
-        print("|---|---|---|---|---|---|")
-        for row in table(tmp, *(() if len(sys.argv) < 2 else ([float(f) for f in sys.argv[1].split(",")],))):
-            print("| " + " | ".join(str(v) for v in row) + " |")
+    def judge(folder, shape, factor, settle):
+        status, named, _ = judged(folder, shape, factor, settle)
+        return status, len(named)
+
+    planted.planted_table(header, SHAPES, judge, factors)
 
 
 pytestmark = pytest.mark.filterwarnings("ignore")
