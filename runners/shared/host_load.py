@@ -42,6 +42,7 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 
 WATCH_S = 0.1  # how often the sampler looks for its worker between readings
 PERIOD_S = 1.0  # a timed cell of a full-scale race lasts 5 s and more; a shorter window reads its interval's average
@@ -292,17 +293,28 @@ class NodeSampling:
         return self._take(self.reader.reading(), self.asked)
 
 
-def sample(path, watched, reader, period=PERIOD_S, cpus=None, host=None, nodes=None, nodes_period=NODES_PERIOD_S):
+@dataclass(frozen=True)
+class Pace:
+    """How often the sampler reads (PERIOD_S, NODES_PERIOD_S), and the host it names (None: this one's CPUs and name);
+    a test gives its own."""
+
+    period: float = PERIOD_S
+    nodes_period: float = NODES_PERIOD_S
+    cpus: int | None = None
+    host: str | None = None
+
+
+def sample(path, watched, reader, nodes=None, pace=Pace()):
     """Appends a line per period to path while the process `watched` is this one's parent, and a last, shorter one as
     soon as it has gone (within WATCH_S: before the race's coordinator, which ends after its workers, has gone too and
-    taken its ticks with it). With `nodes` (a NodeReader), every nodes_period a line also says the cluster's nodes'
+    taken its ticks with it). With `nodes` (a NodeReader), every nodes period a line also says the cluster's nodes'
     CPU, and so does the last line (its request after the /proc reading: a slow cluster delays the line's write by
     NODES_TIMEOUT_S at most, not its figures)."""
-    cpus, host = cpus or os.cpu_count(), host or socket.gethostname()
+    cpus, host = pace.cpus or os.cpu_count(), pace.host or socket.gethostname()
     before = reader.reading()
-    nodes = NodeSampling(nodes, nodes_period) if nodes else None
+    nodes = NodeSampling(nodes, pace.nodes_period) if nodes else None
     while True:
-        due = before["t"] + period
+        due = before["t"] + pace.period
         while os.getppid() == watched and time.time() < due:
             time.sleep(min(WATCH_S, max(0.0, due - time.time())))
         after = reader.reading()

@@ -103,7 +103,7 @@ def test_a_neighbours_load_on_a_running_node_is_named_at_its_first_race_and_aler
 
 
 def test_one_loaded_race_is_not_yet_a_change_and_two_are(tmp_path):
-    """A change needs two races after it (changes.LEAST_SIDE): the morning after the first loaded race nothing is
+    """A change needs two races after it (bar.LEAST_SIDE): the morning after the first loaded race nothing is
     named; after the second, the same change and alert as after the third."""
     home(tmp_path / "one", LOADED, keep=START_1[:4])
     status, printed = nightly(tmp_path / "one")

@@ -267,11 +267,8 @@ def test_the_sampler_reads_a_line_with_nodes_and_leaves_them_off_its_last(tmp_pa
         str(path),
         worker,
         host_load.Reader(str(tmp_path / "proc")),
-        period=0.05,
-        cpus=2,
-        host="h",
-        nodes=host_load.NodeReader(lambda: next(readings)),
-        nodes_period=10,
+        host_load.NodeReader(lambda: next(readings)),
+        host_load.Pace(period=0.05, nodes_period=10, cpus=2, host="h"),
     )
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert len(lines) >= 2 and all("nodes" not in line for line in lines[:-1])  # within the nodes' period
