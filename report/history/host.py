@@ -14,7 +14,8 @@ LEAST_RACES = 5  # races with a host record (each node start's first left out) a
 LEAST_RANGE = host_load.FOREIGN_BUSY  # the other processes' share must vary by this much (% of a core) to fit a slope
 # the share of the between-race variance the host's share must explain before the verdicts read levels adjusted for it:
 # below it an adjustment would move every level by an estimated slope and leave most of the spread (on the real
-# histories of docs/host-load.md the parallel cells' fits explain 97-99%, D_td serial's 48% and 85%)
+# histories of docs/findings/2026-12-02-host-load.md the other cells' fits explain 66-99%, D_td serial's 48% over one
+# node start and 86% over three)
 ADJUST_SHARE = 0.5
 
 

@@ -376,8 +376,11 @@ def ensure_sampler(record_dir, name, cluster=None, auth=None):
             stderr=subprocess.DEVNULL,
             start_new_session=True,  # a terminal's Ctrl-C is Rally's to handle; the sampler ends with its worker
         )
-        with sampler.stdin:  # a few hundred bytes: within a pipe's buffer, so the write does not wait on the sampler
-            sampler.stdin.write(json.dumps({"cluster": cluster, "authorization": auth}).encode())
+        try:
+            with sampler.stdin:  # a few hundred bytes: within a pipe's buffer, so the write does not wait on the sampler
+                sampler.stdin.write(json.dumps({"cluster": cluster, "authorization": auth}).encode())
+        except OSError:
+            pass  # a sampler that ended at once (its record then says the host was not recorded): never the race's end
     finally:
         os.close(lock)  # the sampler holds it now
 
