@@ -464,14 +464,11 @@ def _first_races(points):
 def first_race_rule(points):
     """(node starts whose first race counts, its node settled; node starts whose first race is left out) of the starts
     with two races or more: which rule each start's first race had."""
-    firsts, sizes = _first_races(points), {}
+    firsts, starts = _first_races(points), {}
     for p in points:
-        sizes[start_of(p)] = sizes.get(start_of(p), 0) + 1
-    starts = {}
-    for p in points:
-        starts.setdefault(start_of(p), p)
-    several = [p for start, p in starts.items() if sizes[start] > 1]
-    return sum(1 for p in several if p.race_id not in firsts), sum(1 for p in several if p.race_id in firsts)
+        starts.setdefault(start_of(p), []).append(p.race_id)
+    several = [races[0] for races in starts.values() if len(races) > 1]
+    return sum(1 for r in several if r not in firsts), sum(1 for r in several if r in firsts)
 
 
 def within_start_spread(points, cuts=()):

@@ -130,10 +130,14 @@ class NodeLoad:
     host_cpu: float | None  # its host's CPU use (os.cpu.percent), %, the mean over the lines
 
 
-def nodes_over(intervals, start, end):
-    """{node name: NodeLoad} over [start, end] from the lines that carry the nodes' CPU ([nodes_start, end] each),
-    each counted in proportion to its overlap; {} where none overlaps."""
-    spans = [{**line, "start": line["nodes_start"]} for line in intervals if isinstance(line.get("nodes"), dict) and "nodes_start" in line]
+def node_spans(intervals):
+    """The lines that carry the nodes' CPU, each as the span it covers ([nodes_start, end]): what nodes_over reads."""
+    return [{**line, "start": line["nodes_start"]} for line in intervals if isinstance(line.get("nodes"), dict) and "nodes_start" in line]
+
+
+def nodes_over(spans, start, end):
+    """{node name: NodeLoad} over [start, end] from the node spans (node_spans), each counted in proportion to its
+    overlap; {} where none overlaps."""
     found = {}
     for parts in _parts(spans, start, end).values():
         for line, weight, overlap in parts:
@@ -167,10 +171,10 @@ def nodes_error(race):
 
 def nodes_table(race):
     """(header, rows) of each node's CPU per timed cell (and its host's); None where the record has no node lines."""
-    record = lines(race)
+    spans = node_spans(lines(race))
     rows = []
     for task, (start, end) in sorted(cell_windows(race).items(), key=lambda item: item[1]):
-        for node in nodes_over(record, start, end).values():
+        for node in nodes_over(spans, start, end).values():
             host_cpu = "" if node.host_cpu is None else f"{node.host_cpu:.0f}"
             rows.append([task, node.name, node.host, f"{node.seconds:.1f}", f"{node.cpu:.0f}", host_cpu])
     if not rows:

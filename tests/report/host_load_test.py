@@ -140,8 +140,8 @@ def test_each_cells_nodes_cpu_from_the_nodes_lines_that_overlap_it():
     lines = with_nodes([line(T0 + i) for i in range(-5, 30)], remote_from=T0 + 10)
     race = race_with(lines, WINDOWS)
     spread = with_nodes([line(T0 + i) for i in range(-5, 30)], every=4)  # a node line over 4 host lines
-    assert math.isclose(host_load.nodes_over(spread, T0 + 1, T0 + 9)["node-1"].cpu, 90.0)
-    first, second = (host_load.nodes_over(lines, *w[0]) for w in WINDOWS.values())
+    assert math.isclose(host_load.nodes_over(host_load.node_spans(spread), T0 + 1, T0 + 9)["node-1"].cpu, 90.0)
+    first, second = (host_load.nodes_over(host_load.node_spans(lines), *w[0]) for w in WINDOWS.values())
     assert math.isclose(first["node-1"].cpu, 90.0) and first["node-1"].host_cpu == 60
     assert math.isclose(second["node-1"].cpu, 40.0) and second["node-1"].host_cpu == 95
     header, rows = host_load.nodes_table(race)
