@@ -14,7 +14,7 @@ from report.shared.races import NOT_FINISHED, finished  # noqa: F401 (the report
 from report.studies import coverage
 from report.studies.memory import FLOOR_MEASURE
 from runners.contracts import records
-from runners.studies import settle as settling
+from runners.contracts import settle_record as settling
 
 
 @dataclass(frozen=True)

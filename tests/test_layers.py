@@ -1,4 +1,4 @@
-"""The layers of runners/ and report/ as pyproject.toml's import-linter contracts state them (make lint runs
+"""The layers of runners/, report/ and corpora-gen/ as pyproject.toml's import-linter contracts state them (make lint runs
 lint-imports): kept by the repository, and each one broken, naming the import, when a wrong-way import is added to a
 copy of the packages."""
 
@@ -49,15 +49,39 @@ def test_the_repository_keeps_its_layers():
         ),
         ("runners/contracts/cells.py", "report.shared.uncertainty", "runners/ never imports report/"),
         ("runners/processor.py", "report.catalog", "runners/ never imports report/"),
+        (
+            "report/shared/races.py",
+            "runners.studies.coverage",
+            "report/shared and report/history read runners/ only through runners.contracts",
+        ),
+        (
+            "report/history/changes.py",
+            "runners.shared.results",
+            "report/shared and report/history read runners/ only through runners.contracts",
+        ),
+        (
+            "report/studies/memory.py",
+            "runners.studies.coverage",
+            "a report study imports of runners/ only runners.contracts and its own runner",
+        ),
+        (
+            "report/studies/profile.py",
+            "runners.shared.hosts",
+            "a report study imports of runners/ only runners.contracts and its own runner",
+        ),
+        ("corpora-gen/cmgen.py", "runners.processor", "corpora-gen/ imports of runners/ only runners.contracts"),
     ],
 )
 def test_a_wrong_way_import_breaks_its_contract_naming_it(tmp_path, module, wrong_way, contract):
-    for package in ("runners", "report"):
+    for package in ("runners", "report", "corpora-gen"):
         shutil.copytree(REPO / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "tests").mkdir()
+    for name in ("__init__.py", "import_contracts.py"):  # our contract types
+        shutil.copy(REPO / "tests" / name, tmp_path / "tests")
     shutil.copy(REPO / "pyproject.toml", tmp_path)
     path = tmp_path / module
     path.write_text(path.read_text() + f"\nimport {wrong_way}  # noqa: E402,F401\n")
     done = lint_imports(tmp_path)
-    importer = module.removesuffix(".py").replace("/", ".")
+    importer = module if module.startswith("corpora-gen/") else module.removesuffix(".py").replace("/", ".")
     assert done.returncode != 0 and f"{contract} BROKEN" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
     assert f"{importer} -> {wrong_way}" in done.stdout, done.stdout[-3000:]

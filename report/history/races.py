@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 from report import ReportError
 from report.shared import host_load
 from runners.contracts import records
-from runners.studies.settle import SETTLE, WINDOW_KEY
+from runners.contracts.settle_record import SETTLE, WINDOW_KEY
 
 RALLY_TIMESTAMP = "%Y%m%dT%H%M%SZ"  # race.json's race-timestamp
 

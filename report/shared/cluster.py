@@ -20,7 +20,7 @@ from esrally.utils import opts
 from report import ReportError
 from report.shared import rally_compat
 from runners.contracts import corpus
-from runners.shared.results import error_reason
+from runners.contracts.errors import error_reason
 
 DEFAULT_TARGET_HOSTS = "127.0.0.1:9200"
 DEFAULT_CLIENT_OPTIONS = opts.ClientOptions.DEFAULT_CLIENT_OPTIONS

@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 
 from runners.contracts import records
-from runners.shared.host_load import CLOCK_TICKS, COUNTERS
+from runners.contracts.host_load import CLOCK_TICKS, COUNTERS
 
 # Busy: beyond what plain races on a quiet host measured (docs/history.md, "The host in a race's record"), below what
 # a neighbour's busy loop on one core takes

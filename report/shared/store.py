@@ -18,7 +18,6 @@ from esrally import config as rally_config
 from report import ReportError
 from report.shared.cluster import Cluster, Fixes, unusable
 from runners.contracts import records
-from runners.shared import hosts
 
 CONFIG_NAME = "cluster-metrics-store"
 SERVICE_TIME = "service_time"
@@ -307,7 +306,7 @@ class Store:
         ran, from the host every sample of this track's runners names (runners/shared/hosts.py) and the client id Rally adds;
         warm-up samples are counted in "samples", not in "measured"."""
         query = {"bool": {"filter": [{"term": {"race-id": race_id}}, {"term": {"name": SERVICE_TIME}}]}}
-        host_field = f"meta.{hosts.HOST_KEY}"
+        host_field = f"meta.{records.HOST_KEY}"
         per_host = {
             "clients": {"terms": {"field": "meta.client_id", "size": 10_000}},
             "measured": {"filter": {"term": {"sample-type": "normal"}}},
@@ -315,7 +314,7 @@ class Store:
         aggs = {
             "task": {
                 "terms": {"field": "task", "size": 10_000},
-                "aggs": {"host": {"terms": {"field": host_field, "size": 1000, "missing": hosts.UNNAMED}, "aggs": per_host}},
+                "aggs": {"host": {"terms": {"field": host_field, "size": 1000, "missing": records.UNNAMED}, "aggs": per_host}},
             }
         }
         answer = self._search("rally-metrics-*", {"size": 0, "query": query, "aggs": aggs})["aggregations"]

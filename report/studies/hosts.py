@@ -2,7 +2,7 @@
 clients ran, per task, and for coverage-load's steps each host's share of the target rate and the rate it reached."""
 
 from runners.contracts import records
-from runners.shared.hosts import UNNAMED
+from runners.contracts.records import UNNAMED
 
 HOSTS_NOTE = (
     "Rally puts a race's clients on its load-driver hosts in order: the first ceil(clients / hosts) on the first host "

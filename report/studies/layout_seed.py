@@ -11,7 +11,7 @@ more throughput; replicas cost 20-60% ("in most cases"); "fully replicated" 3S2R
 The seed's chart of normalized values is not in its text: only these statements are, and only they are shown.
 """
 
-from runners.studies.layouts import parse_layout
+from runners.contracts.layouts import parse_layout
 
 SEED_DATA_NODES = 3  # the seed's cluster: S1, S2, S3 (and the client node C1 beside JMeter)
 NODE_RATE = 80  # q/s of one node (1S0R)

@@ -5,7 +5,7 @@ from report.shared.tables import Section, failed, failed_label, normalized
 from report.shared.uncertainty import MIN_SAMPLES, median_interval, ratio_interval
 from report.studies import layout_seed
 from report.studies.layouts import LAYOUT_BASELINE, layout_ops, layout_records
-from runners.studies import layouts as layout_rules
+from runners.contracts.layouts import parse_layout
 from runners.studies.single_doc import RECORD_KEY
 
 
@@ -61,7 +61,7 @@ def single_doc_table(race):
     ]
     body = []
     for r in rows:
-        shards, _ = layout_rules.parse_layout(r["layout"])
+        shards, _ = parse_layout(r["layout"])
         seed = layout_seed.single_doc_ratio(r["layout"])
         counted = f"{r['acknowledged']} / {r['count']}" if r["acknowledged"] is not None else None
         if r["problem"]:

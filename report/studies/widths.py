@@ -15,7 +15,7 @@ from report.shared.tables import Chart, Section
 from report.studies import ingest
 from runners.contracts import queries, records
 from runners.contracts.queries import TRANSPORTS, VARIANTS
-from runners.studies.search_pool import SEARCH_POOL
+from runners.contracts.records import SEARCH_POOL
 
 
 def width_transport(transport, max_concurrent_searches=0):

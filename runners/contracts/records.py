@@ -25,6 +25,10 @@ CELLS = "cells.json"  # what each task measures (runners/contracts/cells.py), wr
 VALIDATION = "validation.jsonl"  # each coverage's validation counts, worst percentile error and wall-clock window, warm-ups too
 ERROR = "error"  # in a validation line: why that coverage failed (no answer, an error answer, a wrong one); absent when it passed
 LARGE_SOURCE_DOCUMENTS = "large-source-documents.json"  # source-large: what made its documents, each one's sha256 and size
+SEARCH_POOL = "search-pool.json"  # the search pool and _msearch's default concurrency (runners/studies/search_pool.py)
+HOST_KEY = "load-driver-host"  # sample meta: the name of the host whose client ran the sample (runners/shared/hosts.py)
+# how a report names the host of a sample without HOST_KEY: a request that raised, whose meta Rally builds itself
+UNNAMED = "(not named: a failed request)"
 HOST_LOAD = "host-load.jsonl"  # how busy the load driver's host was, an interval a line (runners/shared/host_load.py)
 LARGE_SOURCE_FETCHES = "large-source-fetches.jsonl"  # source-large: each fetch's took, wall, bytes and checks, warm-ups too
 

@@ -44,9 +44,10 @@ import sys
 import time
 from dataclasses import dataclass
 
+from runners.contracts.host_load import CLOCK_TICKS, COUNTERS
+
 WATCH_S = 0.1  # how often the sampler looks for its worker between readings
 PERIOD_S = 1.0  # a timed cell of a full-scale race lasts 5 s and more; a shorter window reads its interval's average
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 # the sampler's own bookkeeping, in a folder of the record folder (the report reads each top-level file as a record)
 STATE_DIR = "host-load-state"
 LOCK = "lock"  # held by the race's one sampler on this host
@@ -59,7 +60,6 @@ CLUSTER_KEY = "host-load-cluster"  # operation parameter: the target cluster as 
 # Rally's client options the sampler is not handed: the secrets (the worker's live client adds its authorization
 # header, in memory, through a pipe) and the per-client API keys (the sampler creates none)
 SECRET_OPTIONS = ("basic_auth_user", "basic_auth_password", "api_key", "create_api_key_per_client")
-COUNTERS = ("total", "busy", "steal", "iowait", "rally", "elasticsearch", "foreign", "major_faults")
 
 
 def _read(path):
@@ -369,7 +369,8 @@ def ensure_sampler(record_dir, name, cluster=None, auth=None):
         return
     try:
         sampler = subprocess.Popen(
-            [sys.executable, __file__, os.path.join(record_dir, name), str(os.getpid())],
+            [sys.executable, "-m", __name__, os.path.join(record_dir, name), str(os.getpid())],
+            env=_package_env(),  # a module of its package: it reads the record's vocabulary from runners/contracts/
             pass_fds=(lock,),
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
@@ -423,6 +424,14 @@ def main(path, watched):
 
         nodes = NodeReader(stats)
     sample(path, watched, Reader(own_pids=(os.getpid(),)), nodes=nodes)
+
+
+def _package_env():
+    """The environment with this repository first on PYTHONPATH: Rally's actors import the track's package from the
+    track's own sys.path entry (tracks/cluster-metrics/track.py), which a child process does not inherit."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else "")}
 
 
 if __name__ == "__main__":

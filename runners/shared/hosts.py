@@ -9,14 +9,12 @@ from esrally.driver.runner import Delegator
 
 from runners.contracts import records
 from runners.contracts.context import CONTEXT_KEY, RaceContext
+from runners.contracts.records import HOST_KEY, UNNAMED  # noqa: F401 (this module's names, defined with the records)
 from runners.shared import host_load
 
-HOST_KEY = "load-driver-host"  # sample meta: the name of the host whose client ran the sample
 # operation parameter the track processor sets where a race has several load-driver hosts: how many (share-calibration
 # and ingest-epochs, runners/studies/load.py set_load_driver_hosts)
 HOSTS_KEY = "load-driver-hosts"
-# how a report names the host of a sample without HOST_KEY: a request that raised, whose meta Rally builds itself
-UNNAMED = "(not named: a failed request)"
 
 
 def this_host():

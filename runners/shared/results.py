@@ -20,15 +20,3 @@ def failed(description, error_type="cluster-metrics", unit="ops", meta=None):
     by it."""
     LOG.warning("failed sample (%s): %s", error_type, description)
     return {"weight": 0, "unit": unit, "success": False, "error-type": error_type, "error-description": description, **(meta or {})}
-
-
-def error_reason(error):
-    """Elasticsearch's own reason for an error answer of the client (ApiError): the error's reason (for a 403, the
-    action and the privileges that grant it), its type, or the plain text of an error without structure ("no handler
-    found for uri ...")."""
-    body = error.body
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        return body["error"].get("reason") or body["error"].get("type") or str(error.message)
-    if isinstance(body, dict) and body.get("error"):
-        return str(body["error"])
-    return str(error.message)

@@ -1,29 +1,14 @@
 """The layout sweep (seed 003): shards and replicas on a multi-node cluster, where the shards went and which node
 does the work."""
 
-import re
-
 from runners.contracts import records, rules
 from runners.contracts.context import RaceContext
+from runners.contracts.layouts import parse_layout, record_name  # noqa: F401 (the study's names, read by the report too)
 from runners.contracts.registry import Need, Operation
-
-LAYOUT = re.compile(r"^(\d+)S(\d+)R$")
 
 
 class LayoutError(Exception):
     """A layout the cluster cannot hold; the message names the fix."""
-
-
-def parse_layout(name):
-    """ "2S1R" -> (2 shards, 1 replica)."""
-    match = LAYOUT.match(str(name))
-    if not match or int(match.group(1)) < 1:
-        raise ValueError(f"layout {name!r} is not <shards>S<replicas>R with at least 1 shard, e.g. 2S1R")
-    return int(match.group(1)), int(match.group(2))
-
-
-def record_name(layout):
-    return f"layout-{layout}.json"
 
 
 def shard_copies(stats, node_names):

@@ -16,9 +16,9 @@ import elasticsearch
 
 from runners.contracts import cells, corpus, records
 from runners.contracts.context import CONTEXT_KEY, DEFAULT_CLUSTER, RaceContext
+from runners.contracts.errors import error_reason
 from runners.contracts.registry import SETTINGS_CHANGE, Need, Operation
 from runners.shared import cluster_facts, restore
-from runners.shared.results import error_reason
 from runners.studies import load
 from runners.studies.index_checks import SEARCH_POOL_KEY
 

@@ -3,9 +3,8 @@ reports of every study whose cells use _msearch (the search-pool task, or verify
 
 from runners.contracts import records
 from runners.contracts.context import RaceContext
+from runners.contracts.records import SEARCH_POOL  # noqa: E402,F401 (this study's record)
 from runners.contracts.registry import Need, Operation
-
-SEARCH_POOL = "search-pool.json"  # coverage-width: the search pool and _msearch's default concurrency
 
 
 def search_pool_size(allocated_processors):

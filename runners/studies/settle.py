@@ -27,23 +27,27 @@ import elasticsearch
 from runners.contracts import records, rules
 from runners.contracts.context import CONTEXT_KEY, RaceContext
 from runners.contracts.registry import Need, Operation
+from runners.contracts.settle_record import (  # noqa: F401 (the record's names, read by the report too)
+    BULK_REQUESTS_KEY,
+    FAILED_PASS,
+    NODE_SEARCHES_KEY,
+    SEARCHES_BEFORE_KEY,
+    SETTLE,
+    SETTLED,
+    TIME_LIMIT,
+    WINDOW_KEY,
+)
 from runners.shared import restore, results
 from runners.studies import warm_up
 
-SETTLE = "settle.jsonl"  # the record: a line per settling task (what it ran, how long, whether it settled)
-WINDOW_KEY = "window"  # operation parameters: the rule's window (passes), tolerance (a fraction) and time limit (s)
-TOLERANCE_KEY = "tolerance"
-TIME_LIMIT_KEY = "time-limit"
-NODE_SEARCHES_KEY = "node-searches"  # ... and the query phases each searching node must have served since it started
+TOLERANCE_KEY = "tolerance"  # operation parameters beside the window (settle_record.WINDOW_KEY): a fraction ...
+TIME_LIMIT_KEY = "time-limit"  # ... and seconds
 NO_FLOOR = 0  # node-searches when a challenge file leaves it out: the pace alone
-FEWEST_PASSES_KEY = "fewest-passes"  # ... and the passes it runs before the time limit may stop it
+FEWEST_PASSES_KEY = "fewest-passes"  # the passes it runs before the time limit may stop it
 FEWEST_PASSES = 2  # a pace is read over two passes at least: the time limit stops the settling only after them
 TEST_MODE_TIME_LIMIT = 1.0  # s, --test-mode's bound: its record's shape, not a settled node (a test-mode pace of
 # one-pass windows on a node just started kept falling for 14 s of passes through a proxy)
 TEST_MODE_FEWEST_PASSES = 1  # --test-mode reads no pace it could trust: a pass longer than its bound is the only one
-BULK_REQUESTS_KEY = "bulk-requests-served"  # the record's: _bulk requests the nodes served before the settling ...
-SEARCHES_BEFORE_KEY = "served-searches-before"  # ... and query phases (the fewest of a searching node): a first race?
-SETTLED, TIME_LIMIT, FAILED_PASS = "settled", "time limit", "a failed pass"  # what stopped the settling, as recorded
 
 
 def settled(seconds, window, tolerance):

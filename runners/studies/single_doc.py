@@ -17,7 +17,7 @@ import time
 
 import elasticsearch
 
-from runners.contracts import corpus, parameters, records, rules
+from runners.contracts import corpus, errors, parameters, records, rules
 from runners.contracts.context import RaceContext
 from runners.contracts.registry import Need, Operation
 from runners.shared import results
@@ -225,7 +225,7 @@ def _reason(error):
     body = error.body
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         return described(body["error"])
-    return results.error_reason(error)
+    return errors.error_reason(error)
 
 
 class SingleDocSetup:

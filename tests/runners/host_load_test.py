@@ -133,7 +133,7 @@ def sampler_pids(record):
                 state = f.read().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if "host_load.py" in cmdline and str(record) in cmdline and state != "Z":
+        if "runners.shared.host_load" in cmdline and str(record) in cmdline and state != "Z":
             found.append(int(pid))
     return found
 
