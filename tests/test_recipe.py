@@ -29,16 +29,25 @@ COPIED = (
     "pytest.ini",
     "pyproject.toml",
 )
-COPIED += ("README.md", "CHANGELOG.md", "requirements.txt", "requirements-no-deps.txt")
-# what the unit tier runs on a new study: its own tests, the track's checks over every challenge, the operation and
-# parameter tables, the privileges, the report's collection of sections
+COPIED += ("README.md", "CHANGELOG.md", "requirements.txt", "requirements-no-deps.txt", ".gitignore")
+# what the unit tier runs that reads the set of studies (each module found by a run of the whole unit tier in a copy
+# holding the recipe's study): its own tests, the track's checks over every challenge, the operation and parameter
+# tables, the privileges, the hosts and scope wrappers, the report's collection of sections, charts and trend figures,
+# every section on full-scale races in every shape, the layers (its report module imports its own runner) and links
 UNIT_TESTS = (
     "tests/runners/doc_count_test.py",
     "tests/test_track_files.py",
+    "tests/test_challenges.py",
+    "tests/test_track_repository.py",
     "tests/runners/operations_test.py",
     "tests/runners/privileges_test.py",
     "tests/runners/processor_test.py",
-    "tests/report/main_test.py::test_the_report_sections_are_collected_from_every_study_module_in_the_listed_order",
+    "tests/runners/hosts_test.py",
+    "tests/runners/scope_test.py",
+    "tests/report/main_test.py",
+    "tests/report/full_scale_test.py",
+    "tests/test_layers.py::test_the_repository_keeps_its_layers",
+    "tests/test_links.py",
 )
 
 # a race of the study: its runner against a stub client writes its records into a race folder beside a race.json;
@@ -148,6 +157,8 @@ def test_a_study_written_by_the_recipe_passes_the_unit_checks_and_reports_from_f
     copy_of_repository(root)
     for path, attributes, text in blocks:
         write_block(root, path, attributes, text)
+    for git in (("init", "-q"), ("add", "-A")):  # the link check reads the tracked Markdown files, the study's included
+        subprocess.run(["git", *git], cwd=root, check=True, capture_output=True)
 
     steps = [
         ("the track renders with the study's challenge", ("-c", "from tests.conftest import rendered_track; "
@@ -155,7 +166,8 @@ def test_a_study_written_by_the_recipe_passes_the_unit_checks_and_reports_from_f
         ("its operation is collected", ("-c", "from runners.operations import OPERATIONS; assert repr(OPERATIONS['doc-count'].runner()) == 'doc-count'")),
         ("its privileges are listed (make privileges)", ("-m", "runners.listings", "privileges")),
         ("its parameters are listed (make params)", ("-m", "runners.listings", "params")),
-        ("the unit tier's checks of a study pass", ("-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *UNIT_TESTS)),
+        ("the unit tier's checks of a study pass", ("-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                                                     "-m", "not integration and not slow", *UNIT_TESTS)),
         ("its report section builds from files and from a store's form", ("-c", REPORT_SCRIPT, str(tmp_path / "out"))),
     ]  # fmt: skip
     outputs = {}
