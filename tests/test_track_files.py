@@ -1,6 +1,7 @@
 """The track folder as Rally reads it: templates that read like rally-tracks, tags on every task, operation names that
 agree with their runners. Unit tests (no node): the track is rendered by Rally's own template code."""
 
+import json
 import re
 
 import pytest
@@ -35,7 +36,6 @@ def test_each_challenge_renders_from_the_folder_that_holds_it_alone_as_in_the_wh
     """The suite races each challenge from a track folder holding it alone beside the default challenge
     (tests/conftest.py, challenge_alone_track): what Rally renders of the challenge there is what it renders of it in
     the whole track, so a challenge that leaned on another's file (a set in one, read in the next) fails here."""
-    import json
 
     from esrally.track import loader
 
@@ -203,15 +203,20 @@ def test_every_task_is_tagged_with_one_kind_and_at_most_one_study(params):
             assert [t for t in tags if t in studies] == expected, (name, tags)
 
 
-def readme_parameter_rows():
-    """{parameter: the table's heading} of the track README's parameter tables (## Parameters, a table per concern)."""
-    section = (TRACK_DIR / "README.md").read_text().split("## Parameters\n", 1)[1].split("\n## ", 1)[0]
+def readme_parameter_rows(text=None):
+    """{parameter: (the table's heading, its default as the row writes it)} of the track README's parameter tables
+    (## Parameters, a table per concern; a row: | `name` | `default` | what it sets |, or two names and their two
+    defaults, | `a` / `b` | `1` / `2` | ... |). A default the row does not write, or one of a pair missing, is None."""
+    text = (TRACK_DIR / "README.md").read_text() if text is None else text
+    section = text.split("## Parameters\n", 1)[1].split("\n## ", 1)[0]
     rows, heading = {}, None
     for line in section.splitlines():
         if line.startswith("### "):
             heading = line.removeprefix("### ").split(":")[0].split(" (")[0]
         elif line.startswith("| `"):
-            rows.update(dict.fromkeys(re.findall(r"`([a-z0-9_]+)`", line.split("|")[1]), heading))
+            cells = line.split("|")
+            names, defaults = re.findall(r"`([a-z0-9_]+)`", cells[1]), re.findall(r"`([^`]+)`", cells[2])
+            rows.update((name, (heading, defaults[i] if i < len(defaults) else None)) for i, name in enumerate(names))
     return rows
 
 
@@ -219,15 +224,67 @@ def test_every_track_parameter_has_a_row_in_the_track_readme():
     from runners.contracts.parameters import DEFAULTS
 
     rows = readme_parameter_rows()
-    headings = sorted(set(rows.values()))
+    headings = sorted({heading for heading, _ in rows.values()})
     for name in DEFAULTS:
         assert name in rows, (
             f"track parameter {name} (track.json) has no row in tracks/cluster-metrics/README.md's parameter tables: add "
-            f"| `{name}` | what it sets | to the table of its concern (one of: {'; '.join(headings)})"
+            f"| `{name}` | `{json.dumps(DEFAULTS[name])}` | what it sets | to the table of its concern (one of: {'; '.join(headings)})"
         )
     assert not set(rows) - set(
         DEFAULTS
     ), f"the track README has rows for parameters track.json does not declare: {sorted(set(rows) - set(DEFAULTS))}"
+
+
+def readme_default_errors(text=None):
+    """Each parameter row of the track README whose default is not the one track.json declares (as JSON, the way
+    `make params` prints it; true is not 1, 5 is not 5.0), or that writes none, named with the default to write."""
+    from runners.contracts.parameters import DEFAULTS
+
+    errors = []
+    for name, (heading, written) in readme_parameter_rows(text).items():
+        declared = json.dumps(DEFAULTS[name]) if name in DEFAULTS else None
+        try:
+            shown = json.dumps(json.loads(written)) if written is not None else None
+        except ValueError:
+            shown = None
+        if declared is not None and shown != declared:
+            errors.append(f"{name} ({heading}): the README's default is {written!r}, track.json declares `{declared}`")
+    return errors
+
+
+def test_every_parameter_row_shows_the_default_track_json_declares():
+    errors = readme_default_errors()
+    assert not errors, "tracks/cluster-metrics/README.md's parameter tables: write each default as track.json declares it:\n" + (
+        "\n".join(errors)
+    )
+
+
+def test_a_wrong_or_missing_default_in_the_track_readme_is_named():
+    text = (TRACK_DIR / "README.md").read_text()
+    for row, wrong, name in (
+        ("| `bulk_size` | `1000` |", "| `bulk_size` | `1001` |", "bulk_size"),
+        ("| `source_enabled` | `true` |", "| `source_enabled` | `1` |", "source_enabled"),  # 1 == True in Python, not here
+        ("| `settle_tolerance` | `0.05` |", "| `settle_tolerance` | 0.05 |", "settle_tolerance"),  # not written as code
+        ("| `tuned_refresh_interval` | `\"-1\"` |", "| `tuned_refresh_interval` | `-1` |", "tuned_refresh_interval"),
+        ("| `live_variant` / `live_transport` | `\"D_td\"` / `\"msearch\"` |", "| `live_variant` / `live_transport` | `\"D_td\"` |",
+         "live_transport"),  # one of a pair left out
+        ("| `layouts` | `[\"1S0R\", ", "| `layouts` | `[\"1S1R\", ", "layouts"),
+    ):  # fmt: skip
+        assert row in text, row
+        errors = readme_default_errors(text.replace(row, wrong, 1))
+        assert [e.split(" ", 1)[0] for e in errors] == [name], (name, errors)
+
+
+def test_the_track_readme_example_document_is_the_first_document_of_the_corpus():
+    """The README's example document is the first line corpora-gen writes at its defaults (epoch 1), pretty-printed:
+    the same fields, in the same order, with the same values."""
+    import cmgen
+
+    text = (TRACK_DIR / "README.md").read_text().split("## Example document\n", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"^```json\n(.*?)^```$", text, re.S | re.M)
+    params = cmgen.Params()
+    first = cmgen.format_rows(1, cmgen.epoch_columns(params, 1), 0, 1, params.nodes, params.tasks).decode()
+    assert block == json.dumps(json.loads(first), indent=2) + "\n", f"the README's example document should be:\n{first}"
 
 
 @pytest.mark.parametrize("params", [{}, {"epochs": 2, "layouts": "1S0R,2S1R", "rtt_ms": [0, 50]}])
