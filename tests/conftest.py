@@ -1,7 +1,6 @@
 """Shared fixtures: one real Elasticsearch node for the whole session (port 9250, its own data), an isolated Rally
 home (RALLY_HOME under .rally-test/, never the user's), and a small generated corpus in it."""
 
-import functools
 import json
 import os
 import re
@@ -19,63 +18,19 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "corpora-gen"))
 
 from runners.contracts import corpus  # noqa: E402
-from runners.contracts import records  # noqa: E402
 from runners.contracts.track_files import rendered_tasks  # noqa: E402,F401  (the tests import it from here)
 from runners.studies import warm_up  # noqa: E402
+from tests.race_record import (  # noqa: E402,F401  (the tests import them from here)
+    Race,
+    _appended,
+    _size,
+    assert_clean,
+    assert_refused_before_any_timed_task,
+    assert_reported,
+)
+from tests.rally_processes import SuiteActorSystem, oom_kills, rally_pids, thespian_log  # noqa: E402,F401
 from tests.signals import popen_with_default_signals  # noqa: E402
-
-
-def _compile_each_template_once():
-    """Rally's loader makes a new Jinja environment for every render of the track (and reads it twice a load: once to
-    find its parameters, once to render it), so Jinja parses and compiles the same templates again each time: most of
-    the 0.3 s of a render here, and the unit tier renders the track hundreds of times. A template's code depends only
-    on its text and the environment's syntax settings (the key below), so the suite parses and compiles each text once
-    per process (and scans each parsed tree for its parameters once); the code runs in the environment that asked for it,
-    with that environment's globals and filters."""
-    import jinja2
-    import jinja2.meta
-
-    compile_template, parse_template = jinja2.Environment.compile, jinja2.Environment.parse
-    compiled, parsed = {}, {}
-
-    def settings(env):
-        syntax = ("block_start_string", "block_end_string", "variable_start_string", "variable_end_string",
-                  "comment_start_string", "comment_end_string", "line_statement_prefix", "line_comment_prefix",
-                  "trim_blocks", "lstrip_blocks", "newline_sequence", "keep_trailing_newline", "optimized", "is_async")  # fmt: skip
-        cacheable = not env.extensions and not callable(env.autoescape)
-        return tuple(getattr(env, name) for name in syntax) + (env.autoescape,) if cacheable else None
-
-    def compile_once(self, source, name=None, filename=None, raw=False, defer_init=False):
-        key = settings(self)
-        if key is None or not isinstance(source, str):
-            return compile_template(self, source, name, filename, raw, defer_init)
-        key += (source, name, filename, raw, defer_init)
-        if key not in compiled:
-            compiled[key] = compile_template(self, source, name, filename, raw, defer_init)
-        return compiled[key]
-
-    def parse_once(self, source, name=None, filename=None):  # Rally's parameter scan only reads the tree it gets
-        key = settings(self)
-        if key is None:
-            return parse_template(self, source, name, filename)
-        key += (source, name, filename)
-        if key not in parsed:
-            parsed[key] = parse_template(self, source, name, filename)
-        return parsed[key]
-
-    def find_undeclared_once(tree):  # Rally's parameter scan: once per tree parse_once keeps (alive, so ids stay theirs)
-        if not any(tree is kept for kept in parsed.values()):
-            return find_undeclared(tree)
-        if id(tree) not in scanned:
-            scanned[id(tree)] = frozenset(find_undeclared(tree))
-        return set(scanned[id(tree)])
-
-    find_undeclared, scanned = jinja2.meta.find_undeclared_variables, {}
-    jinja2.Environment.compile, jinja2.Environment.parse = compile_once, parse_once
-    jinja2.meta.find_undeclared_variables = find_undeclared_once
-
-
-_compile_each_template_once()
+from tests.track_render import TRACK_DIR, rendered_challenges, rendered_track  # noqa: E402,F401  (the tests import them from here)
 
 TEST_PORT = int(os.environ.get("TEST_ES_PORT", "9250"))
 # the Elasticsearch version of every node the suite starts: the launcher's default (the study's) unless TEST_ES_VERSION
@@ -96,31 +51,10 @@ BESIDE_RACES = False  # make test runs these tests beside its races (--beside-ra
 ESRALLYD = str(Path(sys.executable).with_name("esrallyd"))
 RALLY_TEST_HOME = REPO / ".rally-test"  # the session's Rally home (rally_home), the suite's actor system's too
 LAUNCHER = str(REPO / "local-es" / "esnode.py")
-TRACK_DIR = REPO / "tracks" / "cluster-metrics"
 # tests/private_network/ runs only inside a private network namespace (tests/test_load_drivers.py starts it there)
 collect_ignore = [] if os.environ.get("CLUSTER_METRICS_PRIVATE_NETWORK") else ["private_network"]
 TEST_MODE_PASSES = warm_up.TEST_MODE_PASSES  # a warm-up-pass task's passes in a test-mode race
 SMALL_CORPUS = ["--epochs", "5", "--rows-per-epoch", "3000", "--nodes", "30", "--tasks", "200"]
-
-
-def rendered_track(params=None):
-    """The track as Rally renders it (Rally's own template code), with these track parameters: a fresh copy each time,
-    of a text rendered once per process and parameters (told apart by their repr, so a tuple is not taken for a list)."""
-    from esrally.track import loader
-
-    params = params or {}
-    key = repr(sorted(params.items(), key=repr))
-    if key not in _RENDERED:
-        _RENDERED[key] = loader.render_template_from_file(str(TRACK_DIR / "track.json"), params)
-    return json.loads(_RENDERED[key])
-
-
-_RENDERED = {}
-
-
-def rendered_challenges(params=None):
-    """The track's challenges by name: a new challenge is tested without editing a list."""
-    return {c["name"]: c for c in rendered_track(params)["challenges"]}
 
 
 VERSIONS_MARK = re.compile(r'mark\.versions\("([a-z0-9-]+)"')
@@ -234,88 +168,8 @@ def small_corpus(rally_home):
     return data_root(rally_home)
 
 
-class Race:
-    def __init__(self, returncode, output, race, log="", home=None):
-        self.returncode, self.output, self.race, self.log, self.home = returncode, output, race, log, home
-        self.left = {}  # what the race left on the cluster, when a test reads it right after (SharedRaces' after)
-        self.actors_log, self.oom_kills = "", None  # thespian's log of the race, the OOM killer's kills meanwhile
-        self.in_suite_store = False  # raced into the suite's metrics store too (TEST_METRICS_STORE)
-
-    def failures(self):
-        """The failed samples' descriptions our runners logged during this race (Rally's log, WARNING and above)."""
-        return [
-            line
-            for line in self.log.splitlines()
-            if "cluster-metrics" in line or "runners." in line
-            if " WARNING " in line or " ERROR " in line
-        ]
-
-    def explained(self, tail=3000):
-        """What an assertion on this race prints: the command's output tail, every ERROR record of Rally's log with the
-        traceback under it, and what Thespian logged of its actors' exits and signals (a worker that "exited
-        prematurely" is explained only there: the output says no more)."""
-        errors, keep = [], False
-        for line in self.log.splitlines():
-            if re.match(r"\d{4}-\d\d-\d\d ", line):
-                keep = " ERROR " in line
-            if keep:
-                errors.append(line)
-        actors = [
-            line
-            for line in self.actors_log.splitlines()
-            if not re.search(r" p\d+ I ", line) or re.search(r"exit|signal|died|dead", line, re.IGNORECASE)
-        ]
-        return (
-            self.output[-tail:]
-            + ("\nRally's log, its errors:\n" + "\n".join(errors[-200:]) if errors else "")
-            + ("\nThespian's log (exits, signals, warnings):\n" + "\n".join(actors[-100:]) if actors else "")
-            + (f"\nOOM kills during the race: {self.oom_kills}" if self.oom_kills else "")
-        )
-
-    def error_rates(self):
-        """Per task; empty for a race that ended before it measured anything (its race.json has no results)."""
-        return {op["task"]: op["error_rate"] for op in self.race.get("results", {}).get("op_metrics", [])}
-
-    def op_metrics(self):
-        return {op["task"]: op for op in self.race["results"]["op_metrics"]}
-
-    def folder(self):
-        """The race's folder in its Rally home (race.json, and the track's records under records.RECORD_DIR)."""
-        return self.home / ".rally" / "benchmarks" / "races" / self.race["race-id"]
-
-    def record_dir(self):
-        return self.folder() / records.RECORD_DIR
-
-
 # every Rally home this session raced in: a race waits until the previous one's processes of these homes are gone
 RALLY_HOMES = set()
-
-
-def rally_pids(homes, zombies=True):
-    """The processes of the Rallies started with one of these Rally homes: the command and its actor system, which
-    Rally daemonizes into a session of its own. Rally's own test of what a Rally process is (the one that makes a
-    second race refuse to start), zombies included as Rally counts them until they are reaped: waiting for none of
-    ours is waiting for what Rally waits for. zombies=False: the live ones only."""
-    import psutil
-    from esrally.utils.process import is_rally_process
-
-    wanted, pids = {str(home) for home in homes}, []
-    for process in psutil.process_iter():
-        try:
-            if not is_rally_process(process):
-                continue
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            continue  # as Rally's own check does
-        try:
-            zombie = process.status() == psutil.STATUS_ZOMBIE
-            ours = zombie or process.environ().get("RALLY_HOME") in wanted
-        except psutil.ZombieProcess:
-            zombie = ours = True
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-        if ours and (zombies or not zombie):
-            pids.append(process.pid)
-    return pids
 
 
 def wait_for_our_rally(timeout=180):
@@ -348,77 +202,7 @@ def _rally(home, args, start, **how):
     return start([ESRALLY, *args], text=True, env=dict(os.environ, RALLY_HOME=str(home), **thespian_log(home)), **how)
 
 
-def thespian_log(home):
-    """Thespian's own log (Rally's actor system), kept in the Rally home at INFO: why an actor process ended (a worker
-    that "exited prematurely") is written only there, and by default to a 50 KB file in the system's temp folder."""
-    path = home / ".rally" / "logs" / "thespian.log"
-    return {"THESPLOG_FILE": str(path), "THESPLOG_THRESHOLD": "INFO", "THESPLOG_FILE_MAXSIZE": str(20 << 20)}
-
-
-class SuiteActorSystem:
-    """One Rally actor system (esrallyd on 127.0.0.1) for the races of the session's Rally home, when the suite runs in
-    a private network namespace (tests/loopback_only.py, make it): Rally joins an actor system it finds on port 1900
-    and leaves it running, so those races no longer spend seconds starting and stopping their own. The daemon runs with
-    that Rally home, since its actors read their host's rally.ini from their own (the data directory, the races'
-    folder: Rally's driver.load_local_config, made for load-driver hosts) and log there: a race's corpus, records and
-    log lines are where they would be without it. Started before the first such race, stopped after the last, only if
-    this session started it (another's, a user's daemon, is joined as any race would, and never stopped).
-    A race from another Rally home, or of a test marked own_actor_system (it kills a Rally, presses Ctrl-C or kills
-    the node under a race), runs with the daemon stopped: it starts an actor system of its own, as a user's race does,
-    and whatever it breaks ends with it."""
-
-    PORT = 1900  # Rally's: thespian's default admin port, which Rally gives no option for
-
-    def __init__(self, home):
-        self.home, self.started = home, False
-        self.own_for_this_test = False  # the running test is marked own_actor_system (set per test below)
-
-    @staticmethod
-    def enabled():
-        from tests.loopback_only import FLAG
-
-        return os.environ.get(FLAG) == "1"
-
-    def running(self):
-        import socket
-
-        with socket.socket() as s:
-            return s.connect_ex(("127.0.0.1", self.PORT)) == 0
-
-    def _esrallyd(self, command):
-        env = dict(os.environ, RALLY_HOME=str(self.home), **thespian_log(self.home))
-        args = [ESRALLYD, command] + (["--node-ip=127.0.0.1", "--coordinator-ip=127.0.0.1"] if command == "start" else [])
-        # its output to a file, not a pipe: the daemon it leaves behind keeps the descriptors, and a pipe would stay open
-        out = self.home / ".rally" / "logs" / "esrallyd.out"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with out.open("a") as f:
-            done = subprocess.run(args, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, timeout=120)
-        assert done.returncode == 0, f"esrallyd {command} exited {done.returncode}: {out.read_text()[-2000:]}"
-
-    def ready_for(self, home):
-        """Before a race from this Rally home: the suite's actor system running when the race may join it, none of
-        ours when it needs its own."""
-        if not self.enabled():
-            return
-        own = self.own_for_this_test or Path(home).resolve() != self.home.resolve()
-        if own and self.started:
-            self.stop()
-        elif not own and not self.started and not self.running():
-            self.home.mkdir(parents=True, exist_ok=True)
-            self._esrallyd("start")
-            self.started = True
-
-    def stop(self):
-        if self.started:
-            self._esrallyd("stop")
-            deadline = time.monotonic() + 60
-            while self.running() and time.monotonic() < deadline:
-                time.sleep(0.1)
-            assert not self.running(), "the suite's actor system still listens on 127.0.0.1:1900 a minute after esrallyd stop"
-            self.started = False
-
-
-ACTOR_SYSTEM = SuiteActorSystem(RALLY_TEST_HOME)
+ACTOR_SYSTEM = SuiteActorSystem(RALLY_TEST_HOME, ESRALLYD)
 
 
 @pytest.fixture(autouse=True)
@@ -433,14 +217,6 @@ def _suite_actor_system():
     yield
     wait_for_our_rally()
     ACTOR_SYSTEM.stop()
-
-
-def oom_kills():
-    """The kernel's count of processes its OOM killer ended in this machine's cgroup (None where it is not readable)."""
-    try:
-        return int(dict(line.split() for line in open("/sys/fs/cgroup/memory.events"))["oom_kill"])
-    except (OSError, KeyError, ValueError):
-        return None
 
 
 CHALLENGE_ALONE_ROOT = RALLY_TEST_HOME / "challenge-alone"  # emptied with the session's Rally home, made again on use
@@ -562,80 +338,6 @@ def run_race(home, challenge, *extra, track=None, port=TEST_PORT, test_mode=True
     race.oom_kills = None if oom_before is None else oom_kills() - oom_before
     race.in_suite_store = bool(stored)
     return race
-
-
-def _size(path):
-    return path.stat().st_size if path.exists() else 0
-
-
-def _appended(path, start):
-    """What a log file gained since it was start bytes long (all of it if it was rotated meanwhile)."""
-    if not path.exists():
-        return ""
-    with path.open("rb") as f:
-        f.seek(start if path.stat().st_size >= start else 0)
-        return f.read().decode("utf-8", "replace")
-
-
-def assert_clean(race, expected_tasks=()):
-    """The race succeeded, every task it reports has error rate 0, and each expected task is among them."""
-    assert race.returncode == 0, race.explained()
-    rates = race.error_rates()
-    assert rates, race.explained()
-    failed = {task: rate for task, rate in rates.items() if rate != 0}
-    assert not failed, f"error rates {failed}; failures logged: {race.failures()[-20:]}"
-    missing = [task for task in expected_tasks if task not in rates]
-    assert not missing, f"tasks not reported: {missing}"
-    assert_reported(race)
-
-
-def assert_reported(race):
-    """A race that succeeded gives its report (python -m report's single report, read from the race's files), whatever
-    its challenge: every clean race of the suite, so that no challenge's race breaks a table unseen. A race raced into
-    the suite's metrics store gives it from the store alone as well, its folder moved away meanwhile, and the two
-    reports say the same: the same lines, where only the numbers may differ (the store's samples are Rally's service
-    times, the files' the track's own walls) and each names its source."""
-    import difflib
-    import tempfile
-
-    from report.__main__ import single_report
-    from report.shared import host_load, races, store
-
-    host_cells = {}
-
-    def report(loaded, out):
-        text = single_report(loaded, out)[0].read_text()
-        assert f"challenge `{race.race['challenge']}`" in text, text[:500]
-        # the host record reaches the store with the samples that carry it: the seconds after a race's last sample
-        # stay on the load driver's disk (runners/shared/host_load.py), so the store's cells are some of the files'
-        host_cells[loaded.source] = [row[0] for row in (host_load.table(loaded) or (None, []))[1]]
-        text = re.sub(r"(## The load driver's host during the timed cells\n\n)(.*?)(\n## )", r"\1<host>\3", text, flags=re.S)
-        text = re.sub(r"\*\*WARNING host busy.*\n\n", "", text)  # the line and the blank one after it
-        return re.sub(
-            r"\d[\d,.]*", "#", text.replace(f"read from {loaded.source}", "read from <source>").replace(loaded.samples_source, "<samples>")
-        )
-
-    with tempfile.TemporaryDirectory() as out:
-        from_files = report(races.load(race.folder()), out)
-        if not race.in_suite_store:
-            return
-        away = race.folder().rename(race.folder().with_name(race.folder().name + ".away"))
-        try:
-            from_store = report(races.Stored(store.Store.local("127.0.0.1", SUITE_STORE_PORT)).race(race.race["race-id"]), out)
-        finally:
-            away.rename(race.folder())
-    files_cells, store_cells = host_cells.values()
-    assert set(store_cells) <= set(files_cells), host_cells
-    differing = "\n".join(difflib.unified_diff(from_files.splitlines(), from_store.splitlines(), "files", "store", n=1, lineterm=""))
-    assert not differing, differing[:6000]
-
-
-def assert_refused_before_any_timed_task(race, *phrases):
-    """A bad input: the race failed, its output says each phrase, and no coverage was timed."""
-    assert race.returncode != 0, race.explained()
-    missing = [phrase for phrase in phrases if phrase not in race.output]
-    assert not missing, f"not said: {missing}; output: {race.explained()}"
-    assert race.race is None or not any(task.startswith("coverage-") for task in race.error_rates())
 
 
 class SharedRaces:
