@@ -1,7 +1,7 @@
 """Bad input, end to end: one real race per kind (a track parameter, a missing corpus, an edited corpus, an index
 holding another corpus, a missing index, an unreachable cluster), each refused with a message naming the input and
 the fix before anything changes on the cluster. Every parameter's own rule and message is proven at load, without a
-race (tests/runners/processor_test.py); the checks that read the cluster run here on the real node, through the
+race (tests/runners/processor_parameters_test.py); the checks that read the cluster run here on the real node, through the
 client Rally gives runners, without a race."""
 
 import pytest

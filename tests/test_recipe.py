@@ -38,6 +38,8 @@ UNIT_TESTS = (
     "tests/runners/operations_test.py",
     "tests/runners/privileges_test.py",
     "tests/runners/processor_test.py",
+    "tests/runners/processor_parameters_test.py",
+    "tests/runners/processor_challenges_test.py",
     "tests/report/main_test.py::test_the_report_sections_are_collected_from_every_study_module_in_the_listed_order",
 )
 

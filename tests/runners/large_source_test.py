@@ -39,8 +39,8 @@ from runners.studies.large_source import (
     validate_large_source,
 )
 from tests.conftest import REPO, rendered_challenges, rendered_tasks
-from tests.runners.processor_test import load, ours
 from tests.runners.stub_client import StubClient
+from tests.runners.track_load import load, ours
 
 DOC_MB, DOCS, FETCH = 10, 5, 3  # the seed's document size; fewer of them than its 20, for seconds
 
