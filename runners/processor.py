@@ -20,7 +20,9 @@ import json
 import logging
 import os
 import socket
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 from esrally import exceptions, paths
 from esrally.track import loader
@@ -42,6 +44,31 @@ def _tasks(challenge):
         yield from task  # a parallel element iterates over its tasks, a plain task over itself
 
 
+@dataclass(frozen=True)
+class TrackLoad:
+    """One load of the track, as Rally's configuration asks it (built once per load by on_after_load_track, handed to
+    each step that reads it): the corpus folder, test mode, the user's track parameters, and the race with its corpus
+    checks (CorpusChecks), which esrally list/info has not."""
+
+    root: str  # the generated corpus's folder: Rally's local.dataset.cache
+    test_mode: bool
+    user_params: dict  # --track-params, checked (parameters.check) before the request is built
+    race_id: Optional[str] = None  # None: esrally list/info, no race
+    record_dir: Optional[str] = None  # the race's record folder
+    verified: Optional["CorpusChecks"] = None  # the race's corpus checks on this host (noted in its record folder)
+
+    @classmethod
+    def of(cls, cfg, user_params):
+        race_id = cfg.opts("system", "race.id", mandatory=False)
+        root = cfg.opts("benchmarks", "local.dataset.cache")
+        test_mode = bool(cfg.opts("track", "test.mode.enabled", mandatory=False, default_value=False))
+        if not race_id:
+            return cls(root, test_mode, user_params)
+        record_dir = os.path.join(paths.race_root(cfg, race_id), records.RECORD_DIR)
+        verified = CorpusChecks(record_dir, parameters.value(user_params, "verify_corpus_checksums"))
+        return cls(root, test_mode, user_params, race_id, record_dir, verified)
+
+
 class ClusterMetricsProcessor(loader.TrackProcessor):
     def __init__(self):
         self.cfg = None  # set by Rally's processor registry
@@ -49,7 +76,6 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
     def on_after_load_track(self, track):
         """The load-time steps, in this order, each in the module of what it serves; the first problem raises a
         SystemSetupError naming the input and the fix, before anything is sent to the cluster."""
-        race_id = self.cfg.opts("system", "race.id", mandatory=False)
         user_params = self.cfg.opts("track", "params", mandatory=False, default_value={}) or {}
         try:
             parameters.check(user_params)  # esrally info too: a bad value is named there, not rendered silently
@@ -57,56 +83,33 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
             raise exceptions.SystemSetupError(f"{e}. Correct it in --track-params.") from None
         for challenge in track.challenges:
             ingest.name_records(list(_tasks(challenge)))
-        root = self.cfg.opts("benchmarks", "local.dataset.cache")
-        test_mode = bool(self.cfg.opts("track", "test.mode.enabled", mandatory=False, default_value=False))
-        if not race_id:
-            _describe(track, root, test_mode)  # esrally list/info: counts from the manifest, nothing checked
+        request = TrackLoad.of(self.cfg, user_params)
+        if not request.race_id:
+            _describe(track, request)  # esrally list/info: counts from the manifest, nothing checked
             return
         selected = track.selected_challenge_or_default
         tasks = list(_tasks(selected))
-        main, width_sets = self._corpus_sets(track, selected, root, test_mode, user_params, race_id)
+        main, width_sets = _corpus_sets(track, selected, request)
         context = main or next(iter(width_sets.values()))  # a challenge has corpus tasks, or the race's records alone
         hosts = self.cfg.opts("driver", "load_driver_hosts", mandatory=False, default_value=None)
         try:
             check_epochs(selected, context)
-            interleave.check_pace(tasks, user_params)
-            memory.check_parallel_hdr(tasks, user_params)
-            interleave.assign(tasks, parameters.value(user_params, "schedule_seed"), hosts)
+            interleave.check_pace(tasks, request.user_params)
+            memory.check_parallel_hdr(tasks, request.user_params)
+            interleave.assign(tasks, parameters.value(request.user_params, "schedule_seed"), hosts)
         except ValueError as e:
             raise exceptions.SystemSetupError(f"Challenge [{selected.name}]: {e}.") from None
-        load.set_load_driver_hosts(tasks, race_id, hosts)
+        load.set_load_driver_hosts(tasks, request.race_id, hosts)
         _bind_operations(track, selected, main, width_sets, _clusters(self.cfg))
         _bind_sampler_cluster(tasks, self.cfg)
         try:
             warm_up.bind(tasks)  # after the cells are bound: the pass runs them as they run
-            if test_mode:
+            if request.test_mode:
                 settle.for_test_mode(tasks)
                 warm_up.for_test_mode(tasks)
         except ValueError as e:
             raise exceptions.SystemSetupError(f"Challenge [{selected.name}]: {e}.") from None
         privileges.hand_to_check(selected.name, tasks, context, OPERATIONS)
-
-    def _corpus_sets(self, track, selected, root, test_mode, user_params, race_id):
-        """(the main corpus's context or None, {width: context}) of the challenge that runs, each file it reads checked
-        once per race and host; the main corpus's fingerprint in its index's mapping. A challenge that reads no
-        generated corpus (source-large) gets a context of the race's record folder alone."""
-        record_dir = os.path.join(paths.race_root(self.cfg, race_id), records.RECORD_DIR)
-        verified = CorpusChecks(record_dir, parameters.value(user_params, "verify_corpus_checksums"))
-        try:
-            # the main corpus unless every corpus-bound task of the race names a width set (coverage-width)
-            main = None
-            if any(_reads_main_corpus(t) for t in _tasks(selected)):
-                main = self._context(track, corpus.require_manifest(root), root, test_mode, verified, race_id)
-            width_sets = _width_sets(track, selected, root, test_mode, verified, user_params, race_id, self.cfg)
-        except corpus.CorpusError as e:
-            # Rally loads the track again on each load-driver host, with that host's rally.ini: say which host
-            raise exceptions.SystemSetupError(f"{e} (host {socket.gethostname()})") from None
-        if main is None and not width_sets:
-            main = RaceContext.records_only(record_dir)
-        for index in track.indices:
-            if main and index.name == main.index:
-                index.body.setdefault("mappings", {})["_meta"] = {corpus.FINGERPRINT_KEY: main.fingerprint}
-        return main, width_sets
 
     def on_prepare_track(self, track, data_root_dir):
         """Before the benchmark starts, on each load-driver host (Rally's track preparator there, with that host's
@@ -123,21 +126,43 @@ class ClusterMetricsProcessor(loader.TrackProcessor):
                 yield clear_toxics, {"params": dict(task.operation.params)}
                 return
 
-    def _context(self, track, manifest, root, test_mode, verified, race_id):
-        """The main corpus's context: the epochs of track.json's corpora (track parameter epochs)."""
-        epochs = []
-        for data_set in track.corpora:
-            epoch = data_set.meta_data.get("epoch")
-            entry = _entry(manifest, epoch, test_mode)
-            if entry is None:
-                raise corpus.CorpusError(
-                    f"The generated corpus has no epoch {epoch} for corpus {data_set.name} (generated: "
-                    f"{manifest['generator']['epochs']} epochs). Lower the track parameter epochs or {corpus.FIX} "
-                    "with more epochs."
-                )
-            _set_counts(data_set, entry)
-            epochs.append(epoch)
-        return set_context(manifest, root, epochs, test_mode, verified, paths.race_root(self.cfg, race_id))
+
+def _corpus_sets(track, selected, request):
+    """(the main corpus's context or None, {width: context}) of the challenge that runs, each file it reads checked
+    once per race and host; the main corpus's fingerprint in its index's mapping. A challenge that reads no
+    generated corpus (source-large) gets a context of the race's record folder alone."""
+    try:
+        # the main corpus unless every corpus-bound task of the race names a width set (coverage-width)
+        main = None
+        if any(_reads_main_corpus(t) for t in _tasks(selected)):
+            main = _main_context(track, corpus.require_manifest(request.root), request)
+        width_sets = _width_sets(track, selected, request)
+    except corpus.CorpusError as e:
+        # Rally loads the track again on each load-driver host, with that host's rally.ini: say which host
+        raise exceptions.SystemSetupError(f"{e} (host {socket.gethostname()})") from None
+    if main is None and not width_sets:
+        main = RaceContext.records_only(request.record_dir)
+    for index in track.indices:
+        if main and index.name == main.index:
+            index.body.setdefault("mappings", {})["_meta"] = {corpus.FINGERPRINT_KEY: main.fingerprint}
+    return main, width_sets
+
+
+def _main_context(track, manifest, request):
+    """The main corpus's context: the epochs of track.json's corpora (track parameter epochs)."""
+    epochs = []
+    for data_set in track.corpora:
+        epoch = data_set.meta_data.get("epoch")
+        entry = _entry(manifest, epoch, request.test_mode)
+        if entry is None:
+            raise corpus.CorpusError(
+                f"The generated corpus has no epoch {epoch} for corpus {data_set.name} (generated: "
+                f"{manifest['generator']['epochs']} epochs). Lower the track parameter epochs or {corpus.FIX} "
+                "with more epochs."
+            )
+        _set_counts(data_set, entry)
+        epochs.append(epoch)
+    return set_context(manifest, epochs, request)
 
 
 def _bind_operations(track, selected, main, width_sets, clusters):
@@ -206,11 +231,13 @@ def _entry(manifest, epoch, test_mode):
     return (test_mode and corpus.file_entry(manifest, epoch, True)) or corpus.file_entry(manifest, epoch, False)
 
 
-def set_context(manifest, root, epochs, test_mode, verified, race_root, fix=corpus.FIX):
-    """The race context of one corpus set: its files of these epochs and its ground truth checked (CorpusChecks)."""
+def set_context(manifest, epochs, request, fix=corpus.FIX):
+    """The race context of one corpus set: its files of these epochs and its ground truth checked (the request's
+    CorpusChecks)."""
+    root, verified = request.root, request.verified
     epoch_docs, sections = {}, set()
     for epoch in epochs:
-        entry = _entry(manifest, epoch, test_mode)
+        entry = _entry(manifest, epoch, request.test_mode)
         if entry is None:
             raise corpus.CorpusError(f"The corpus {manifest['index']} has no epoch {epoch} ({fix}).")
         problem = verified.file(root, entry)
@@ -230,7 +257,7 @@ def set_context(manifest, root, epochs, test_mode, verified, race_root, fix=corp
         ground_truth=str(ground_truth),
         ground_truth_sha256=manifest["ground_truth"]["sha256"],
         epoch_docs=epoch_docs,
-        record_dir=os.path.join(race_root, records.RECORD_DIR),
+        record_dir=request.record_dir,
         fingerprint=corpus.fingerprint(manifest, section),
     )
 
@@ -243,22 +270,23 @@ def _reads_main_corpus(task):
 SET_BOUND = ("index", "corpora")  # what the track processor rebinds on such a task to its set's index and corpora
 
 
-def _width_sets(track, challenge, root, test_mode, verified, user_params, race_id, cfg):
+def _width_sets(track, challenge, request):
     """{width: RaceContext} of the widths the challenge's tasks name (WIDTH_KEY), each set's index and corpora added to
     the track (their names come from the corpus contract, runners/contracts/corpus.py, not from track.json)."""
     contexts = {}
+    root, user_params = request.root, request.user_params
     epochs = range(1, parameters.value(user_params, "width_epochs") + 1)
     template = next(index for index in track.indices if index.name == corpus.INDEX)
     for width in sorted({t.operation.params[WIDTH_KEY] for t in _tasks(challenge) if WIDTH_KEY in t.operation.params}):
         rows = widths.rows_per_epoch(user_params, width)
         fix = corpus.width_fix(width, rows, len(epochs))
         manifest = corpus.require_manifest(root, corpus.width_set(width, rows), fix)
-        context = set_context(manifest, root, epochs, test_mode, verified, paths.race_root(cfg, race_id), fix)
+        context = set_context(manifest, epochs, request, fix)
         body = copy.deepcopy(template.body) or {}
         body.setdefault("mappings", {})["_meta"] = {corpus.FINGERPRINT_KEY: context.fingerprint}
         track.indices.append(track_model.Index(name=context.index, body=body))
         for epoch in epochs:
-            entry = _entry(manifest, epoch, test_mode)
+            entry = _entry(manifest, epoch, request.test_mode)
             documents = track_model.Documents(
                 source_format=track_model.Documents.SOURCE_FORMAT_BULK,
                 document_file=str(corpus.file_path(root, entry)),
@@ -368,8 +396,9 @@ def _set_counts(data_set, entry):
         docs.uncompressed_size_in_bytes = entry["bytes"]
 
 
-def _describe(track, root, test_mode):
+def _describe(track, request):
     """esrally list/info: the document counts of the generated corpus, or a plain statement that there is none yet."""
+    root, test_mode = request.root, request.test_mode
     manifest = corpus.load_manifest(root)
     missing = []
     for data_set in track.corpora:

@@ -1,14 +1,14 @@
 """Bad input, end to end: one real race per kind (a track parameter, a missing corpus, an edited corpus, an index
 holding another corpus, a missing index, an unreachable cluster), each refused with a message naming the input and
 the fix before anything changes on the cluster. Every parameter's own rule and message is proven at load, without a
-race (tests/runners/processor_test.py); the checks that read the cluster run here on the real node, through the
+race (tests/runners/processor_parameters_test.py); the checks that read the cluster run here on the real node, through the
 client Rally gives runners, without a race."""
 
 import pytest
 
-from runners.contracts import corpus
+from runners.contracts import corpus, records
 from runners.contracts.context import CONTEXT_KEY
-from runners.processor import CorpusChecks, set_context
+from runners.processor import CorpusChecks, TrackLoad, set_context
 from runners.studies.index_checks import CorpusError, VerifyCorpus
 from runners.studies.layouts import CheckLayouts, LayoutError
 from tests.conftest import (
@@ -85,7 +85,9 @@ def _verify_corpus(rally_home):
     root = data_root(rally_home)
     manifest = corpus.load_manifest(root)
     race_root = str(rally_home / "check-race")
-    context = set_context(manifest, root, range(1, 6), True, CorpusChecks(race_root, checksum=True), race_root)
+    checks = CorpusChecks(race_root, checksum=True)
+    request = TrackLoad(root, True, {}, record_dir=str(rally_home / "check-race" / records.RECORD_DIR), verified=checks)
+    context = set_context(manifest, range(1, 6), request)
     return with_rally_client(lambda es: VerifyCorpus()({"default": es}, {CONTEXT_KEY: context.as_param()}))
 
 

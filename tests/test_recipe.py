@@ -42,6 +42,8 @@ UNIT_TESTS = (
     "tests/runners/operations_test.py",
     "tests/runners/privileges_test.py",
     "tests/runners/processor_test.py",
+    "tests/runners/processor_parameters_test.py",
+    "tests/runners/processor_challenges_test.py",
     "tests/runners/hosts_test.py",
     "tests/runners/scope_test.py",
     "tests/report/main_test.py",

@@ -17,19 +17,18 @@ import time
 import elasticsearch
 from esrally.client.context import RequestContextHolder
 from esrally.driver import runner as rally_runner
-from esrally.track import params as rally_params
 
-from runners.contracts import corpus, parameters, records, rules
+from runners.contracts import parameters, records, rules
 from runners.contracts.context import RaceContext
 from runners.contracts.queries import INGEST_CHANGES
 from runners.contracts.registry import Need, Operation
 from runners.shared import results, wire
+from runners.shared.bulk_sources import CREATE_PARAMS_KEY, RECORD_KEY, EpochBulkParamSource, IngestEpochsParamSource
 from runners.shared.hosts import HOSTS_KEY
 from runners.shared.index_body import FreshIndexBodyParamSource
 from runners.studies.scope import untimed
 
 LOG = logging.getLogger(__name__)
-RECORD_KEY = "record"  # an ingest task's record file, set at load by name_records
 STATS_METRICS = "indexing,refresh,merge,flush"
 # the index settings an ingest may change (ingest-tuned, ingest-changes): recorded as they are when it starts, so that
 # the record says what it ran with
@@ -84,37 +83,6 @@ def epoch_timing(record_dir, record, epoch):
         "processing-s": sum(end - start for start, end in windows),
         "service-s": sum(services) if len(services) == len(lines) else None,
     }
-
-
-class EpochBulkParamSource:
-    """Rally's own bulk parameter source (corpus slicing per client, test mode, progress), plus the epoch and the
-    race's record folder so that the bulk runner can file each response's `took` under its epoch."""
-
-    def __init__(self, track, params, **kwargs):
-        self._inner = rally_params.BulkIndexParamSource(track, params, **kwargs)
-        self._extra = {
-            "epoch": params["epoch"],
-            "record-dir": RaceContext.of(params).record_dir,
-            RECORD_KEY: params[RECORD_KEY],
-        }
-
-    def partition(self, partition_index, total_partitions):
-        part = copy.copy(self)
-        part._inner = self._inner.partition(partition_index, total_partitions)
-        # the client that sends: Rally 2.13 shares one inner source among the clients of a worker process, so a client
-        # sends whichever bulk comes next, not a fixed slice of its own
-        part._extra = {**self._extra, "client": partition_index}
-        return part
-
-    def params(self):
-        result = dict(self._inner.params())
-        result.update(self._extra)
-        return result
-
-    def __getattr__(self, name):  # infinite, size(), percent_completed, ... come from Rally's source
-        if name.startswith("_"):  # copy.copy probes dunders before _inner exists
-            raise AttributeError(name)
-        return getattr(self._inner, name)
 
 
 _BULK_HEAD = re.compile(rb'\{"errors":(false|true),"took":(\d+)')  # how Elasticsearch opens a bulk answer
@@ -291,7 +259,6 @@ def _bulk_problem(epoch, reason):
 
 
 INGEST_KEY = "cluster-metrics-ingest"  # the index mapping's _meta key naming the ingest that created the index
-CREATE_PARAMS_KEY = "create-index-request-params"  # the ingest task's parameter: the index creation's request parameters
 
 
 def ingest_mark(context, record):
@@ -341,73 +308,6 @@ class IngestSetup:
 
     def __repr__(self):
         return "ingest-setup"
-
-
-class IngestEpochsParamSource:
-    """Every epoch of an ingest, in order, as Rally's own bulk parameter source reads each epoch's corpus (its slicing
-    per client, test mode, bulk bodies with their action lines as the file holds them), and the index to set up first
-    (runners/shared/index_body.py: the track's index body with the task's settings).
-
-    Each client owns a fixed slice of each epoch (its own Rally source per epoch: Rally 2.13 would share one among the
-    clients of a worker process), so that client 0 holds the first documents of every epoch; each bulk's parameters
-    say its epoch, whether it is this client's first and last of that epoch, and whether it is its last of all."""
-
-    def __init__(self, track, params, **kwargs):
-        self._track, self._params, self._kwargs = track, params, kwargs
-        context = RaceContext.of(params)
-        self._epochs = [int(e) for e in params["epochs"]]
-        index = FreshIndexBodyParamSource(track, params, **kwargs).params()
-        self._extra = {
-            "epochs": self._epochs,
-            "epoch-docs": {str(e): context.epoch_docs[str(e)] for e in self._epochs},
-            "record-dir": context.record_dir,
-            RECORD_KEY: params[RECORD_KEY],
-            "indices": index["indices"],
-            # not "request-params": Rally's bulk runner would send those with every bulk
-            CREATE_PARAMS_KEY: index.get("request-params"),
-        }
-        self.infinite = False
-        self._client, self._clients = 0, 1
-        self._iterator = self._pending = None
-
-    def partition(self, partition_index, total_partitions):
-        part = copy.copy(self)
-        part._client, part._clients = partition_index, total_partitions
-        part._iterator = part._pending = None
-        return part
-
-    def _bulks(self):
-        context = RaceContext.of(self._params)
-        for epoch in self._epochs:
-            inner = rally_params.BulkIndexParamSource(
-                self._track, {**self._params, "corpora": corpus.corpus_name(epoch, context.index)}, **self._kwargs
-            ).partition(self._client, self._clients)
-            first = True
-            while True:
-                try:
-                    bulk = dict(inner.params())
-                except StopIteration:
-                    break
-                yield {**bulk, "epoch": epoch, "first-of-epoch": first}
-                first = False
-
-    def params(self):
-        if self._iterator is None:  # one pass: the look-ahead tells each bulk whether it is this client's last
-            self._iterator = self._bulks()
-            self._pending = next(self._iterator, None)
-        current = self._pending
-        if current is None:
-            raise StopIteration
-        self._pending = nxt = next(self._iterator, None)
-        last_of_epoch = nxt is None or nxt["epoch"] != current["epoch"]
-        return {
-            **current,
-            **self._extra,
-            "client": self._client,
-            "clients": self._clients,
-            "last": nxt is None,
-            "last-of-epoch": last_of_epoch,
-        }
 
 
 class IngestEpochs:

@@ -20,7 +20,6 @@ fetch shows. (A keyword content could not be indexed at all: a term is at most 3
 import copy
 import functools
 import hashlib
-import io
 import json
 import logging
 import random
@@ -31,7 +30,6 @@ from collections import namedtuple
 
 import cbor2
 import elasticsearch
-from elastic_transport import Serializer
 
 from runners.contracts import parameters, records, rules
 from runners.contracts.context import CONTEXT_KEY, RaceContext
@@ -39,6 +37,7 @@ from runners.contracts.queries import LARGE_SOURCE_FORMATS, LARGE_SOURCE_MODES
 from runners.contracts.registry import Need, Operation
 from runners.shared import results
 from runners.shared.validation import CoverageErrors, check_shards
+from runners.shared.wire import ACCEPT, CONTENT_TYPE, DECODE, IDENTITY, accept_cbor
 from runners.studies.coverage import MALFORMED, MEASURED_KEY, WARMUPS_KEY, http_error, network_error
 
 MIB = 2**20  # source-large's MB, Elasticsearch's own: http.max_content_length "100mb" is 100 x 2^20 bytes
@@ -141,15 +140,9 @@ def digest_record(digest):
 
 # ---------------------------------------------------------------- requests
 
-# Both formats send the vendor media types of Elasticsearch 8 with compatible-with=8 on both headers: Rally's client
-# rewrites application/json so (but not application/cbor), and Elasticsearch refuses a request body whose Content-Type
-# and Accept disagree on it. No compression: aiohttp, under Rally's client, offers gzip by default, and Elasticsearch
-# (http.compression, on by default without TLS) would then spend the fetch gzipping the response: the seed measures
-# _source, not gzip.
-CONTENT_TYPE = "application/vnd.elasticsearch+json; compatible-with=8"
-ACCEPT = {"json": "application/vnd.elasticsearch+json; compatible-with=8", "cbor": "application/vnd.elasticsearch+cbor; compatible-with=8"}
-CBOR_MIMETYPES = ("application/cbor", "application/vnd.elasticsearch+cbor")
-DECODE = {"json": json.loads, "cbor": cbor2.loads}
+# Both formats send the vendor media types of Elasticsearch 8 (runners/shared/wire.py: CONTENT_TYPE, ACCEPT). No
+# compression: aiohttp, under Rally's client, offers gzip by default, and Elasticsearch (http.compression, on by default
+# without TLS) would then spend the fetch gzipping the response: the seed measures _source, not gzip.
 JSON = {"content-type": CONTENT_TYPE, "accept": ACCEPT["json"]}
 # what the fetch asks of each hit's _source, by mode (vocabulary.j2's large_source_modes)
 SOURCE = {"returned": True, "excluded": False, "filtered": {"excludes": [CONTENT_FIELD]}}
@@ -165,30 +158,7 @@ def fetch_body(mode, size):
 
 
 def fetch_headers(fmt):
-    return {"content-type": CONTENT_TYPE, "accept": ACCEPT[fmt], "accept-encoding": "identity"}
-
-
-class RawBody(Serializer):
-    """A CBOR answer handed back as its bytes, as Rally's client hands back a JSON one after return_raw_response()."""
-
-    mimetype = CBOR_MIMETYPES[0]
-
-    def loads(self, data):
-        return io.BytesIO(data)
-
-    def dumps(self, data):
-        if isinstance(data, bytes):
-            return data
-        raise TypeError("a CBOR request body must be bytes")
-
-
-def accept_cbor(es):
-    """Rally's client decodes a response by its content type and knows no CBOR (it would raise a SerializationError
-    on the answer): the client's transport gets a serializer that hands CBOR bytes back as they came."""
-    collection = getattr(getattr(es, "transport", None), "serializers", None)
-    if collection is not None:
-        for mimetype in CBOR_MIMETYPES:
-            collection.serializers.setdefault(mimetype, RawBody())
+    return {"content-type": CONTENT_TYPE, "accept": ACCEPT[fmt], **IDENTITY}
 
 
 def _options(es, params):

@@ -21,6 +21,7 @@ stopped it; the report names a race that did not settle in its first lines.
 import json
 import statistics
 import time
+from dataclasses import dataclass, field
 
 import elasticsearch
 
@@ -151,6 +152,22 @@ def one_epoch(params, n):
     return {**params, "cells": [[cell[n % len(cell)]] for cell in params["cells"]]}
 
 
+@dataclass
+class _Passes:
+    """A settling so far: when it started, the node stats before the first pass and after the last one, the bulk
+    requests served before; each pass's seconds, the cluster's process CPU over it (ms) and the searching nodes'
+    query phases; the passes' sample meta."""
+
+    started: float
+    first: dict
+    last: dict
+    bulk_requests: object
+    seconds: list = field(default_factory=list)
+    cpu_ms: list = field(default_factory=list)
+    served: list = field(default_factory=list)
+    meta: dict = field(default_factory=dict)
+
+
 class Settle:
     """Passes of one coverage a cell (runners/studies/warm_up.py WarmUpPass, each checked against the ground truth; the
     cells' epochs in turn) until the passes stop getting faster (settled) or the time limit.
@@ -167,33 +184,32 @@ class Settle:
         floor, fewest = _floor_and_fewest(params)
         default = es["default"] if isinstance(es, dict) else es
         one_pass = warm_up.WarmUpPass()
-        seconds, cpu_ms, served, meta = [], [], [], {}
         started = time.perf_counter()
-        first = last = await _node_stats(default)
-        bulk_requests = await _bulk_requests(default)  # what the process served before: read once, before the passes
-        stopped = None
+        first = await _node_stats(default)
+        # what the process served before: read once, before the passes
+        passes = _Passes(started, first, first, await _bulk_requests(default))
+        seconds, stopped = passes.seconds, None
         while stopped is None:
             begin = time.perf_counter()
             result = await one_pass(es, one_epoch(params, len(seconds)))
             seconds.append(round(time.perf_counter() - begin, 4))
-            before, last = last, await _node_stats(default)
-            cpu_ms.append(process_cpu_ms(before, last))
-            served.append(node_searches(first, last))
-            records.add(meta, {records.META_KEY: result[records.META_KEY]} if records.META_KEY in result else {})
+            before, passes.last = passes.last, await _node_stats(default)
+            passes.cpu_ms.append(process_cpu_ms(before, passes.last))
+            passes.served.append(node_searches(first, passes.last))
+            records.add(passes.meta, {records.META_KEY: result[records.META_KEY]} if records.META_KEY in result else {})
             if not result.get("success", True):
-                return self._done(
-                    params, seconds, cpu_ms, served, (first, last, bulk_requests), started, FAILED_PASS, meta, result["error-description"]
-                )
-            if settled(seconds, window, tolerance) and warmed(served[-1], floor):
+                return self._done(params, passes, FAILED_PASS, result["error-description"])
+            if settled(seconds, window, tolerance) and warmed(passes.served[-1], floor):
                 stopped = SETTLED
             elif len(seconds) >= fewest and time.perf_counter() - started >= limit:
                 stopped = TIME_LIMIT
-        return self._done(params, seconds, cpu_ms, served, (first, last, bulk_requests), started, stopped, meta)
+        return self._done(params, passes, stopped)
 
     @staticmethod
-    def _done(params, seconds, cpu_ms, served, readings, started, stopped, meta, error=None):
-        """readings: the node stats before the first pass and after the last one, and the bulk requests served before."""
-        first, last, bulk_requests = readings
+    def _done(params, passes, stopped, error=None):
+        """The settling's record line and its sample: passes (_Passes), what stopped it, the failed pass's error."""
+        seconds, cpu_ms, served, meta = passes.seconds, passes.cpu_ms, passes.served, passes.meta
+        first, last, bulk_requests = passes.first, passes.last, passes.bulk_requests
         window, (floor, fewest) = params[WINDOW_KEY], _floor_and_fewest(params)
         ratio = pace_ratio(seconds, window)
         uptimes = [first[node][2] for node in first] if first else []
@@ -203,7 +219,7 @@ class Settle:
             "process-cpu-ms": cpu_ms,
             "served-searches": served,
             "jvm-uptime-s": round(min(uptimes) / 1000, 1) if uptimes else None,
-            "seconds": round(time.perf_counter() - started, 3),
+            "seconds": round(time.perf_counter() - passes.started, 3),
             "pace-ratio": None if ratio is None else round(ratio, 4),
             "paced": settled(seconds, window, params[TOLERANCE_KEY]),
             "warmed": warmed(served[-1] if served else None, floor),

@@ -21,6 +21,7 @@ from esrally.client.factory import EsClientFactory
 from runners.contracts import parameters, records
 from runners.contracts.context import CONTEXT_KEY, RaceContext
 from runners.contracts.queries import LARGE_SOURCE_FORMATS, LARGE_SOURCE_INDEX, LARGE_SOURCE_MODES
+from runners.shared import wire
 from runners.studies import large_source
 from runners.studies.coverage import WARMUPS_KEY
 from runners.studies.large_source import (
@@ -31,7 +32,6 @@ from runners.studies.large_source import (
     LargeSourceFetchParamSource,
     LargeSourceIndex,
     LargeSourceVerify,
-    accept_cbor,
     byte_size,
     document,
     made_of,
@@ -39,8 +39,8 @@ from runners.studies.large_source import (
     validate_large_source,
 )
 from tests.conftest import REPO, rendered_challenges, rendered_tasks
-from tests.runners.processor_test import load, ours
 from tests.runners.stub_client import StubClient
+from tests.runners.track_load import load, ours
 
 DOC_MB, DOCS, FETCH = 10, 5, 3  # the seed's document size; fewer of them than its 20, for seconds
 
@@ -250,8 +250,8 @@ def test_a_cbor_answer_is_kept_raw_by_rallys_client_and_its_headers_agree_on_the
     data = cbor2.dumps({"hits": {"hits": []}})
     with pytest.raises(SerializationError):
         Client.transport.serializers.loads(data, "application/vnd.elasticsearch+cbor")
-    accept_cbor(Client())
-    for mimetype in large_source.CBOR_MIMETYPES:
+    wire.accept_cbor(Client())
+    for mimetype in wire.CBOR_MIMETYPES:
         assert Client.transport.serializers.loads(data, mimetype).read() == data
     plain = {"content-type": "application/json", "accept": "application/json"}  # the rewrite happens, on both Rallies
     assert headers_rallys_client_sends(plain, "8.17.2") == dict.fromkeys(plain, "application/vnd.elasticsearch+json; compatible-with=8")

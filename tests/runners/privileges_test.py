@@ -1,5 +1,5 @@
 """The privileges operations need (runners/studies/privileges.py) and the check that asks the cluster for them, with a stub
-client (seconds; each challenge's sum through the track processor in processor_test.py, the check through the secured
+client (seconds; each challenge's sum through the track processor in processor_challenges_test.py, the check through the secured
 stand-in in tests/test_secured.py)."""
 
 import asyncio
