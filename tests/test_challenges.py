@@ -20,10 +20,10 @@ from report.studies import widths as report_widths
 from runners.contracts import corpus, records
 from runners.contracts.parameters import DEFAULTS
 from runners.contracts.queries import INGEST_CHANGE_BASELINE, INGEST_CHANGES
+from runners.contracts.took_files import bulk_lines
 from runners.operations import OPERATIONS
 from runners.studies import settle as settling
 from runners.studies.index_checks import shape_differences
-from runners.studies.ingest import bulk_lines
 from runners.studies.memory import BREAKER_SETTING
 from runners.studies.profile import read_calls
 from runners.studies.search_pool import SEARCH_POOL

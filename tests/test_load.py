@@ -6,8 +6,8 @@ import json
 import pytest
 
 from runners.contracts import records
+from runners.contracts.took_files import bulk_lines, read_took_line
 from runners.studies import load
-from runners.studies.ingest import bulk_lines, read_took_line
 from tests.conftest import assert_clean, corpus_configuration, doc_count, run_race
 
 # a fifth of the calibrated rate: back to back the step would run 5x faster, beyond the factor of 3 the test allows,

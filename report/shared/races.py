@@ -19,8 +19,8 @@ from report.shared import tables, uncertainty
 from report.shared.store import Store
 from runners.contracts import cells, parameters, records
 from runners.contracts.corpus import races_root
+from runners.contracts.took_files import recount_bulk_tooks
 from runners.contracts.track_files import rendered_tasks, track_dir
-from runners.studies.ingest import recount_bulk_tooks
 
 NOT_FINISHED = "DID NOT FINISH"
 # parameters that hold a list (a user may give a comma-separated string)

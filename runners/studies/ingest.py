@@ -8,7 +8,6 @@ finished, and every task ends at a join point of all workers), so the bookkeepin
 
 import asyncio
 import copy
-import glob
 import logging
 import os
 import re
@@ -22,6 +21,7 @@ from runners.contracts import parameters, records, rules
 from runners.contracts.context import RaceContext
 from runners.contracts.queries import INGEST_CHANGES
 from runners.contracts.registry import Need, Operation
+from runners.contracts.took_files import bulk_tooks, epoch_timing, filed_marker, took_file, took_line
 from runners.shared import results, wire
 from runners.shared.bulk_sources import CREATE_PARAMS_KEY, RECORD_KEY, EpochBulkParamSource, IngestEpochsParamSource
 from runners.shared.hosts import HOSTS_KEY
@@ -35,54 +35,10 @@ STATS_METRICS = "indexing,refresh,merge,flush"
 INGEST_SETTINGS = ("index.refresh_interval", "index.translog.durability")
 
 
-def _took_dir(record):
-    """Each ingest record keeps its bulk tooks apart (the layout sweep ingests the same epochs once per layout)."""
-    return os.path.join(records.TOOK_DIR, os.path.splitext(record)[0])
-
-
-def _took_file(record, epoch, client):
-    """One file per epoch and client: each client appends its own bulks, and the clients that ran can be counted."""
-    return os.path.join(_took_dir(record), f"epoch-{epoch}-client-{client}.txt")
-
-
-def _filed_marker(record, epoch, client):
-    """Written once a client has filed the took of its last bulk of an epoch (or that bulk failed): the recorder reads
-    an epoch's took files only when every client's marker is there (IngestEpochs._await_took_files)."""
-    return os.path.join(_took_dir(record), f"epoch-{epoch}-client-{client}.filed")
-
-
 def _mark_filed(params, epoch, client):
-    path = os.path.join(params["record-dir"], _filed_marker(params[RECORD_KEY], epoch, client))
+    path = os.path.join(params["record-dir"], filed_marker(params[RECORD_KEY], epoch, client))
     os.makedirs(os.path.dirname(path), exist_ok=True)
     open(path, "w").close()
-
-
-def took_line(took, started, ended, service=None):
-    """A bulk's line in its took file: the response's took (ms), the bulk's wall-clock window (s), then Rally's service
-    time of the request (s, first request start to last response end), where the runner knows it."""
-    return f"{took} {started:.3f} {ended:.3f}" + (f" {service:.6f}" if service is not None else "")
-
-
-def read_took_line(line):
-    """(took, window) of a took file's line; an older line holds the took alone (window None)."""
-    fields = line.split()
-    return int(fields[0]), [float(f) for f in fields[1:3]] or None
-
-
-def epoch_timing(record_dir, record, epoch):
-    """Where an epoch's bulk wall time went, from its took files (every client's): wall-s, from the first bulk's
-    start to the last bulk's end; processing-s, the bulk calls' own windows added up; service-s, Rally's service
-    times added up (None where a line has none). Empty where the epoch has no line with a window."""
-    lines = [line.split() for lines in bulk_lines(record_dir, record, epoch).values() for line in lines]
-    windows = [(float(f[1]), float(f[2])) for f in lines if len(f) >= 3]
-    if not windows:
-        return {}
-    services = [float(f[3]) for f in lines if len(f) >= 4]
-    return {
-        "wall-s": max(end for _, end in windows) - min(start for start, _ in windows),
-        "processing-s": sum(end - start for start, end in windows),
-        "service-s": sum(services) if len(services) == len(lines) else None,
-    }
 
 
 _BULK_HEAD = re.compile(rb'\{"errors":(false|true),"took":(\d+)')  # how Elasticsearch opens a bulk answer
@@ -123,7 +79,7 @@ class EpochBulk:
         ended, window = time.time(), RequestContextHolder.request_context.get({})
         if params.get("record-dir") and result.get("took") is not None:
             service = window["request_end"] - window["request_start"] if {"request_start", "request_end"} <= window.keys() else None
-            name = _took_file(params[RECORD_KEY], params["epoch"], params.get("client", 0))
+            name = took_file(params[RECORD_KEY], params["epoch"], params.get("client", 0))
             result.update(records.append_line(params["record-dir"], name, took_line(result["took"], started, ended, service)))
         return result
 
@@ -146,36 +102,6 @@ class _OperationsNotBody:
 
     def __getattr__(self, name):
         return getattr(self._client, name)
-
-
-def bulk_tooks(record_dir, record, epoch):
-    """Every bulk `took` of one epoch that the record folder holds, from all clients."""
-    return [read_took_line(line)[0] for lines in bulk_lines(record_dir, record, epoch).values() for line in lines]
-
-
-def bulk_lines(record_dir, record, epoch):
-    """Each took file's lines of one epoch, by file name (one file per client)."""
-    found = {}
-    for path in sorted(glob.glob(os.path.join(record_dir, _took_dir(record), f"epoch-{epoch}-*.txt"))):
-        with open(path) as f:
-            found[os.path.basename(path)] = [line for line in f if line.strip()]
-    return found
-
-
-def recount_bulk_tooks(record_dir):
-    """Each ingest record's per-epoch took sum and count, again from the took files: a folder rebuilt from a metrics
-    store holds every load-driver host's tooks, where the epoch task counted only its own host's."""
-    took_root = os.path.join(record_dir, records.TOOK_DIR)
-    for stem in sorted(os.listdir(took_root)) if os.path.isdir(took_root) else []:
-        name = stem + ".json"
-        record = records.read(record_dir, name)
-        if record:
-            for row in record["epochs"]:
-                tooks = bulk_tooks(record_dir, name, row["epoch"])
-                row.update({"bulk-requests": len(tooks), "bulk-took-ms": sum(tooks)})
-                if "wall-s" in row:
-                    row.update(epoch_timing(record_dir, name, row["epoch"]))
-            records.write(record_dir, name, record)
 
 
 def stats_snapshot(stats):
@@ -421,7 +347,7 @@ class IngestEpochs:
         return await self._record_epoch(es, params, context, previous, problem)
 
     async def _await_took_files(self, params, context, epoch):
-        """None once every client has filed its tooks of the epoch (its marker, _filed_marker), or what was missing when
+        """None once every client has filed its tooks of the epoch (its marker, filed_marker), or what was missing when
         request-timeout ran out. A client's documents are indexed, and seen by the recorder's wait for the count,
         before its bulk's answer reaches it and it files the took: without this wait the recorder could sum an epoch's
         tooks one bulk short (a test-mode ingest-changes race did, 2026-11-27). With several load-driver hosts the
@@ -430,7 +356,7 @@ class IngestEpochs:
         if params.get(HOSTS_KEY, 1) > 1:
             return None
         abandoned, deadline = self._deadline(params)
-        markers = [os.path.join(context.record_dir, _filed_marker(params[RECORD_KEY], epoch, c)) for c in range(params["clients"])]
+        markers = [os.path.join(context.record_dir, filed_marker(params[RECORD_KEY], epoch, c)) for c in range(params["clients"])]
         while True:
             missing = [c for c, path in enumerate(markers) if not os.path.exists(path)]
             if not missing:

@@ -30,9 +30,9 @@ from report.studies import ingest, study
 from runners.contracts import records
 from runners.contracts.corpus import data_root, races_root
 from runners.contracts.queries import TRANSPORTS
+from runners.contracts.took_files import bulk_lines
 from runners.shared.hosts import HOST_KEY
 from runners.studies import load
-from runners.studies.ingest import bulk_lines
 from tests.conftest import REPO
 from tests.conftest import assert_clean as assert_clean_here
 from tests.conftest import doc_count, http, launcher, run_race, run_rally, start_race, thespian_log, wait_for_our_rally

@@ -11,8 +11,9 @@ import pytest
 
 from runners.contracts import corpus, records
 from runners.contracts.context import CONTEXT_KEY
+from runners.contracts.took_files import read_took_line, recount_bulk_tooks
 from runners.studies.index_checks import VerifyCorpus, VerifyDocCount
-from runners.studies.ingest import EpochBulk, IngestCostEpoch, IngestSetup, epoch_cost, read_took_line, recount_bulk_tooks
+from runners.studies.ingest import EpochBulk, IngestCostEpoch, IngestSetup, epoch_cost
 from tests.runners.stub_client import StubClient
 
 
