@@ -334,7 +334,7 @@ PY_SOURCES := runners report tests corpora-gen local-es tracks corpora-gen/gener
 lint: venv
 	$(VENV)/bin/isort --check-only --diff $(PY_SOURCES)
 	$(VENV)/bin/black --check $(PY_SOURCES)
-	$(VENV)/bin/lint-imports --no-cache
+	PYTHONPATH=local-es $(VENV)/bin/lint-imports --no-cache
 format: venv
 	$(VENV)/bin/isort $(PY_SOURCES)
 	$(VENV)/bin/black $(PY_SOURCES)

@@ -16,6 +16,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "corpora-gen"))
+sys.path.insert(0, str(REPO / "local-es"))  # its localnode package: the launchers' code behind local-es/*.py
 
 from runners.contracts import corpus  # noqa: E402
 from runners.contracts.track_files import rendered_tasks  # noqa: E402,F401  (the tests import it from here)

@@ -1,7 +1,8 @@
-"""The layers of runners/, report/ and corpora-gen/ as pyproject.toml's import-linter contracts state them (make lint runs
+"""The layers of runners/, report/, corpora-gen/ and local-es/localnode/ as pyproject.toml's import-linter contracts state them (make lint runs
 lint-imports): kept by the repository, and each one broken, naming the import, when a wrong-way import is added to a
 copy of the packages."""
 
+import os
 import shutil
 import subprocess
 import sys
@@ -15,7 +16,7 @@ LINT_IMPORTS = [sys.executable, "-c", "import sys; from importlinter.cli import 
 
 def lint_imports(root):
     # a wide terminal for its console: a contract's name on one line with its verdict
-    env = {"PYTHONPATH": str(root), "COLUMNS": "200"}
+    env = {"PYTHONPATH": os.pathsep.join([str(root), str(root / "local-es")]), "COLUMNS": "200"}
     return subprocess.run([*LINT_IMPORTS, "--no-cache"], cwd=root, capture_output=True, text=True, env=env)
 
 
@@ -70,10 +71,21 @@ def test_the_repository_keeps_its_layers():
             "a report study imports of runners/ only runners.contracts and its own runner",
         ),
         ("corpora-gen/cmgen.py", "runners.processor", "corpora-gen/ imports of runners/ only runners.contracts"),
+        (
+            "local-es/localnode/shared.py",
+            "localnode.lifecycle",
+            "local-es/localnode/: its commands > lifecycle > command | layout > distribution | jdk | checks > shared",
+        ),
+        (
+            "local-es/localnode/distribution.py",
+            "localnode.command",
+            "local-es/localnode/: its commands > lifecycle > command | layout > distribution | jdk | checks > shared",
+        ),
+        ("local-es/localnode/cli.py", "report.catalog", "local-es/localnode/ never imports report/"),
     ],
 )
 def test_a_wrong_way_import_breaks_its_contract_naming_it(tmp_path, module, wrong_way, contract):
-    for package in ("runners", "report", "corpora-gen"):
+    for package in ("runners", "report", "corpora-gen", "local-es/localnode"):
         shutil.copytree(REPO / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "tests").mkdir()
     for name in ("__init__.py", "import_contracts.py"):  # our contract types
@@ -82,6 +94,6 @@ def test_a_wrong_way_import_breaks_its_contract_naming_it(tmp_path, module, wron
     path = tmp_path / module
     path.write_text(path.read_text() + f"\nimport {wrong_way}  # noqa: E402,F401\n")
     done = lint_imports(tmp_path)
-    importer = module if module.startswith("corpora-gen/") else module.removesuffix(".py").replace("/", ".")
+    importer = module if module.startswith("corpora-gen/") else module.removeprefix("local-es/").removesuffix(".py").replace("/", ".")
     assert done.returncode != 0 and f"{contract} BROKEN" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
     assert f"{importer} -> {wrong_way}" in done.stdout, done.stdout[-3000:]

@@ -9,13 +9,13 @@ and inside it two load-driver hosts in namespaces of their own (local-es/load_dr
 whose addresses exist only there. Where that cannot be made (not root, no iproute2), the test is skipped and says why.
 """
 
-import importlib.util
 import os
 import re
 import subprocess
 
 import pytest
 
+from localnode import load_driver_hosts as topology
 from tests import loopback_only
 from tests.conftest import PYTHON, REPO
 
@@ -24,10 +24,6 @@ pytestmark = pytest.mark.integration
 INSIDE = REPO / "tests" / "private_network" / "test_load_drivers_inside.py"
 PRIVATE_NETWORK = "CLUSTER_METRICS_PRIVATE_NETWORK"  # set inside the namespace: tests/conftest.py collects INSIDE then
 INSIDE_TESTS = 7
-
-_spec = importlib.util.spec_from_file_location("load_driver_hosts", REPO / "local-es" / "load_driver_hosts.py")
-topology = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(topology)
 
 
 def test_races_through_two_load_driver_hosts_in_a_private_network(rally_home, small_corpus):

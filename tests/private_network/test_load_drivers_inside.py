@@ -8,7 +8,6 @@ Rally home, the corpus at the coordinator's path, and the coordinator's races fo
 store; the report from the store is checked against what each host did: its own record folder and Rally's log.
 """
 
-import importlib.util
 import json
 import os
 import re
@@ -21,6 +20,7 @@ from pathlib import Path
 import pytest
 from esrally.driver.driver import calculate_worker_assignments
 
+from localnode import load_driver_hosts as topology
 from report.__main__ import compare_report
 from report.__main__ import main as report_main
 from report.shared import races, store, tables
@@ -39,9 +39,6 @@ from tests.conftest import doc_count, http, launcher, run_race, run_rally, start
 
 pytestmark = pytest.mark.integration
 
-_spec = importlib.util.spec_from_file_location("load_driver_hosts", REPO / "local-es" / "load_driver_hosts.py")
-topology = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(topology)
 
 TARGET_PORT, STORE_PORT = 9330, 9331  # this namespace's own; their data apart from the suite's node (9250)
 CLUSTER = topology.CLUSTER_ADDRESS

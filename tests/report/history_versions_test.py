@@ -7,22 +7,18 @@ bounds are the issue's."""
 
 import json
 import math
-import sys
 
 import numpy as np
 import pytest
 
+from localnode import node_starts
 from report import ReportError
 from report.history import arms as arm_analysis
 from report.history.series import Point
 from report.shared import uncertainty
 from report.studies.ingest_changes import INGEST_WALL
 from report.studies.study import COVERAGE_TIME
-from tests.conftest import REPO
 from tests.report.history_test import facts
-
-sys.path.insert(0, str(REPO / "local-es"))
-import node_starts  # noqa: E402
 
 ROUND = 0.06  # log sd of a round's level, shared by its starts (the plans: about 0.02 in versions, 0.09 in history)
 BETWEEN_STARTS = 0.06  # log sd of a start's level once arm and round are taken out (versions: 0.039-0.093 over 4 cells)
