@@ -318,7 +318,9 @@ def suite_metrics_store():
     assert stopped.returncode == 0, stopped.stdout + stopped.stderr
 
 
-def run_race(home, challenge, *extra, track=None, port=TEST_PORT, test_mode=True, target_hosts=None):
+def run_race(
+    home, challenge, *extra, track=None, port=TEST_PORT, test_mode=True, target_hosts=None
+):  # parameters: esrally race's arguments, each a keyword with the suite's default
     """A real `esrally race`, after the previous Rally of this suite has exited."""
     cmd = race_args(challenge, *extra, track=track, port=port, test_mode=test_mode, target_hosts=target_hosts)
     stored = into_suite_store(home, cmd)

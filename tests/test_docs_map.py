@@ -16,7 +16,7 @@ SCREEN_LINES, SCREEN_WIDTH = 60, 100  # "it fits two screens (~60 lines of 100 c
 README_SCREENS = 2
 FINDING_NAME = re.compile(r"^(\d{4}-\d{2}-\d{2})-[a-z0-9]+(?:-[a-z0-9]+)*\.md$")
 # the guides the issue names: how to race, read a report, keep a team's history, add a study, test
-FIRST_STEPS = ("race.md", "reports.md", "history.md", "repository.md", "tests.md")
+FIRST_STEPS = ("race.md", "reports.md", "history.md", "repository.md", "adding-a-study.md", "tests.md")
 GLOSSARY_TERMS = ("cell", "node start", "arm", "round", "plan", "pass")
 
 

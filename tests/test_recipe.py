@@ -1,4 +1,4 @@
-"""The recipe holds: a study added exactly as docs/repository.md ("Adding a study") writes it, in a copy of the
+"""The recipe holds: a study added exactly as docs/adding-a-study.md writes it, in a copy of the
 repository, passes what the unit tier runs on a new study, and its report section builds on a race of it read from
 files and from a metrics store's form of the same race. The blocks are read from the page itself, so when the page or
 the code drifts, this test fails and names the step."""
@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import REPO
 
-RECIPE = REPO / "docs" / "repository.md"
+RECIPE = REPO / "docs" / "adding-a-study.md"
 BLOCK = re.compile(r"^```\w+ file=(\S+)([^\n]*)\n(.*?)^```$", re.S | re.M)
 COPIED = (
     "runners",
@@ -106,7 +106,7 @@ print("trend", json.dumps(["### count wall (µs)" in trend, trend.count(" µs")]
 
 def recipe_blocks():
     """[(path, attributes, text)] of the recipe's file blocks, in the page's order."""
-    section = RECIPE.read_text().split("## Adding a study\n", 1)[1].split("\n## ", 1)[0]
+    section = RECIPE.read_text()
     return [(path, attributes.strip(), text) for path, attributes, text in BLOCK.findall(section)]
 
 
@@ -153,7 +153,7 @@ def test_a_study_written_by_the_recipe_passes_the_unit_checks_and_reports_from_f
     recipe_files = {"runners/studies/doc_count.py", "report/studies/doc_count.py", "tests/runners/doc_count_test.py"}
     assert len(set(files)) == 6 and recipe_files <= set(
         files
-    ), f"docs/repository.md 'Adding a study' gives {files}: the recipe test follows its blocks (a ```lang file=PATH block each)"
+    ), f"docs/adding-a-study.md gives {files}: the recipe test follows its blocks (a ```lang file=PATH block each)"
     root = tmp_path / "repository"
     root.mkdir()
     copy_of_repository(root)

@@ -90,7 +90,9 @@ def test_ingest_through_tls_loses_nothing(shared_races, secured, certs, tmp_path
     ],
     ids=["query", "costs", "load"],
 )
-def test_each_family_races_through_the_secured_cluster(shared_races, secured, certs, tmp_path, challenge, identity, params):
+def test_each_family_races_through_the_secured_cluster(
+    shared_races, secured, certs, tmp_path, challenge, identity, params
+):  # parameters: pytest's fixtures and parametrization
     ensure_test_index(shared_races)
     settings = http("GET", "/_cluster/settings?flat_settings=true")[1]
     race = race_through(

@@ -116,14 +116,14 @@ def _node_filters(epoch, node):
     return [{"term": {"node": node}}, {"term": {"epoch": epoch}}]
 
 
-def node_search(  # 7: the search, then the aggregations' options, each a keyword with the seed's default
+def node_search(  # parameters: the search, then the aggregations' options, each a keyword with the seed's default
     variant, epoch, node, percents=DEFAULT_PERCENTS, hdr_digits=DEFAULT_HDR_DIGITS, compression=None, exact_hits=False
 ):
     """One node's search for one epoch, as the seed sends it."""
     return _search(_node_filters(epoch, node), metric_aggs(variant, percents, hdr_digits, compression), exact_hits)
 
 
-def terms_search(  # 7: the search, then the aggregations' options, each a keyword with the seed's default
+def terms_search(  # parameters: the search, then the aggregations' options, each a keyword with the seed's default
     variant, epoch, node_count, percents=DEFAULT_PERCENTS, hdr_digits=DEFAULT_HDR_DIGITS, compression=None, exact_hits=False
 ):
     """The whole coverage in one search: the epoch filter, a terms bucket per node holding the variant's aggs."""

@@ -17,7 +17,7 @@ from runners.contracts import records
 CELL = "coverage-D_td-serial"
 
 
-def write_race(
+def write_race(  # parameters: a test race's fields, each a keyword with its default
     home,
     race_id,
     when,

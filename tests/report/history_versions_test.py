@@ -30,7 +30,9 @@ ARMS = (("8.17.2", "8.17.2"), ("8.19.21", "8.19.21"), ("9.5.3", "9.5.3"), ("8.17
 PLANS = 400
 
 
-def plan(rng, effect=None, rounds=3, races=4, drift=DRIFT, arms=ARMS, level_ms=200.0):
+def plan(
+    rng, effect=None, rounds=3, races=4, drift=DRIFT, arms=ARMS, level_ms=200.0
+):  # parameters: a synthetic plan's shape, each a keyword with its default
     """Points of one synthetic plan, in race order: rounds x arms x races, each arm's log level moved by effect[label]."""
     effect = effect or {}
     points, when = [], 0

@@ -19,7 +19,9 @@ from tests.report.history_test import history
 T0 = 1_796_000_000.0
 
 
-def line(start, foreign_core=0.02, steal=0.0, cpus=2, host="vm", seconds=1.0, **levels):
+def line(
+    start, foreign_core=0.02, steal=0.0, cpus=2, host="vm", seconds=1.0, **levels
+):  # parameters: a sampler line's fields, each a keyword with its default
     """A sampler's line over [start, start + seconds]: other processes on `foreign_core` of a core, steal as a share of
     the CPU time."""
     total = round(cpus * CLOCK_TICKS * seconds)

@@ -42,7 +42,9 @@ def epoch_row(epoch, wall, index_ms_per_s=400):
     }
 
 
-def make_race(home, walls=WALLS, failed=(), wrong_count=(), unverified=(), main_ingest=None, params=None, index_ms_per_s=400):
+def make_race(
+    home, walls=WALLS, failed=(), wrong_count=(), unverified=(), main_ingest=None, params=None, index_ms_per_s=400
+):  # parameters: a test race's fields, each a keyword with its default
     """A race folder of ingest-changes under home's races: per ingest its bulk tasks' durations and its
     verify-doc-count in race.json, its record beside it. failed: ingests with a failed bulk (error rate 0.25 on
     epoch 2); wrong_count: ingests whose document count failed; unverified: without verify-doc-count. main_ingest:

@@ -27,7 +27,9 @@ def op(task, rate, unit="docs/s", error_rate=0.0):
     return {"task": task, "operation": task, "throughput": stats, "error_rate": error_rate, "duration": 60000.0}
 
 
-def fixture_race(home, race_id, rates=RATES, data_nodes=3, processors=2, fail=(), miscount=()):
+def fixture_race(
+    home, race_id, rates=RATES, data_nodes=3, processors=2, fail=(), miscount=()
+):  # parameters: a test race's fields, each a keyword with its default
     """A copy of the layout fixture race under `home` as race_id, with single-document results for `rates`' layouts
     (fail: layouts whose task had errors; miscount: whose count check failed) and a search-pool record."""
     src = next((LAYOUT_HOME / ".rally/benchmarks/races").glob("*"))

@@ -31,7 +31,7 @@ def parts(filter_nanos, pct_nanos, sum_nanos, build_nanos):
     return recorded
 
 
-def call(iteration, profiled, took, wall, measured=True, success=True, **profile_parts):
+def call(iteration, profiled, took, wall, measured=True, success=True, **profile_parts):  # parameters: a profile line's fields
     line = {
         "task": TASK,
         "variant": "D_td",

@@ -45,7 +45,9 @@ def shape(variant, transport):
     return wall, took, took_sum
 
 
-def make_race(tmp_path, race_id, cells=None, spread=0.02, seed=1, change=None, warmups=5, measured=SAMPLES):
+def make_race(
+    tmp_path, race_id, cells=None, spread=0.02, seed=1, change=None, warmups=5, measured=SAMPLES
+):  # parameters: a test race's fields, each a keyword with its default
     """A copy of the fixture race with coverage records for each cell (variant, transport): warm-ups, then measured
     coverages with values spread around the cell's shape; change(line) may alter each measured line."""
     source = HOME / ".rally" / "benchmarks" / "races" / FULL

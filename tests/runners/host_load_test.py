@@ -20,7 +20,9 @@ from tests.loopback_es import LoopbackElasticsearch
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def fake_proc(root, cpu, processes, running=2, load1=0.5, mem_kb=1000, faults=7):
+def fake_proc(
+    root, cpu, processes, running=2, load1=0.5, mem_kb=1000, faults=7
+):  # parameters: a fake /proc's contents, each a keyword with its default
     """A /proc with the files the reader reads: cpu (user, nice, system, idle, iowait, irq, softirq, steal ticks) and
     processes {pid: (command line, utime + stime, start time)}."""
     root.mkdir(exist_ok=True)

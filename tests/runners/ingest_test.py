@@ -17,7 +17,9 @@ from runners.studies.ingest import EpochBulk, IngestCostEpoch, IngestSetup, epoc
 from tests.runners.stub_client import StubClient
 
 
-def stats(index_ms, docs, refresh_ms=0, merge_ms=0, merged=0, flush_ms=0, replicas=0):
+def stats(
+    index_ms, docs, refresh_ms=0, merge_ms=0, merged=0, flush_ms=0, replicas=0
+):  # parameters: the _stats counters, each a keyword with its default
     return {
         "_all": {
             "primaries": {"indexing": {"index_total": docs}},
@@ -403,7 +405,9 @@ def client_bulks(epoch_docs, clients, client, bulk_size):
             yield epoch, i == 0, size
 
 
-def ingest(tmp_path, context, epoch_docs, clients, lose=(), timeout=5, lag=(0, 0), answer_delay=0):
+def ingest(
+    tmp_path, context, epoch_docs, clients, lose=(), timeout=5, lag=(0, 0), answer_delay=0
+):  # parameters: a fake cluster's faults, each a keyword with its default
     """Every client's bulks through one IngestEpochs runner at once; each sample as Rally would get it. lag: (documents,
     counts): the first counts of the index answer that many documents short (a replica still applying a bulk).
     answer_delay: seconds each bulk's answer takes after its documents are indexed."""

@@ -45,7 +45,9 @@ from tests.runners.track_load import load, ours
 DOC_MB, DOCS, FETCH = 10, 5, 3  # the seed's document size; fewer of them than its 20, for seconds
 
 
-def params_of(tmp_path, mode="returned", fmt="json", doc_mb=DOC_MB, docs=DOCS, fetch=FETCH, warmups=0):
+def params_of(
+    tmp_path, mode="returned", fmt="json", doc_mb=DOC_MB, docs=DOCS, fetch=FETCH, warmups=0
+):  # parameters: a fetch task's parameters, each a keyword with its default
     """A fetch task's operation parameters as the track processor hands them over."""
     return {
         "name": f"large-fetch-{mode}-{fmt}",

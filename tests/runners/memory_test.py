@@ -30,7 +30,9 @@ class BreakerCluster:
     fail_at: the coverage request (1-based) that gets an answer with a wrong hit count instead; parent_at: the one
     whose first search the parent breaker rejects (as Elasticsearch 9.5 answers a reduce it rejected)."""
 
-    def __init__(self, context, need, persistent=None, fail_at=None, transient=None, foreign_trips=False, parent_at=None):
+    def __init__(
+        self, context, need, persistent=None, fail_at=None, transient=None, foreign_trips=False, parent_at=None
+    ):  # parameters: a fake cluster's behaviours, each a keyword with its default
         self.context, self.need, self.fail_at, self.foreign_trips = context, need, fail_at, foreign_trips
         self.parent_at = parent_at
         self.persistent, self.transient = persistent, transient

@@ -34,7 +34,9 @@ def _read(track_params, challenge):
     return pickle.dumps(loader.TrackFileReader(cfg).read("cluster-metrics", str(TRACK_DIR / "track.json"), str(TRACK_DIR)))
 
 
-def load(root, track_params=None, test_mode=False, race_id="r-1", challenge=None, before=None, hosts=None, client=None):
+def load(
+    root, track_params=None, test_mode=False, race_id="r-1", challenge=None, before=None, hosts=None, client=None
+):  # parameters: a race's arguments, each a keyword with its default
     """The track as a race gets it: read by Rally, then `before` (one of Rally's own processors), then ours; `client`
     (target hosts, client options), as Rally's command line gives them."""
     cfg = config.Config()
