@@ -9,7 +9,7 @@ VENV := $(if $(RALLY),.venv-rally-$(shell printf '%s' '$(abspath $(RALLY))' | ck
 VPY := $(VENV)/bin/python
 ESRALLY := $(VENV)/bin/esrally
 
-# local node: ES_VERSION one of local-es/esnode.py's VERSIONS (`make es-versions`; empty: its default, the study's 8.17.2)
+# local node: ES_VERSION one of local-es/localnode/shared.py's VERSIONS (`make es-versions`; empty: its default, the study's 8.17.2)
 ES_VERSION ?=
 ES_VERSION_ARG = $(if $(ES_VERSION),--version $(ES_VERSION))
 NODES ?= 1
@@ -306,7 +306,7 @@ it: venv it-setup
 	$(MAKE) --no-print-directory it-versions
 # the version tier: every challenge's race (its test marked versions) on the newest 9.x, but one a module leaves out with its
 # reason (versions(..., left_out=why): layout-sweep's four nodes) (versions
-# of local-es/esnode.py's VERSIONS; make test and the rest of make it run the study's 8.17.2, and the last 8.x in the
+# of local-es/localnode/shared.py's VERSIONS; make test and the rest of make it run the study's 8.17.2, and the last 8.x in the
 # version study's test-mode form, tests/test_versions.py, through make race as a user's races)
 NEWEST_ES := 9.5.3
 # the unit tier's workers (pytest-xdist): one per core

@@ -5,7 +5,7 @@ Commands: start [--version V] [--nodes N] [--coordinating C] [--pin-cores] [--al
 first use: what needs Maven Central done before a run that has no network, make it's private namespace).
 Stdlib only, so it runs before the project's virtualenv exists.
 
-Versions (VERSIONS below; `esnode.py versions` prints the table): 8.17.2, the study's and the default; 8.19.21 and
+Versions (VERSIONS in localnode/shared.py; `esnode.py versions` prints the table): 8.17.2, the study's and the default; 8.19.21 and
 9.5.3, the newest of the lines users run that Maven Central serves with their HTTP module. Each runs on the JDK the
 table names for it, found in ES_JAVA_HOME, JAVA_HOME, PATH or /usr/lib/jvm. From 8.19 on the server bootstraps its
 entitlement system, whose agent and java.base bridge are not published: the launcher builds both from its own sources
