@@ -8,7 +8,7 @@ import pkgutil
 
 import report.studies as study_package
 from report.shared.figures import Figure
-from report.shared.tables import Chart, Section
+from report.shared.sections import Chart, Section
 
 # the order the studies' sections take in a race's report; a module not named here follows them, in name order (a new
 # study joins the report by declaring SECTIONS, and takes its place by its name here)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from report.shared.cluster import add_arguments as cluster_arguments
 from report.shared.cluster import from_arguments
-from report.shared.tables import markdown
+from report.shared.sections import markdown
 from runners.contracts import corpus, queries
 from runners.contracts.corpus import FIELDS, OrderStatistics, stored_value
 from runners.shared.validation import (

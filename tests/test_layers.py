@@ -31,7 +31,7 @@ def test_the_repository_keeps_its_layers():
         ("runners/shared/wire.py", "runners.operations", "runners/: its top > studies > shared > contracts"),
         ("report/history/series.py", "report.studies.coverage", "report/: its top > history | studies > shared"),
         ("report/studies/memory.py", "report.history.changes", "report/: its top > history | studies > shared"),
-        ("report/shared/tables.py", "report.catalog", "report/: its top > history | studies > shared"),
+        ("report/shared/readers.py", "report.catalog", "report/: its top > history | studies > shared"),
         (
             "report/history/races.py",
             "report.history.series",

@@ -28,7 +28,7 @@ from report.history import changes as change_points  # noqa: E402
 from report.history import host as history_host  # noqa: E402
 from report.history import races as history_races  # noqa: E402
 from report.history import series as history_series  # noqa: E402
-from report.shared import tables, uncertainty  # noqa: E402
+from report.shared import sections, uncertainty  # noqa: E402
 from report.shared.races import source  # noqa: E402
 
 
@@ -191,7 +191,7 @@ def configuration_lines(analysed):
     return [
         "## By configuration: the node start as the unit",
         "",
-        tables.markdown(header, body),
+        sections.markdown(header, body),
         "",
         "Each configuration's level: the geometric mean of its node starts' levels; its interval and the ratio's are "
         "Student's t with the spread between node starts of one configuration, pooled (the cell's spread below). "
@@ -228,7 +228,7 @@ def first_race_lines(analysed):
     return [
         "## A node just started: its first race against its later ones",
         "",
-        tables.markdown(["cell", "node starts", "first race / later races [95%]", "verdict"], body),
+        sections.markdown(["cell", "node starts", "first race / later races [95%]", "verdict"], body),
         "",
         "Per node start with two races or more: the first race's median over the geometric mean of the later ones; the "
         "interval is Student's t over the node starts. Slower here: compare races on a node that has raced before.",
@@ -350,7 +350,7 @@ def write_report(analysed, found, selection, out_root, order):
     if unjudged_cells(analysed):
         parts += [f"Could not be judged: {unjudged_cells(analysed)} cell(s), {NOT_JUDGED}.", ""]
     parts += ["## Changes, newest first", ""]
-    parts += [tables.markdown(*changes_table(rows)), ""] if rows else ["_No change beyond the noise in any cell._", ""]
+    parts += [sections.markdown(*changes_table(rows)), ""] if rows else ["_No change beyond the noise in any cell._", ""]
     parts += [CHANGE_NOTE, ""]
     parts += configuration_lines(analysed)
     parts += first_race_rule_lines(analysed)
@@ -370,10 +370,10 @@ def write_report(analysed, found, selection, out_root, order):
         parts += [f"## Series {i + 1}: {series.describe()}", ""]
         for cell, a in cells.items():
             parts += [f"### {cell}", "", f"Spread used for its verdicts: {spread_text(a)}.", ""]
-            parts += [tables.markdown(*segment_table(a)), ""]
+            parts += [sections.markdown(*segment_table(a)), ""]
             if a.outliers:
                 parts += [f"Outlier race(s), alone between a step and its way back: {', '.join(r[:8] for r in a.outliers)}.", ""]
-            parts += [tables.markdown(*points_table(a)), ""]
+            parts += [sections.markdown(*points_table(a)), ""]
         if series.excluded:
             parts += ["Excluded (never a point):", ""]
             parts += [f"- race {race_id[:8]}{'' if cell is None else ' cell ' + cell}: {why}" for race_id, cell, why in series.excluded]

@@ -15,7 +15,7 @@ from pathlib import Path
 from esrally.track import loader
 
 from report import ReportError
-from report.shared import tables, uncertainty
+from report.shared import readers, uncertainty
 from report.shared.store import Store
 from runners.contracts import cells, parameters, records
 from runners.contracts.corpus import races_root
@@ -136,8 +136,8 @@ def rendered_cells(challenge, track_params):
 def record_samples(race):
     """Each coverage task's measured wall times (ms) from the track's records, a failed task None; None when the race
     recorded no measured coverage (a race from before the records said which were warm-ups)."""
-    tasks = {line["task"] for line in tables.validation(race) if line.get("measured")}
-    return {task: tables.measured(race, task, "wall-ms") for task in sorted(tasks)} or None
+    tasks = {line["task"] for line in readers.validation(race) if line.get("measured")}
+    return {task: readers.measured(race, task, "wall-ms") for task in sorted(tasks)} or None
 
 
 def load(race_dir, data=None):
