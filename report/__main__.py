@@ -17,7 +17,7 @@ from pathlib import Path
 
 from report import ReportError, catalog, client_cost, outcome, scaling
 from report.shared import host_load, races, readers, sections, uncertainty
-from report.studies import ingest, repeats, study
+from report.studies import coverage_answer, ingest, repeats
 from runners.contracts import records
 
 
@@ -58,12 +58,12 @@ def single_report(race, out_root, baseline=None):
         parts += [f"_Not in this race: {', '.join(absent)}._", ""]
     if baseline is not None:
         drift = (
-            study.drift_table(race, baseline)
+            coverage_answer.drift_table(race, baseline)
             if outcome.finished(baseline)
             else f"race {baseline.race_id[:8]} {outcome.NOT_FINISHED}: no drift against it"
         )
         parts.append(f"## Drift against race {baseline.race_id[:8]} (make report BASELINE=...)\n")
-        parts += [f"_{drift}._" if isinstance(drift, str) else sections.markdown(*drift) + "\n\n" + study.drift_note(race), ""]
+        parts += [f"_{drift}._" if isinstance(drift, str) else sections.markdown(*drift) + "\n\n" + coverage_answer.drift_note(race), ""]
     accuracy = Path(out_root) / "accuracy.md"
     parts.append("## Percentile accuracy\n")
     parts.append(

@@ -1,4 +1,5 @@
-"""The 30-node coverage's tables: service time per cell, validation counts, speedup against the production query.
+"""The 30-node coverage's tables: service time per cell, validation counts, speedup against the production query
+(Rally's medians), drift within the race; the study's answer in seed 000's terms is report/studies/coverage_answer.py's.
 A failed cell is marked FAILED and is never a baseline, a speedup or the fastest cell."""
 
 from report.shared import charts, readers, uncertainty

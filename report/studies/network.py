@@ -16,7 +16,7 @@ from scipy import stats
 from report.shared import charts, readers, sections
 from report.shared.figures import COST, Figure
 from report.shared.sections import Chart, Section
-from report.studies.study import TOOK, WALL, median_text
+from report.studies.coverage_answer import TOOK, WALL, median_text
 from runners.contracts.queries import TRANSPORTS, VARIANTS, rtt_samples
 
 SERIAL_ROUND_TRIPS = 30  # one _search per node of the 30-node coverage

@@ -24,9 +24,9 @@ from esrally.driver.driver import calculate_worker_assignments
 from report.__main__ import compare_report
 from report.__main__ import main as report_main
 from report.shared import races, readers, store
-from report.studies import coverage
+from report.studies import coverage, coverage_answer
 from report.studies import hosts as host_report
-from report.studies import ingest, study
+from report.studies import ingest
 from runners.contracts import records
 from runners.contracts.corpus import data_root, races_root
 from runners.contracts.queries import TRANSPORTS
@@ -379,7 +379,7 @@ def test_a_race_through_the_coordinators_daemon_into_the_store_reports_what_its_
     assert validation == coverage.validation_table(from_store) and len(validation[1]) == 2 * len(settled) == 2 * len(VARIANTS_RACED) * len(
         TRANSPORTS
     )
-    assert study.took_table(from_store) == study.took_table(from_files)
+    assert coverage_answer.took_table(from_store) == coverage_answer.took_table(from_files)
     assert all(coverages >= 1 and checks > 0 and failed == 0 for _, coverages, checks, failed, _ in validation[1])
 
     cells = readers.coverage_cells(from_files)

@@ -13,7 +13,7 @@ from report.history.analysis import CellAnalysis, SeriesAnalysis
 from report.history.races import Facts
 from report.history.series import Point
 from report.shared import uncertainty
-from report.studies.study import COVERAGE_TIME
+from report.studies.coverage_answer import COVERAGE_TIME
 from report.studies.widths import CROSSOVER
 
 BETWEEN_STARTS = 0.10  # log sd of a node start's level, one version (the real history: 0.095-0.114 over 4 cells)

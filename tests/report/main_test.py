@@ -367,7 +367,7 @@ def test_charts_and_trend_figures_are_collected_from_the_modules_that_declare_th
     and direction are declared, never read from its name; a declaration of the wrong type is refused, named."""
     from report import catalog
     from report.shared.figures import COST, PLACE, Figure
-    from report.studies import memory, study, widths
+    from report.studies import coverage_answer, memory, widths
 
     assert [chart.file for chart in catalog.CHARTS] == [
         "coverage.png",
@@ -378,7 +378,7 @@ def test_charts_and_trend_figures_are_collected_from_the_modules_that_declare_th
         "memory.png",
         "width.png",
     ]
-    assert set(memory.CHARTS) <= set(catalog.CHARTS) and catalog.TREND_FIGURES[0] is study.COVERAGE_TIME
+    assert set(memory.CHARTS) <= set(catalog.CHARTS) and catalog.TREND_FIGURES[0] is coverage_answer.COVERAGE_TIME
     assert {f.name: (f.unit, f.direction) for f in catalog.TREND_FIGURES} == {
         "coverage time (ms)": ("ms", COST),
         "ingest wall (s)": ("s", COST),

@@ -1,4 +1,6 @@
-"""Seed 000's answer in its own terms: server `took` against client wall time, per cell and per coverage.
+"""The coverage study's answer, seed 000's in its own terms: what to run instead of production, and server `took`
+against client wall time, per cell and per coverage (report/studies/coverage.py: the coverage's service time per cell
+as Rally measured it, its validation and its drift within the race).
 
 Each table puts the seed's figure beside ours in its own column. Our figures come from each measured coverage's
 record (runners/studies/coverage.py: wall-ms, took, took-sum; warm-ups left out), on every path: a race read from its folder
