@@ -141,7 +141,7 @@ def compare_report(race_list, out_root):
     """The coverage medians and ingest totals of several races side by side, with ratios against the first."""
     first = race_list[0]
     header = ["quantity"] + [r.label for r in race_list] + [f"ratio {r.race_id[:8]} / {first.race_id[:8]}" for r in race_list[1:]]
-    verdicts = all(r.samples is not None for r in race_list)
+    verdicts = all(r.samples.individual for r in race_list)
     rows = [["Elasticsearch"] + [r.version or "-" for r in race_list] + [""] * (len(race_list) - 1)]
     cells = [readers.coverage_cells(r) for r in race_list]
     ingests = [ingest.ingest_rows(r) for r in race_list]
@@ -218,7 +218,7 @@ def _ingest_throughput_row(race_list, ingests):
 def _cell_comparisons(race_list, cells, key, values):
     """Against the first race: the ratio of medians with its 95% interval and a verdict when both races carry their
     samples (report/shared/uncertainty.py), else the bare ratio. A failed cell on either side has no verdict."""
-    if any(r.samples is None for r in race_list):
+    if not all(r.samples.individual for r in race_list):
         return _ratios(values)
     sides = [None if readers.failed(c.get(key)) else readers.cell_samples(r, key) for r, c in zip(race_list, cells)]
     unfinished = f"no verdict: a race {outcome.NOT_FINISHED}"

@@ -106,4 +106,4 @@ def fastest_cell(cells):
 
 def cell_samples(race, key):
     """The cell's measured service times (a race read from a metrics store), or None (no store, or a failed cell)."""
-    return (race.samples or {}).get(study_task(race, key))
+    return race.samples.of(study_task(race, key))

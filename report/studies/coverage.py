@@ -17,7 +17,7 @@ def coverage_table(race):
     if not cells:
         return None
     transports = [t for t in TRANSPORTS if any((v, t) in cells for v in VARIANTS)]
-    stats = ("median", "p90", "95% interval") if race.samples is not None else ("median", "p90")
+    stats = ("median", "p90", "95% interval") if race.samples.individual else ("median", "p90")
     header = ["variant"] + [f"{t} {s} (ms)" for t in transports for s in stats] + ["errors"]
     body = []
     for v in VARIANTS:
@@ -30,10 +30,10 @@ def coverage_table(race):
             if failed(op):
                 row += [failed_label(op)] + ["-"] * (len(stats) - 1)
             else:
-                samples = cell_samples(race, (v, t)) if race.samples is not None else None
+                samples = cell_samples(race, (v, t))
                 # with samples, the median beside its interval is theirs (Rally's race.json median can differ by a hair)
                 row += [median_interval(samples).median if samples else service_ms(op, "median"), service_ms(op, "p90")]
-                if race.samples is not None:
+                if race.samples.individual:
                     row.append(median_interval(samples).text() if samples else "-")
             errors = max(errors, op.get("error_rate", 0) if op else 0)
         body.append(row + [pct(errors)])
@@ -80,13 +80,13 @@ def speedup_table(race):
 
 
 def coverage_note(race):
-    if race.samples is None:
+    if not race.samples.individual:
         return (
             "No interval: this race has no record of its measured coverages (a race of an older track version, "
             "before each coverage recorded its wall time and took).\n"
         )
     return (
-        f"95% interval: the order-statistic interval of the median (distribution-free), n measured samples ({race.samples_source}); "
+        f"95% interval: the order-statistic interval of the median (distribution-free), n measured samples ({race.samples.source}); "
         f"from {uncertainty.min_samples(uncertainty.CONFIDENCE) - 1} samples or fewer there is none (report/shared/uncertainty.py).\n"
     )
 

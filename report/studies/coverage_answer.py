@@ -517,22 +517,18 @@ def coverage_times(race):
     {task: why} for a cell that failed, has no samples, or has a sample that cannot be a time (implausible)."""
     found = {}
     for task in sorted(task for task, cell in race.cells.items() if "variant" in cell and "transport" in cell):  # a coverage cell
-        op = race.op_metrics().get(task)
-        if race.order_statistics is not None:  # read from a store by aggregation: no samples, their order statistics
-            n, failed, at = race.order_statistics.get(task, (0, 0, {}))
-            samples = "absent" if not n else None if failed else at
-        else:
-            samples = (race.samples or {}).get(task, "absent")
-        if samples == "absent" and op is None:
+        op, samples = race.op_metrics().get(task), race.samples
+        if not samples.has(task) and op is None:
             continue  # the challenge's cell did not run in this race (another challenge's task)
-        if samples is None or samples == "absent" or not samples:
-            found[task] = "failed" if samples is None or (op and (op.get("error_rate") or 0) > 0) else "no samples recorded"
+        values = samples.values(task)
+        if not values:
+            found[task] = "failed" if samples.failed(task) or (op and (op.get("error_rate") or 0) > 0) else "no samples recorded"
             continue
-        problem = implausible(list(samples.values()) if isinstance(samples, dict) else samples, _wall_bound_ms(op), least=LEAST_WALL_MS)
+        problem = implausible(values, _wall_bound_ms(op), least=LEAST_WALL_MS)
         if problem:
             found[task] = f"failed: {problem}"
             continue
-        interval = uncertainty.median_interval_of(n, samples) if isinstance(samples, dict) else uncertainty.median_interval(samples)
+        interval = samples.median_interval(task)
         found[task] = (interval.median, interval.low, interval.high, interval.n)
     return found
 

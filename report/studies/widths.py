@@ -37,7 +37,7 @@ def width_cells(race):
     race that ended early (a node that died) has no summary in race.json or the store, only its samples there: a cell
     is then built from its samples (median; a failed sample fails the cell)."""
     ops = race.op_metrics()
-    for name, samples in (race.samples or {}).items():
+    for name, samples in race.samples.items():
         if name not in ops:
             ops[name] = _from_samples(name, samples)
     cells = {}
@@ -73,7 +73,7 @@ def variants_of(cells):
 
 def _samples(race, key):
     task = next((task for task, cell in race.cells.items() if width_key(cell) == key), None)
-    return (race.samples or {}).get(task)
+    return race.samples.of(task)
 
 
 def width_table(race):
@@ -145,7 +145,7 @@ def crossover(race, cells, variant, msearch):
     of the claim and named; one in the middle ends it."""
     widths = [w for w in widths_of(cells) if (w, variant, msearch) in cells or (w, variant, "terms") in cells]
     verdicts = {w: _against(race, cells, w, variant, msearch) for w in widths}
-    if race.samples is None:
+    if not race.samples.individual:
         return None, "no verdict"
     unjudged = []
     while widths and verdicts[widths[-1]][0] is None:
@@ -186,7 +186,7 @@ def crossover_note(race):
     why = (
         "This race has no record of its measured coverages (a race of an older track version): the cells are ratios of "
         "Rally's medians, without a verdict. "
-        if race.samples is None
+        if not race.samples.individual
         else f"(no verdict): fewer than {uncertainty.MIN_SAMPLES} measured samples a side (a --test-mode race has one). "
     )
     return (

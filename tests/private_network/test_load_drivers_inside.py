@@ -385,7 +385,7 @@ def test_a_race_through_the_coordinators_daemon_into_the_store_reports_what_its_
     cells = readers.coverage_cells(from_files)
     assert len(cells) == len(VARIANTS_RACED) * len(TRANSPORTS) and readers.coverage_cells(from_store) == cells
     for v, t in cells:
-        assert len(from_store.samples[readers.study_task(from_store, (v, t))]) == 1  # test mode: one measured iteration
+        assert len(from_store.samples.of(readers.study_task(from_store, (v, t)))) == 1  # test mode: one measured iteration
     header, body = coverage.coverage_table(from_store)
     files_header, files_body = coverage.coverage_table(from_files)
     assert header == files_header and sum("interval" in name for name in header) == len(TRANSPORTS)
@@ -393,7 +393,7 @@ def test_a_race_through_the_coordinators_daemon_into_the_store_reports_what_its_
     for race, rows in ((from_store, body), (from_files, files_body)):
         for row in rows:
             for t in TRANSPORTS:
-                (sample,) = race.samples[readers.study_task(race, (row[0], t))]
+                (sample,) = race.samples.of(readers.study_task(race, (row[0], t)))
                 assert row[header.index(f"{t} median (ms)")] == sample
     assert [[row[header.index(f"{t} p90 (ms)")] for t in TRANSPORTS] for row in body] == [
         [row[header.index(f"{t} p90 (ms)")] for t in TRANSPORTS] for row in files_body

@@ -89,7 +89,7 @@ def median_of(text):
 
 def test_samples_come_from_the_records_without_a_metrics_store(tmp_path):
     race = make_race(tmp_path, "11111111-0000-0000-0000-000000000000")
-    samples = race.samples[task_name("D_td", "serial")]
+    samples = race.samples.of(task_name("D_td", "serial"))
     assert len(samples) == SAMPLES and max(samples) < 1323 * 1.03  # the warm-ups (3x) are left out
 
 
@@ -176,7 +176,7 @@ def test_wall_minus_took_is_per_coverage(tmp_path):
 
 def test_a_race_without_measured_records_has_no_study_tables(tmp_path):
     race = make_race(tmp_path, "88888888-0000-0000-0000-000000000000", warmups=0, measured=0)
-    assert race.samples is None
+    assert not race.samples.individual and race.samples.times is None
     assert coverage_answer.took_table(race) is None and coverage_answer.recommendation_table(race) is None
 
 
@@ -246,7 +246,7 @@ def test_a_cells_median_and_interval_come_from_the_same_samples(tmp_path):
     race = make_race(tmp_path, "abababab-0000-0000-0000-000000000000")
     header, body = coverage.coverage_table(race)
     row = next(r for r in body if r[0] == "D_td")
-    samples = race.samples[task_name("D_td", "serial")]
+    samples = race.samples.of(task_name("D_td", "serial"))
     interval = uncertainty.median_interval(samples)
     assert row[header.index("serial median (ms)")] == interval.median and row[header.index("serial 95% interval (ms)")] == interval.text()
 
@@ -255,7 +255,7 @@ def test_the_console_line_names_the_fastest_configuration_that_computes_producti
     """A over msearch (the filter alone) is the fastest cell of the race and computes nothing production needs: the
     line a user reads after make report names a D configuration with its speed-up interval, never A."""
     race = make_race(tmp_path, "c0c0c0c0-0000-0000-0000-000000000000")
-    fastest_cell = min(race.samples, key=lambda task: uncertainty.median_interval(race.samples[task]).median)
+    fastest_cell = min(race.samples.times, key=lambda task: uncertainty.median_interval(race.samples.of(task)).median)
     assert fastest_cell == task_name("A", "msearch")  # the trap is set
     assert report_main(["--race", "c0c0c0c0", "--rally-home", str(tmp_path), "--out", str(tmp_path / "out")]) == 0
     line = next(l for l in capsys.readouterr().out.splitlines() if l.startswith("production D_td serial"))
