@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 from report.history import changes as change_points
 from report.history import host as history_host
+from report.history.starts import first_race_rule, start_of
 from report.shared import uncertainty
 
 
@@ -47,7 +48,7 @@ class CellAnalysis:
     def node_starts(self):
         """The indices of the points where a node start begins (after the first point)."""
         points = self.points
-        return [i for i in range(1, len(points)) if change_points.start_of(points[i]) != change_points.start_of(points[i - 1])]
+        return [i for i in range(1, len(points)) if start_of(points[i]) != start_of(points[i - 1])]
 
     @property
     def starts_of_several(self):
@@ -57,7 +58,7 @@ class CellAnalysis:
     def start_numbers(self):
         """Each point's node start, numbered 1, 2, ... in the order the points first meet them."""
         numbers = {}
-        return [numbers.setdefault(change_points.start_of(p), len(numbers) + 1) for p in self.points]
+        return [numbers.setdefault(start_of(p), len(numbers) + 1) for p in self.points]
 
     def levels_by_start(self):
         """(first index, end index, median) of each segment's level in each node start it spans (a start is the unit,
@@ -119,7 +120,7 @@ def analyse_cell(cell, figure, points):
         change_points.first_race_effect(judged),
         fit,
         adjusting,
-        change_points.first_race_rule(points),
+        first_race_rule(points),
     )
 
 
@@ -178,9 +179,7 @@ def alerts(analysed, within):
                 newest = c.kind == change_points.STEP and len(points) - c.index <= within
                 ongoing = c.kind == change_points.DRIFT and k == len(cell_changes) - 1
                 # a change on a running node that a later node start ended is not the newest races'
-                ended = c.basis == change_points.BASIS_WITHIN and change_points.start_of(points[-1]) != change_points.start_of(
-                    points[c.index]
-                )
+                ended = c.basis == change_points.BASIS_WITHIN and start_of(points[-1]) != start_of(points[c.index])
                 if ended:
                     continue
                 if newest or ongoing:

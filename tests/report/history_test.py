@@ -12,6 +12,7 @@ from report.history import changes
 from report.history.analysis import CellAnalysis, SeriesAnalysis
 from report.history.races import Facts
 from report.history.series import Point
+from report.history.starts import first_race_rule
 from report.shared import uncertainty
 from report.studies.coverage_answer import COVERAGE_TIME
 from report.studies.widths import CROSSOVER
@@ -277,7 +278,7 @@ def test_a_step_after_a_settled_nodes_second_race_is_named_and_an_unsettled_ones
     unrecorded = [[Point(**{**p.__dict__, "facts": Facts(**{**p.facts.__dict__, "settled": None})}) for p in points] for points in settled]
     assert sum(found_at(points, 2) for points in settled) / 100 >= 0.90
     assert sum(found_at(points, 2) for points in unrecorded) == 0
-    assert changes.first_race_rule(settled[0]) == (1, 0) and changes.first_race_rule(unrecorded[0]) == (0, 1)
+    assert first_race_rule(settled[0]) == (1, 0) and first_race_rule(unrecorded[0]) == (0, 1)
 
 
 @pytest.mark.slow
