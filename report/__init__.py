@@ -4,7 +4,7 @@ Layers, each importing only those below it (pyproject.toml's import-linter contr
 commands run as `python -m report[.<name>]`, and what assembles a report from many studies: __main__, catalog,
 outcome, ...); studies (a module per study, each declaring its sections, charts and trend figures, and the modules that
 serve one study only) beside history (make trend and the versions study, handed the studies' figures), neither
-importing the other; shared (what every layer shares, which imports no study: races, store, cluster, tables, figures,
+importing the other; shared (what every layer shares, which imports no study: races, store, cluster, readers, sections, figures,
 charts, uncertainty, rally_compat).
 """
 

@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 from report import ReportError, catalog, client_cost, outcome, scaling
-from report.shared import host_load, races, tables, uncertainty
-from report.studies import ingest, repeats, study
+from report.shared import host_load, races, readers, sections, uncertainty
+from report.studies import coverage_answer, ingest, repeats
 from runners.contracts import records
 
 
@@ -47,7 +47,7 @@ def single_report(race, out_root, baseline=None):
             continue
         parts.append(f"## {title}\n")
         # a string is why a table the race has cannot be built (a failed baseline): shown where the table would be
-        parts += [f"_{table}._" if isinstance(table, str) else tables.markdown(*table), ""]
+        parts += [f"_{table}._" if isinstance(table, str) else sections.markdown(*table), ""]
         if isinstance(table, str):
             continue
         if note:
@@ -58,12 +58,12 @@ def single_report(race, out_root, baseline=None):
         parts += [f"_Not in this race: {', '.join(absent)}._", ""]
     if baseline is not None:
         drift = (
-            study.drift_table(race, baseline)
+            coverage_answer.drift_table(race, baseline)
             if outcome.finished(baseline)
             else f"race {baseline.race_id[:8]} {outcome.NOT_FINISHED}: no drift against it"
         )
         parts.append(f"## Drift against race {baseline.race_id[:8]} (make report BASELINE=...)\n")
-        parts += [f"_{drift}._" if isinstance(drift, str) else tables.markdown(*drift) + "\n\n" + study.drift_note(race), ""]
+        parts += [f"_{drift}._" if isinstance(drift, str) else sections.markdown(*drift) + "\n\n" + coverage_answer.drift_note(race), ""]
     accuracy = Path(out_root) / "accuracy.md"
     parts.append("## Percentile accuracy\n")
     parts.append(
@@ -74,7 +74,7 @@ def single_report(race, out_root, baseline=None):
     parts.append("")
     parts.append("## The load driver's host during the timed cells\n")
     host = host_load.table(race)
-    parts += [tables.markdown(*host) if host else f"_{host_load.NOT_RECORDED}: the race has no {records.HOST_LOAD}._", ""]
+    parts += [sections.markdown(*host) if host else f"_{host_load.NOT_RECORDED}: the race has no {records.HOST_LOAD}._", ""]
     parts += _nodes_section(race)
     parts.append("## What the load driver adds per request\n")
     parts.append(client_cost.race_section(race, out_root))
@@ -94,7 +94,7 @@ def _nodes_section(race):
         return []
     said = ["### The cluster's nodes during the timed cells (_nodes/stats)\n"]
     if nodes:
-        said.append(tables.markdown(*nodes))
+        said.append(sections.markdown(*nodes))
     if error:
         said.append(f"_the sampler could not ask the nodes{' at times' if nodes else ''}: {error}._")
     return said + [""]
@@ -107,7 +107,7 @@ def _answers(race):
         table = build(race)
         if not table:
             continue
-        parts += [f"### {title}\n", f"_{table}._" if isinstance(table, str) else tables.markdown(*table), ""]
+        parts += [f"### {title}\n", f"_{table}._" if isinstance(table, str) else sections.markdown(*table), ""]
         if note and not isinstance(table, str):
             parts += [note(race) if callable(note) else note, ""]
     return ["## The answer\n", *parts] if parts else []
@@ -118,7 +118,7 @@ def _unfinished_report(race, out, parts):
     before it stopped; none of the study's sections, which would read as its answer."""
     table = outcome.partial_table(race)
     if table:
-        parts += ["## Partial figures: what ran before the race stopped\n", tables.markdown(*table), "", outcome.PARTIAL_NOTE]
+        parts += ["## Partial figures: what ran before the race stopped\n", sections.markdown(*table), "", outcome.PARTIAL_NOTE]
     path = out / "report.md"
     path.write_text("\n".join(parts))
     found = outcome.failures(race)
@@ -141,14 +141,16 @@ def compare_report(race_list, out_root):
     """The coverage medians and ingest totals of several races side by side, with ratios against the first."""
     first = race_list[0]
     header = ["quantity"] + [r.label for r in race_list] + [f"ratio {r.race_id[:8]} / {first.race_id[:8]}" for r in race_list[1:]]
-    verdicts = all(r.samples is not None for r in race_list)
+    verdicts = all(r.samples.individual for r in race_list)
     rows = [["Elasticsearch"] + [r.version or "-" for r in race_list] + [""] * (len(race_list) - 1)]
-    cells = [tables.coverage_cells(r) for r in race_list]
+    cells = [readers.coverage_cells(r) for r in race_list]
     ingests = [ingest.ingest_rows(r) for r in race_list]
-    keys = tables.in_study_order({k for c in cells for k in c})
+    keys = readers.in_study_order({k for c in cells for k in c})
     for v, t in keys:
         values = [_cell_value(r, c, (v, t)) for r, c in zip(race_list, cells)]
-        rows.append([f"{tables.study_label(race_list, (v, t))} median (ms)"] + values + _cell_comparisons(race_list, cells, (v, t), values))
+        rows.append(
+            [f"{readers.study_label(race_list, (v, t))} median (ms)"] + values + _cell_comparisons(race_list, cells, (v, t), values)
+        )
     if all(ingests):
         rows.append(_ingest_throughput_row(race_list, ingests))
     for label, key in (
@@ -173,7 +175,7 @@ def compare_report(race_list, out_root):
     out.mkdir(parents=True, exist_ok=True)
     text = (
         f"# cluster-metrics: {len(race_list)} races side by side\n\n"
-        + (tables.markdown(header, rows) if len(rows) > 1 else "_these races share no coverage or ingest tasks._")
+        + (sections.markdown(header, rows) if len(rows) > 1 else "_these races share no coverage or ingest tasks._")
         + "\n\n"
         + (
             COMPARE_NOTE
@@ -190,7 +192,7 @@ def _cell_value(race, cells, key):
     """A cell's median in a compare: FAILED for a failed cell, and nothing from a race that did not finish."""
     if not outcome.finished(race):
         return outcome.NOT_FINISHED
-    return "FAILED" if tables.failed(cells.get(key)) else tables.valid_median(cells, key)
+    return "FAILED" if readers.failed(cells.get(key)) else readers.valid_median(cells, key)
 
 
 def _ingest_throughput_row(race_list, ingests):
@@ -216,9 +218,9 @@ def _ingest_throughput_row(race_list, ingests):
 def _cell_comparisons(race_list, cells, key, values):
     """Against the first race: the ratio of medians with its 95% interval and a verdict when both races carry their
     samples (report/shared/uncertainty.py), else the bare ratio. A failed cell on either side has no verdict."""
-    if any(r.samples is None for r in race_list):
+    if not all(r.samples.individual for r in race_list):
         return _ratios(values)
-    sides = [None if tables.failed(c.get(key)) else tables.cell_samples(r, key) for r, c in zip(race_list, cells)]
+    sides = [None if readers.failed(c.get(key)) else readers.cell_samples(r, key) for r, c in zip(race_list, cells)]
     unfinished = f"no verdict: a race {outcome.NOT_FINISHED}"
     if not outcome.finished(race_list[0]):
         return [unfinished] * (len(race_list) - 1)

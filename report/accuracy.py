@@ -14,7 +14,7 @@ from pathlib import Path
 from report import ReportError
 from report.shared.cluster import add_arguments as cluster_arguments
 from report.shared.cluster import from_arguments
-from report.shared.tables import fmt, markdown
+from report.shared.sections import fmt, markdown
 from runners.contracts import corpus, queries
 from runners.shared.validation import percentile_values
 

@@ -8,7 +8,7 @@ import pkgutil
 
 import report.studies as study_package
 from report.shared.figures import Figure
-from report.shared.tables import Chart, Section
+from report.shared.sections import Chart, Section
 
 # the order the studies' sections take in a race's report; a module not named here follows them, in name order (a new
 # study joins the report by declaring SECTIONS, and takes its place by its name here)
@@ -16,7 +16,7 @@ REPORT_ORDER = (
     "ingest",
     "ingest_changes",
     "coverage",
-    "study",
+    "coverage_answer",
     "layouts",
     "single_doc",
     "network",
@@ -29,7 +29,7 @@ REPORT_ORDER = (
 )
 # the order of the history's figures in a series: the coverage cells first, then the ingest, then the other studies'
 # headline figures; a module not named here follows them, in name order
-TREND_ORDER = ("study", "ingest_changes", "widths", "network", "large_source", "profile")
+TREND_ORDER = ("coverage_answer", "ingest_changes", "widths", "network", "large_source", "profile")
 # the order of a race's charts at its report's end; a module not named here follows them, in name order
 CHART_ORDER = ("coverage", "ingest", "network", "load", "memory", "widths")
 DECLARATIONS = {"SECTIONS": Section, "ANSWER": Section, "CHARTS": Chart, "TREND_FIGURES": Figure}

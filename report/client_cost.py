@@ -37,7 +37,7 @@ import urllib.parse
 from esrally.client import factory
 
 from report import ReportError
-from report.shared import cluster, tables, uncertainty
+from report.shared import cluster, readers, uncertainty
 from runners.contracts import corpus, queries
 from runners.studies import coverage
 from runners.studies.ingest import EpochBulk
@@ -292,7 +292,7 @@ def race_section(race, out_root):
     for kind, d in measured.items():
         if "/" not in kind:
             continue
-        wall = tables.measured(race, tables.study_task(race, tuple(kind.split("/"))), "wall-ms")
+        wall = readers.measured(race, readers.study_task(race, tuple(kind.split("/"))), "wall-ms")
         median_wall = statistics.median(wall) if wall else None
         excess = d["excess-ms-per-request"] * d["requests"]
         bounds = "" if d["low"] is None else f" [{(d['low'] - 1) * d['plain-ms']:.2f}, {(d['high'] - 1) * d['plain-ms']:.2f}]"

@@ -9,7 +9,7 @@ configuration, only what failed and, marked partial, what passed before it stopp
 
 from dataclasses import dataclass
 
-from report.shared import tables, uncertainty
+from report.shared import readers, sections, uncertainty
 from report.shared.races import NOT_FINISHED, finished  # noqa: F401 (the report's callers read them here too)
 from report.studies import coverage
 from report.studies.memory import FLOOR_MEASURE
@@ -46,7 +46,7 @@ def failures(race):
     coverages include a failed one. A breaker floor's recorded coverages are the steps of its bisection, whose trips
     are what it measures, not failures: only Rally's error rate speaks for it."""
     per_task = {}
-    for line in tables.validation(race):
+    for line in readers.validation(race):
         per_task.setdefault(line.get("task"), []).append(line)
     ops, done = race.op_metrics(), finished(race)
     found = []
@@ -62,7 +62,7 @@ def failures(race):
                 else TaskOutcome(task, None, None, error_rate, cause)
             )
     for task, op in ops.items():
-        if task not in per_task and tables.failed(op):
+        if task not in per_task and readers.failed(op):
             found.append(TaskOutcome(task, None, None, op["error_rate"], RALLY_LOG))
     return found
 
@@ -74,7 +74,7 @@ def outcome_lines(race):
     """The report's first lines: whether the race finished and, for each task with failed samples, how many failed
     and the first cause. A clean race gets one line."""
     found = failures(race)
-    recorded = len(tables.validation(race))
+    recorded = len(readers.validation(race))
     if not finished(race):
         lines = [
             f"**This race {NOT_FINISHED}.** Rally stopped before the end of the race and wrote no results (a node that "
@@ -100,7 +100,7 @@ def outcome_lines(race):
         ]
     if found:
         header = ["task", "failed samples", "first cause"]
-        lines += [tables.markdown(header, [[f.task, f.failed_text(), _short(f.cause)] for f in found]), ""]
+        lines += [sections.markdown(header, [[f.task, f.failed_text(), _short(f.cause)] for f in found]), ""]
     elif recorded == 0 and not finished(race):
         lines += ["_No coverage was recorded before it stopped._", ""]
     return lines + settle_lines(race) + _drift_lines(race)
@@ -197,7 +197,7 @@ def partial_table(race):
     """A race that did not finish: per recorded task, the coverages that passed and failed, and the median wall of
     those that passed and were measured, marked partial: what ran before it stopped, never an answer."""
     per_task = {}
-    for line in tables.validation(race):
+    for line in readers.validation(race):
         per_task.setdefault(line.get("task"), []).append(line)
     if not per_task:
         return None

@@ -12,7 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from report.shared import tables
+from report.shared import sections
 from report.studies import layout_seed, layouts, widths
 
 SCALING_NOTE = (
@@ -51,7 +51,7 @@ def scaling_table(race_list):
         nodes = layouts.layout_data_nodes(race)
         for layout in layouts.layout_ops(race):
             rates = [layouts.layout_rate(race, layout, v, t) for v, t in cells]
-            ratios = [tables.normalized(r, b) for r, b in zip(rates, base or [None] * len(cells))]
+            ratios = [sections.normalized(r, b) for r, b in zip(rates, base or [None] * len(cells))]
             mean = sum(ratios) / len(ratios) if ratios and None not in ratios else None
             body.append(
                 [nodes, _data_node_processors(race), layout, race.race_id[:8]]
@@ -70,7 +70,7 @@ def scaling_report(race_list, out_root):
     if table is None:
         text += "_none of these races swept a layout (make node-scaling races layout-sweep)._\n"
     else:
-        text += tables.markdown(*table) + "\n\n" + SCALING_NOTE
+        text += sections.markdown(*table) + "\n\n" + SCALING_NOTE
     (out / "node-scaling.md").write_text(text)
     return out / "node-scaling.md", text
 

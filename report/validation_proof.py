@@ -18,11 +18,12 @@ import argparse
 import copy
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from report.shared.cluster import add_arguments as cluster_arguments
 from report.shared.cluster import from_arguments
-from report.shared.tables import markdown
+from report.shared.sections import markdown
 from runners.contracts import corpus, queries
 from runners.contracts.corpus import FIELDS, OrderStatistics, stored_value
 from runners.shared.validation import (
@@ -149,23 +150,35 @@ FETCH_SUBSTITUTIONS = {
 }
 
 
-def fetch_proof(cluster, index, epoch, nodes, truth_epoch, kind, false_failures, tally):
-    """One fetch of every node of one epoch, checked real and with each substitution."""
-    searches = [queries.fetch_search(epoch, n, FETCH_SIZE, kind) for n in nodes]
-    responses = cluster.post("/_msearch", queries.msearch_body(index, searches))["responses"]
-    for node, response in zip(nodes, responses):
-        expected = FetchExpectation(truth_epoch[node], FETCH_SIZE)
+@dataclass(frozen=True)
+class ProofEpoch:
+    """One epoch of the corpus to prove on: the cluster asked, the corpus index, the epoch, its nodes and each node's
+    ground truth in it."""
+
+    cluster: object
+    index: str
+    epoch: int
+    nodes: list
+    truth: dict  # node -> its ground-truth entry in this epoch
+
+
+def fetch_proof(proof, kind, false_failures, tally):
+    """One fetch of every node of one epoch (a ProofEpoch), checked real and with each substitution."""
+    searches = [queries.fetch_search(proof.epoch, n, FETCH_SIZE, kind) for n in proof.nodes]
+    responses = proof.cluster.post("/_msearch", queries.msearch_body(proof.index, searches))["responses"]
+    for node, response in zip(proof.nodes, responses):
+        expected = FetchExpectation(proof.truth[node], FETCH_SIZE)
         errors = CoverageErrors()
-        check_fetch_response(response, node, epoch, expected, kind, errors)
+        check_fetch_response(response, node, proof.epoch, expected, kind, errors)
         if errors:
-            false_failures.append(f"fetch-{kind} epoch {epoch}: {errors.description()}")
+            false_failures.append(f"fetch-{kind} epoch {proof.epoch}: {errors.description()}")
             continue
         for name, change in FETCH_SUBSTITUTIONS.items():
             wrong = copy.deepcopy(response)
-            if not change(wrong, truth_epoch[node], expected.returned):
+            if not change(wrong, proof.truth[node], expected.returned):
                 continue
             errors = CoverageErrors()
-            check_fetch_response(wrong, node, epoch, expected, kind, errors)
+            check_fetch_response(wrong, node, proof.epoch, expected, kind, errors)
             cell = tally.setdefault((name, f"fetch-{kind}"), [0, 0])
             cell[0] += bool(errors)
             cell[1] += 1
@@ -183,19 +196,20 @@ COUNT_SUBSTITUTIONS = {
 INDISTINGUISHABLE = "A: the next node's real answer"
 
 
-def count_proof(cluster, index, epoch, nodes, truth_epoch, false_failures, tally):
-    """Variant A over _msearch with the seed's body (no track_total_hits): each node's real hits.total must pass, and
-    each wrong one (COUNT_SUBSTITUTIONS) must be caught; the next node's answer is tallied apart (INDISTINGUISHABLE)."""
-    searches = [queries.node_search("A", epoch, n, PERCENTS) for n in nodes]
-    responses = cluster.post("/_msearch", queries.msearch_body(index, searches))["responses"]
-    for i, (node, response) in enumerate(zip(nodes, responses)):
-        expected = NodeExpectation(truth_epoch[node], "A", PERCENTS)
+def count_proof(proof, false_failures, tally):
+    """Variant A over _msearch with the seed's body (no track_total_hits) on one epoch (a ProofEpoch): each node's real
+    hits.total must pass, and each wrong one (COUNT_SUBSTITUTIONS) must be caught; the next node's answer is tallied
+    apart (INDISTINGUISHABLE)."""
+    searches = [queries.node_search("A", proof.epoch, n, PERCENTS) for n in proof.nodes]
+    responses = proof.cluster.post("/_msearch", queries.msearch_body(proof.index, searches))["responses"]
+    for i, (node, response) in enumerate(zip(proof.nodes, responses)):
+        expected = NodeExpectation(proof.truth[node], "A", PERCENTS)
         errors = CoverageErrors()
-        check_node_response(response, node, epoch, expected, errors, PercentileErrors())
+        check_node_response(response, node, proof.epoch, expected, errors, PercentileErrors())
         if errors:
-            false_failures.append(f"A/msearch epoch {epoch}: {errors.description()}")
+            false_failures.append(f"A/msearch epoch {proof.epoch}: {errors.description()}")
             continue
-        other = responses[(i + 1) % len(nodes)]["hits"]["total"]
+        other = responses[(i + 1) % len(proof.nodes)]["hits"]["total"]
         wrongs = {name: make(response["hits"]["total"], other, expected.count) for name, make in COUNT_SUBSTITUTIONS.items()}
         wrongs[INDISTINGUISHABLE] = dict(other)
         for name, total in wrongs.items():
@@ -204,7 +218,7 @@ def count_proof(cluster, index, epoch, nodes, truth_epoch, false_failures, tally
             wrong = copy.deepcopy(response)
             wrong["hits"]["total"] = total
             errors = CoverageErrors()
-            check_node_response(wrong, node, epoch, expected, errors, PercentileErrors())
+            check_node_response(wrong, node, proof.epoch, expected, errors, PercentileErrors())
             cell = tally.setdefault((name, "A", "hits.total"), [0, 0, [], 0])
             cell[0] += bool(errors)
             cell[1] += 1
@@ -252,24 +266,27 @@ def within_precision(entry, field, variant, p, value):
     return abs(value - exact) <= 2 * 10.0**-queries.DEFAULT_HDR_DIGITS * abs(exact) + 0.02
 
 
-def node_aggregations(cluster, index, variant, transport, epoch, nodes, truth_epoch):
-    """{node: aggregations} of the real responses, after checking them as the track does; and the errors."""
-    expected = {n: NodeExpectation(truth_epoch[n], variant, PERCENTS) for n in nodes}
-    searches = [queries.node_search(variant, epoch, n, PERCENTS) for n in nodes]
+def node_aggregations(proof, variant, transport):
+    """{node: aggregations} of one epoch's (a ProofEpoch's) real responses, after checking them as the track does; and the
+    errors."""
+    nodes = proof.nodes
+    expected = {n: NodeExpectation(proof.truth[n], variant, PERCENTS) for n in nodes}
+    searches = [queries.node_search(variant, proof.epoch, n, PERCENTS) for n in nodes]
     errors = CoverageErrors()
     if transport == "terms":
-        response = cluster.post(
-            f"/{index}/_search?request_cache=false", queries.json_bytes(queries.terms_search(variant, epoch, len(nodes), PERCENTS))
+        response = proof.cluster.post(
+            f"/{proof.index}/_search?request_cache=false",
+            queries.json_bytes(queries.terms_search(variant, proof.epoch, len(nodes), PERCENTS)),
         )
-        check_terms_response(response, nodes, epoch, expected, errors, PercentileErrors())
+        check_terms_response(response, nodes, proof.epoch, expected, errors, PercentileErrors())
         buckets = {b["key"]: b for b in response["aggregations"][queries.TERMS_AGG]["buckets"]}
         return {n: buckets[n] for n in nodes}, expected, errors
     if transport == "msearch":
-        responses = cluster.post("/_msearch", queries.msearch_body(index, searches))["responses"]
+        responses = proof.cluster.post("/_msearch", queries.msearch_body(proof.index, searches))["responses"]
     else:
-        responses = [cluster.post(f"/{index}/_search?request_cache=false", queries.json_bytes(s)) for s in searches]
+        responses = [proof.cluster.post(f"/{proof.index}/_search?request_cache=false", queries.json_bytes(s)) for s in searches]
     for node, response in zip(nodes, responses):
-        check_node_response(response, node, epoch, expected[node], errors, PercentileErrors())
+        check_node_response(response, node, proof.epoch, expected[node], errors, PercentileErrors())
     return {n: r["aggregations"] for n, r in zip(nodes, responses)}, expected, errors
 
 
@@ -283,9 +300,10 @@ def prove(cluster, root):
     tally = {}  # (substitution, variant, field) -> [caught, total, [uncaught rank distances], uncaught beyond precision]
     for epoch_key, by_node in sorted(truth["epochs"][section].items(), key=lambda kv: int(kv[0])):
         epoch = int(epoch_key)
+        proving = ProofEpoch(cluster, manifest["index"], epoch, nodes, by_node)
         for variant in VARIANTS:
             for transport in TRANSPORTS:
-                aggs, expected, errors = node_aggregations(cluster, manifest["index"], variant, transport, epoch, nodes, by_node)
+                aggs, expected, errors = node_aggregations(proving, variant, transport)
                 checked += 1
                 if errors:
                     false_failures.append(f"{variant}/{transport} epoch {epoch}: {errors.description()}")
@@ -304,9 +322,9 @@ def prove(cluster, root):
                                 p, value = next(iter(values.items()))
                                 cell[2].append(rank_distance(by_node[node], field, p, value))
                                 cell[3] += not within_precision(by_node[node], field, variant, p, value)
-        count_proof(cluster, manifest["index"], epoch, nodes, by_node, false_failures, tally)
+        count_proof(proving, false_failures, tally)
         for kind in FETCH_KINDS:
-            fetch_proof(cluster, manifest["index"], epoch, nodes, by_node, kind, false_failures, fetch_tally)
+            fetch_proof(proving, kind, false_failures, fetch_tally)
             checked_fetches += 1
     return section, checked, false_failures, tally, checked_fetches, fetch_tally
 

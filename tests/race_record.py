@@ -109,7 +109,7 @@ def assert_reported(race):
         text = re.sub(r"(## The load driver's host during the timed cells\n\n)(.*?)(\n## )", r"\1<host>\3", text, flags=re.S)
         text = re.sub(r"\*\*WARNING host busy.*\n\n", "", text)  # the line and the blank one after it
         return re.sub(
-            r"\d[\d,.]*", "#", text.replace(f"read from {loaded.source}", "read from <source>").replace(loaded.samples_source, "<samples>")
+            r"\d[\d,.]*", "#", text.replace(f"read from {loaded.source}", "read from <source>").replace(loaded.samples.source, "<samples>")
         )
 
     with tempfile.TemporaryDirectory() as out:

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from report.shared import races, tables
+from report.shared import races, readers
 from report.studies import network as network_report
 from runners.contracts import records
 from runners.contracts.parameters import DEFAULTS
@@ -127,7 +127,7 @@ def test_a_new_connection_per_request_opens_one_per_request_and_the_kept_alive_o
     opened = http_connections_opened(REMOTE_PORT) - before
     coverages = {route: 0 for route in ("far", "far-new-connection")}
     loaded = races.load(race.folder())
-    for line in tables.validation(loaded):
+    for line in readers.validation(loaded):
         for route in coverages:  # the cell's own coverages and the warm-up pass's of it ("<pass>/<cell>")
             cell = loaded.task_of(variant="D_td", transport="serial", route=route, **{"rtt-ms": 0})
             coverages[route] += line["task"].rsplit("/", 1)[-1] == cell

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from report import client_cost
-from report.shared import races, tables
+from report.shared import races, readers
 from tests.conftest import TEST_PORT, ensure_test_index, http
 from tests.loopback_es import LoopbackElasticsearch
 
@@ -83,7 +83,7 @@ def test_a_race_report_shows_each_measured_cells_share_or_how_to_measure_it(tmp_
     ]
     (tmp_path / client_cost.RESULTS).write_text(json.dumps([{"rows": r, "summary": d} for r, d in results]))
     section = client_cost.race_section(race, tmp_path)
-    median_wall = statistics.median(tables.measured(race, "coverage-A-serial", "wall-ms"))
+    median_wall = statistics.median(readers.measured(race, "coverage-A-serial", "wall-ms"))
     assert f"| A/serial | 30 | 6.00 [6.00, 6.00] | {median_wall:.2f} | {6 / median_wall:.0%} |" in section
     assert "| Z/serial | 30 | 6.00 [6.00, 6.00] | not in this race | - |" in section
     assert "1.067x the plain client's time per bulk (+1.00 ms, 10 bulks a side)" in section

@@ -246,7 +246,7 @@ def test_the_report_reads_a_metrics_store_behind_tls(shared_races, secured_store
     race_id = race.race["race-id"]
     from_store = races.Stored(found).race(race_id[:8])
     assert from_store.race_id == race_id and from_store.source == f"Rally's metrics store at https://127.0.0.1:{stand_in.port}"
-    assert from_store.samples and all(from_store.samples.values())
+    assert from_store.samples.times and all(from_store.samples.times.values())
     report = subprocess.run(
         [PYTHON, "-m", "report", "--race", race_id[:8], "--rally-home", str(shared_races.home), "--configuration-name", store.CONFIG_NAME]
         + ["--out", str(tmp_path)],

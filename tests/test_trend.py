@@ -79,7 +79,7 @@ def test_the_race_records_what_it_ran_on_and_the_trend_reads_it(shared_races, tm
     assert shared and all(from_store[(cell, p.race_id)].n == p.n for cell, p in shared), shared
     # the store's races read by aggregation (order statistics) give what their samples give, read one by one
     for race_id in {p.race_id for _, p in shared}:
-        samples = races.Stored(suite_store).race(race_id).samples
+        samples = races.Stored(suite_store).race(race_id).samples.times
         for cell, point in ((cell, p) for (cell, rid), p in from_store.items() if rid == race_id and cell in samples):
             exact = uncertainty.median_interval(samples[cell])
             assert point.median == pytest.approx(exact.median, rel=1e-6) and point.n == exact.n, (cell, point, exact)

@@ -1,13 +1,18 @@
 """The trend's analysis, before any text: per series and cell, its figure, its points in the order asked, the changes
-beyond the noise (report/history/changes.py), the spread their verdicts read, the outlier races, each segment's level,
-each configuration's level and the first race's effect. report/history/trend.py renders it and adds nothing."""
+beyond the noise (report/history/changes.py), the spread their verdicts read, the outlier races, each segment's level
+(in each node start it spans), each configuration's level and the first race's effect with its verdict; per series,
+the rule its node starts' first races had; over the series, the changes newest first, the largest, the cells that
+could not be judged and the alerts. report/history/trend.py renders it and adds nothing."""
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from report.history import changes as change_points
 from report.history import host as history_host
+from report.history.starts import first_race_rule, start_of
+from report.shared import uncertainty
 
 
 @dataclass(frozen=True)
@@ -31,10 +36,50 @@ class CellAnalysis:
         """A spread to judge a change by: two node starts of one configuration, or two races of one node start."""
         return change_points.spread(self.points).sd is not None
 
+    @property
+    def first_race_verdict(self):
+        """The verdict on first_race's ratio (uncertainty.verdict, no floor in ms), or None without one."""
+        if not self.first_race:
+            return None
+        ratio, low, high, _ = self.first_race
+        return uncertainty.verdict(ratio, low, high, uncertainty.MARGIN, float("inf"), 0).verdict
+
+    @property
+    def node_starts(self):
+        """The indices of the points where a node start begins (after the first point)."""
+        points = self.points
+        return [i for i in range(1, len(points)) if start_of(points[i]) != start_of(points[i - 1])]
+
+    @property
+    def starts_of_several(self):
+        """Whether a node start holds several races (where every race is a start, the starts mark nothing)."""
+        return len(self.node_starts) < len(self.points) - 1
+
+    def start_numbers(self):
+        """Each point's node start, numbered 1, 2, ... in the order the points first meet them."""
+        numbers = {}
+        return [numbers.setdefault(start_of(p), len(numbers) + 1) for p in self.points]
+
+    def levels_by_start(self):
+        """(first index, end index, median) of each segment's level in each node start it spans (a start is the unit,
+        and its level is its own), where node starts hold several races; else of each segment."""
+        starts, several, found = self.node_starts, self.starts_of_several, []
+        for first, end, _ in self.segments:
+            pieces = [first] + ([i for i in starts if first < i < end] if several else [])
+            for lo, hi in zip(pieces, pieces[1:] + [end]):
+                found.append((lo, hi, change_points.level(self.points[lo:hi], self.spread).median))
+        return found
+
 
 class SeriesAnalysis(NamedTuple):
     series: object  # series.Series
     cells: dict  # cell -> CellAnalysis, in the series' order
+
+    @property
+    def first_rule(self):
+        """(node starts whose first race counts, those whose first race is left out): the same in every cell of the
+        series (changes.first_race_rule over its node starts); (0, 0) for a series without cells."""
+        return next(iter(self.cells.values())).first_rule if self.cells else (0, 0)
 
 
 def _version_key(version):
@@ -75,7 +120,7 @@ def analyse_cell(cell, figure, points):
         change_points.first_race_effect(judged),
         fit,
         adjusting,
-        change_points.first_race_rule(points),
+        first_race_rule(points),
     )
 
 
@@ -102,3 +147,41 @@ def analyse(series_list, order="race"):
         )
         for series in series_list
     ]
+
+
+def changes_newest_first(analysed):
+    """(when, series, change) of every cell's changes over the series, newest first."""
+    rows = [(c.when, series, c) for series, cells in analysed for a in cells.values() for c in a.changes]
+    rows.sort(key=lambda r: r[0], reverse=True)
+    return rows
+
+
+def largest(rows):
+    """Of changes_newest_first's rows, the (when, series, change) of the largest ratio either way, or None."""
+    return max(rows, key=lambda r: abs(math.log(r[2].comparison.ratio))) if rows else None
+
+
+def unjudged_cells(analysed):
+    """How many cells have no spread to judge a change by (one race; one race a configuration)."""
+    return sum(1 for _, cells in analysed for a in cells.values() if not a.judged)
+
+
+def alerts(analysed, within):
+    """The slower changes of a cost (not a crossover width) that the newest races are in: a step that begins among the
+    newest `within` races of its series, or a drift up that goes on to the newest race."""
+    found = []
+    for series, cells in analysed:
+        for cell, a in cells.items():
+            points, cell_changes = a.points, a.changes
+            for k, c in enumerate(cell_changes):
+                if c.comparison.verdict != uncertainty.SLOWER or not a.figure.is_cost:
+                    continue
+                newest = c.kind == change_points.STEP and len(points) - c.index <= within
+                ongoing = c.kind == change_points.DRIFT and k == len(cell_changes) - 1
+                # a change on a running node that a later node start ended is not the newest races'
+                ended = c.basis == change_points.BASIS_WITHIN and start_of(points[-1]) != start_of(points[c.index])
+                if ended:
+                    continue
+                if newest or ongoing:
+                    found.append(c)
+    return found

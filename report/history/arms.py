@@ -11,6 +11,7 @@ from scipy import stats
 
 from report import ReportError
 from report.history import changes as change_points
+from report.history.starts import start_levels, start_of
 from report.shared import uncertainty
 
 ARM_TAG = "arm"  # the user tag local-es/node_starts.py gives each race (its TAGS); absent: the race's version is its arm
@@ -27,7 +28,7 @@ def counted(points):
     """The points that make a node start's level: each start's races less its first when it ran two or more."""
     by_start = {}
     for p in points:
-        by_start.setdefault(change_points.start_of(p), []).append(p)
+        by_start.setdefault(start_of(p), []).append(p)
     return [p for group in by_start.values() for p in (group[1:] if len(group) > 1 else group)]
 
 
@@ -36,7 +37,7 @@ def between_starts(points):
     by_arm = {}
     for p in counted(points):
         by_arm.setdefault(arm_of(p), []).append(p)
-    return change_points.pooled((list(change_points.start_levels(group).values()) for group in by_arm.values()), change_points.BASIS_STARTS)
+    return change_points.pooled((list(start_levels(group).values()) for group in by_arm.values()), change_points.BASIS_STARTS)
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ def start_rows(points):
     race_spread = change_points.within_start_spread(points)
     by_start = {}
     for p in points:
-        by_start.setdefault(change_points.start_of(p), []).append(p)
+        by_start.setdefault(start_of(p), []).append(p)
     kept = set(p.race_id for p in counted(points))
     return [
         StartRow(
@@ -104,7 +105,7 @@ def drift(points):
     start's races. None with fewer than 3 such starts."""
     by_start = {}
     for p in counted(points):
-        by_start.setdefault(change_points.start_of(p), []).append(p)
+        by_start.setdefault(start_of(p), []).append(p)
     fits = []
     for group in by_start.values():
         if len(group) >= 3:
@@ -165,8 +166,8 @@ def judge_arms(cell, figure, points, baseline=None):
         raise ReportError(f"--baseline {baseline}: no race of that arm in {cell}; the arms raced: {', '.join(by_arm)}")
     base = baseline or next(iter(by_arm))
     order = [base, *(a for a in by_arm if a != base)]
-    levels = {arm: change_points.start_levels(by_arm[arm]) for arm in order}
-    round_of = {change_points.start_of(p): (p.tags or {}).get(ROUND_TAG) for p in kept}
+    levels = {arm: start_levels(by_arm[arm]) for arm in order}
+    round_of = {start_of(p): (p.tags or {}).get(ROUND_TAG) for p in kept}
     by_round = {}
     for arm in order:
         for start, value in levels[arm].items():

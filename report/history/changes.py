@@ -17,7 +17,6 @@ Where a series has no two starts of one configuration, the spread between starts
 the change says so (it may be a node start's, not the cluster's).
 """
 
-import functools
 import math
 from dataclasses import dataclass, field
 
@@ -27,6 +26,8 @@ from scipy import stats
 
 from report.history import host
 from report.history.bar import LEAST_SIDE, MAX_EXTRA_DF, largest_t, max_t_critical
+from report.history.drift import drift_runs
+from report.history.starts import configuration, first_races, start_levels, start_of
 from report.shared import uncertainty
 
 # Otava's significance for a candidate (its max_pvalue): loose, since the verdict (_judged, calibrated for the largest t
@@ -100,24 +101,6 @@ def noise_floor(figure):
     """The smallest difference of levels a verdict names: the A/A floor of cheap cells in ms; none for a figure in
     another unit (an ingest's walls in s, where 5 would be 5 s; a width; round trips)."""
     return uncertainty.NOISE_FLOOR_MS if figure.unit == "ms" else 0.0
-
-
-def start_of(point):
-    """The point's unit: its node start, or the race itself when it recorded none."""
-    return point.facts.node_start or f"race {point.race_id}"
-
-
-def configuration(point):
-    f = point.facts
-    return (f.version, f.build, f.jvm, f.heap, f.processors, f.settings)
-
-
-def start_levels(points):
-    """{start: mean log median of its points} in order of first appearance."""
-    levels = {}
-    for p in points:
-        levels.setdefault(start_of(p), []).append(math.log(p.median))
-    return {start: sum(v) / len(v) for start, v in levels.items()}  # (numpy's mean per start: a third of the trend's time)
 
 
 def pooled(groups, basis):
@@ -194,7 +177,7 @@ def candidates(points, starts=None):
     and over each node start's own races (its first left out, a node just started), where the starts' levels do not
     hide a setting changed on a running node; `starts`: only these node starts' own races (None: every start's)."""
     found = set(_otava([math.log(p.median) for p in points]))
-    firsts = _first_races(points)
+    firsts = first_races(points)
     by_start = {}
     for i, p in enumerate(points):
         if p.facts.node_start and (starts is None or p.facts.node_start in starts):
@@ -210,67 +193,6 @@ def _otava(logs):
         return []
     found, _ = compute_change_points(logs, window_len=WINDOW, max_pvalue=CANDIDATE_PVALUE)
     return [int(cp.index) for cp in found]
-
-
-def _is_drift(points, cuts, direction):
-    """Over a run of changes in one direction: a drift when the races rise (or fall) within the segments too, not only
-    between them: a common slope fitted beside each segment's level is significant (|t| > 2) in the changes'
-    direction. Steps leave flat segments; a slow drift cut into a staircase by the search leaves sloped ones. With
-    several races a node start, each start has its level too, and its first race is left out (first_race_effect)."""
-    several = len({start_of(p) for p in points}) < len(points)  # node starts of several races
-    if several and len({start_of(p) for p in points}) > 1:
-        # node starts of several races: a run that spans starts joins a change in one start to another's, through the
-        # starts between (whose levels may have gone back): those are steps, each named
-        return False
-    firsts = _first_races(points) if several else set()
-    kept = [i for i, p in enumerate(points) if p.race_id not in firsts]
-    y = np.log([points[i].median for i in kept])
-    x = np.array(kept, dtype=float)
-    bounds = [0, *cuts, len(points)]
-    segment = [next(k for k, hi in enumerate(bounds[1:]) if i < hi) for i in kept]
-    # a level per segment, and per node start within it where starts hold several races: a new start's level is no slope
-    group = [(segment[k], start_of(points[i]) if several else None) for k, i in enumerate(kept)]
-    design = np.column_stack([np.array([g == key for g in group], dtype=float) for key in dict.fromkeys(group)] + [x])
-    if len(y) <= design.shape[1] + 2 or np.linalg.matrix_rank(design) < design.shape[1]:
-        return False
-    slope, rss, error = uncertainty.slope_fit(design, y)
-    if error > 0 and slope / error * direction > 2:
-        return True
-    # or the staircase is a line: a search cuts a slow drift into many steps whose segments are too short to slope. A
-    # line through the run (a level per node start) that fits its races better than any one of its steps does, its
-    # slope beyond noise in the direction, makes the run a drift (a real step fits better than a line)
-    # (within one node start, or where each race is a start of its own: across starts of several races a line would
-    # join a step in one start to another's, through the starts between)
-    starts = list(dict.fromkeys(group_start(points, kept, several)))
-    levels = [np.array([(start_of(points[i]) if several else None) == key for i in kept], dtype=float) for key in starts]
-    line = np.column_stack(levels + [x])
-    if len(starts) > 1 or len(cuts) < 2 or len(y) <= line.shape[1] + 2 or np.linalg.matrix_rank(line) < line.shape[1]:
-        return False
-    line_slope, line_rss, line_error = uncertainty.slope_fit(line, y)
-    steps = [np.column_stack(levels + [(x >= cut).astype(float)]) for cut in cuts]
-    step_rss = [uncertainty.slope_fit(step, y)[1] for step in steps if np.linalg.matrix_rank(step) == step.shape[1]]
-    return bool(step_rss) and line_error > 0 and line_slope / line_error * direction > 2 and line_rss < min(step_rss)
-
-
-def group_start(points, kept, several):
-    """Each kept point's node start where starts hold several races, else one group."""
-    return [start_of(points[i]) if several else None for i in kept]
-
-
-def _drift_runs(points, cuts, judged):
-    """[(first, last)] indexes into cuts of runs of consecutive changes in one direction that are a drift (a slow drift
-    is cut by the search into a staircase of steps, or one)."""
-    runs, i = [], 0
-    bounds = [0, *cuts, len(points)]
-    while i < len(cuts):
-        j = i
-        while j + 1 < len(cuts) and judged[j + 1].verdict == judged[i].verdict:
-            j += 1
-        direction = 1 if judged[i].verdict == uncertainty.SLOWER else -1
-        if _is_drift(points[bounds[i] : bounds[j + 2]], [c - bounds[i] for c in cuts[i : j + 1]], direction):
-            runs.append((i, j))
-        i = j + 1
-    return runs
 
 
 def what_changed(last, first):
@@ -316,12 +238,12 @@ def fact_cuts(points):
 def searches(points):
     """{search: its units' log values in order}: the searches that place candidates. None: the whole series, its units
     node starts (or races, when no configuration has two starts); a node start's id: that start's races after its
-    first (a node just started; the first too where it settled: _first_races), where the starts' levels do not hide a
+    first (a node just started; the first too where it settled: first_races), where the starts' levels do not hide a
     change on a running node. A series of one node start is searched as that start alone."""
     recorded = {p.facts.node_start for p in points}
     # one node start all along: its own search is the series' (less the node's first race)
     found = {} if len(recorded) == 1 and None not in recorded else {None: units_of(points, spread(points))}
-    firsts = _first_races(points)
+    firsts = first_races(points)
     by_start = {}
     for p in points:
         if p.facts.node_start and p.race_id not in firsts:
@@ -394,7 +316,7 @@ def judge_cut(points, lo, cut, hi, segments, options):
     before, after = points[lo:cut], points[cut:hi]
     if _within_start(points, cut):
         unit_spread = within_start_spread(points, segments)
-        a, b = (_logs(side) for side in _start_sides(start_of(points[cut]), _first_races(points), before, after))
+        a, b = (_logs(side) for side in _start_sides(start_of(points[cut]), first_races(points), before, after))
     else:
         unit_spread = spread(points, segments)
         a, b = units_of(before, unit_spread), units_of(after, unit_spread)
@@ -452,29 +374,10 @@ def _later_races(points, start, firsts):
     return [p for p in points if start_of(p) == start and p.race_id not in firsts]
 
 
-def _first_races(points):
-    """The race ids the judge leaves out: each node start's first race (a node just started: first_race_effect), unless
-    its settle record says the node settled before the timed cells (Facts.settled): then it counts like any other."""
-    firsts = {}
-    for p in points:
-        firsts.setdefault(start_of(p), p)
-    return {p.race_id for p in firsts.values() if p.facts.settled is not True}
-
-
-def first_race_rule(points):
-    """(node starts whose first race counts, its node settled; node starts whose first race is left out) of the starts
-    with two races or more: which rule each start's first race had."""
-    firsts, starts = _first_races(points), {}
-    for p in points:
-        starts.setdefault(start_of(p), []).append(p.race_id)
-    several = [races[0] for races in starts.values() if len(races) > 1]
-    return sum(1 for r in several if r not in firsts), sum(1 for r in several if r in firsts)
-
-
 def within_start_spread(points, cuts=()):
     """The log spread between races of one node start (its first race left out), within segments, pooled."""
     bounds = [*cuts, len(points)]
-    firsts = _first_races(points)
+    firsts = first_races(points)
     groups = {}
     for i, p in enumerate(points):
         if p.race_id not in firsts:
@@ -484,7 +387,7 @@ def within_start_spread(points, cuts=()):
 
 def judge_within_start(before, after, race_spread, floor=uncertainty.NOISE_FLOOR_MS, tail=0.975):
     """A cut inside one node start: its races after against its races before (the start's first race left out)."""
-    a, b = (_logs(side) for side in _start_sides(start_of(after[0]), _first_races(before + after), before, after))
+    a, b = (_logs(side) for side in _start_sides(start_of(after[0]), first_races(before + after), before, after))
     if not a or not b or race_spread.sd is None:
         return uncertainty.Comparison(None, None, None, None, "too few races of the node start on a side")
     return ratio_verdict(a, b, race_spread, float(stats.t.ppf(tail, race_spread.df)), floor)
@@ -529,7 +432,7 @@ def find(cell, points, figure):
         cuts, outliers = _top_down(points, [c for c in found if c not in known], facts_kept, options), []
     cuts = _beyond_noise(points, cuts, options)
     judged = _judged(points, cuts, options)
-    drifts = dict(_drift_runs(points, cuts, judged))
+    drifts = dict(drift_runs(points, cuts, judged))
     bounds = [0, *cuts, len(points)]
     changes, i = [], 0
     while i < len(cuts):
@@ -564,7 +467,7 @@ def _sides(points, cut, before, after, within):
     out), as it was judged; else the segments on each side."""
     if not within:
         return before, after
-    a, b = _start_sides(start_of(points[cut]), _first_races(points), before, after)
+    a, b = _start_sides(start_of(points[cut]), first_races(points), before, after)
     return a or before, b or after
 
 

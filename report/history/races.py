@@ -258,8 +258,7 @@ def counted_once(found):
     copied): each named in found.left_out."""
     kept, fingerprints = [], {}
     for race in found.races:
-        samples = race.samples if race.samples else race.order_statistics
-        fingerprint = json.dumps(samples, sort_keys=True, default=str) if samples else None
+        fingerprint = race.samples.fingerprint()
         if fingerprint in fingerprints:
             found.left_out.append(
                 (race.race_id, f"the same samples as race {fingerprints[fingerprint]} under another race-id: counted once")

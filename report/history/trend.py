@@ -28,19 +28,8 @@ from report.history import changes as change_points  # noqa: E402
 from report.history import host as history_host  # noqa: E402
 from report.history import races as history_races  # noqa: E402
 from report.history import series as history_series  # noqa: E402
-from report.shared import tables, uncertainty  # noqa: E402
+from report.shared import sections, uncertainty  # noqa: E402
 from report.shared.races import source  # noqa: E402
-
-
-def change_rows(analysed):
-    rows = []
-    for series, cells in analysed:
-        for a in cells.values():
-            for c in a.changes:
-                rows.append((c.when, series, c))
-    rows.sort(key=lambda r: r[0], reverse=True)
-    return rows
-
 
 BASIS_TEXT = {
     change_points.BASIS_RACES: " (race as the unit: one node start)",
@@ -98,10 +87,8 @@ def segment_table(a):
 def points_table(a):
     figure, points = a.figure, a.points
     header = ["race", "date", "Elasticsearch", "node start", "median [95%]", "n"]
-    starts = {}
     body = []
-    for p in points:
-        start = starts.setdefault(change_points.start_of(p), len(starts) + 1)
+    for p, start in zip(points, a.start_numbers()):
         interval = f" [{figure.number(p.low)}, {figure.number(p.high)}]" if p.low is not None else ""
         body.append([p.race_id[:8], p.when, p.facts.version or "?", start, f"{figure.value_text(p.median)}{interval}", p.n])
     return header, body
@@ -115,19 +102,12 @@ def _draw(ax, a, ticks=6):
     low = [p.median - (p.low if p.low is not None else p.median) for p in points]
     high = [(p.high if p.high is not None else p.median) - p.median for p in points]
     ax.errorbar(x, y, yerr=[low, high], fmt="o", ms=3, lw=0.8, color="tab:blue")
-    starts = [i for i in range(1, len(points)) if change_points.start_of(points[i]) != change_points.start_of(points[i - 1])]
-    several = len(starts) < len(points) - 1  # node starts of several races (where every race is a start, none is marked)
-    levels, lows, highs = [], [], []
-    for first, end, _ in a.segments:
-        # the segment's level in each node start it spans: a start is the unit, and its level is its own
-        pieces = [first] + ([i for i in starts if first < i < end] if several else [])
-        for lo, hi in zip(pieces, pieces[1:] + [end]):
-            levels.append(change_points.level(points[lo:hi], a.spread).median)
-            lows.append(lo - 0.4)
-            highs.append(hi - 0.6)
-    ax.hlines(levels, lows, highs, colors="tab:orange", lw=1.5)
-    if several:
-        for i in starts:
+    pieces = a.levels_by_start()
+    ax.hlines(
+        [level for _, _, level in pieces], [lo - 0.4 for lo, _, _ in pieces], [hi - 0.6 for _, hi, _ in pieces], colors="tab:orange", lw=1.5
+    )
+    if a.starts_of_several:  # node starts of several races (where every race is a start, none is marked)
+        for i in a.node_starts:
             ax.axvline(i - 0.5, color="0.75", ls=":", lw=0.8)  # a node start: the unit the verdicts count
     for c in a.changes:
         ax.axvline(c.index - 0.5, color="tab:red" if c.comparison.verdict == uncertainty.SLOWER else "tab:green", ls="--", lw=1)
@@ -191,7 +171,7 @@ def configuration_lines(analysed):
     return [
         "## By configuration: the node start as the unit",
         "",
-        tables.markdown(header, body),
+        sections.markdown(header, body),
         "",
         "Each configuration's level: the geometric mean of its node starts' levels; its interval and the ratio's are "
         "Student's t with the spread between node starts of one configuration, pooled (the cell's spread below). "
@@ -204,8 +184,8 @@ def first_race_rule_lines(analysed):
     """Which rule each node start's first race had, per series: counted where its node settled before the timed cells
     (its settle record), else left out."""
     said = []
-    for i, (series, cells) in enumerate(analysed):
-        counted, left_out = next(iter(cells.values())).first_rule if cells else (0, 0)
+    for i, series_analysis in enumerate(analysed):
+        counted, left_out = series_analysis.first_rule
         if counted:
             said.append(
                 f"Series {i + 1}: the first race of {counted} node start(s) counts like any other (its node settled before the "
@@ -221,14 +201,13 @@ def first_race_lines(analysed):
         for cell, a in cells.items():
             if a.first_race:
                 ratio, low, high, starts = a.first_race
-                verdict = uncertainty.verdict(ratio, low, high, uncertainty.MARGIN, float("inf"), 0).verdict
-                body.append([cell, starts, f"{ratio:.3f} [{low:.3f}, {high:.3f}]", verdict])
+                body.append([cell, starts, f"{ratio:.3f} [{low:.3f}, {high:.3f}]", a.first_race_verdict])
     if not body:
         return []
     return [
         "## A node just started: its first race against its later ones",
         "",
-        tables.markdown(["cell", "node starts", "first race / later races [95%]", "verdict"], body),
+        sections.markdown(["cell", "node starts", "first race / later races [95%]", "verdict"], body),
         "",
         "Per node start with two races or more: the first race's median over the geometric mean of the later ones; the "
         "interval is Student's t over the node starts. Slower here: compare races on a node that has raced before.",
@@ -269,7 +248,7 @@ def console_line(rows, analysed, left_out=()):
     race_count = sum(len(series.races) for series, _ in analysed)
     cells = {(id(series), c.cell) for _, series, c in rows}
     line = f"trend: {len(rows)} change(s) in {len(cells)} cell(s) over {race_count} race(s) in {len(analysed)} series"
-    unjudged = unjudged_cells(analysed)
+    unjudged = analysis.unjudged_cells(analysed)
     total = sum(len(cells) for _, cells in analysed)
     if unjudged and unjudged == total:
         line += f"; nothing could be judged: {NOT_JUDGED}"
@@ -280,7 +259,7 @@ def console_line(rows, analysed, left_out=()):
         more = f" and {len(left_out) - 3} more" if len(left_out) > 3 else ""
         line += f"; {len(left_out)} race(s) left out: {named}{more} (the report's first lines say why, whole)"
     if rows:
-        _, series, worst = max(rows, key=lambda r: abs(math.log(r[2].comparison.ratio)))
+        _, series, worst = analysis.largest(rows)
         line += (
             f"; the largest: {worst.cell} {worst.comparison.ratio:.2f}x {series.figures[worst.cell].verdict_text(worst.comparison.verdict)} "
             f"from race {worst.race_id[:8]} ({'; '.join(worst.what_changed) or worst.kind})"
@@ -289,34 +268,6 @@ def console_line(rows, analysed, left_out=()):
 
 
 NOT_JUDGED = "no two node starts of one configuration and no two races of one node start to measure the noise by"
-
-
-def unjudged_cells(analysed):
-    """How many cells have no spread to judge a change by (one race; one race a configuration)."""
-    return sum(1 for _, cells in analysed for a in cells.values() if not a.judged)
-
-
-def alerts(analysed, within):
-    """The slower changes of a cost (not a crossover width) that the newest races are in: a step that begins among the
-    newest `within` races of its series, or a drift up that goes on to the newest race."""
-    found = []
-    for series, cells in analysed:
-        for cell, a in cells.items():
-            points, cell_changes = a.points, a.changes
-            for k, c in enumerate(cell_changes):
-                if c.comparison.verdict != uncertainty.SLOWER or not a.figure.is_cost:
-                    continue
-                newest = c.kind == change_points.STEP and len(points) - c.index <= within
-                ongoing = c.kind == change_points.DRIFT and k == len(cell_changes) - 1
-                # a change on a running node that a later node start ended is not the newest races'
-                ended = c.basis == change_points.BASIS_WITHIN and change_points.start_of(points[-1]) != change_points.start_of(
-                    points[c.index]
-                )
-                if ended:
-                    continue
-                if newest or ongoing:
-                    found.append(c)
-    return found
 
 
 def alert_line(c):
@@ -338,7 +289,7 @@ def write_report(analysed, found, selection, out_root, order):
     out.mkdir(parents=True, exist_ok=True)
     for stale in out.glob("*.png"):  # a chart of an earlier run of the same selection, whose cell may have no change now
         stale.unlink()
-    rows = change_rows(analysed)
+    rows = analysis.changes_newest_first(analysed)
     parts = [
         "# cluster-metrics: the trend over a team's races",
         "",
@@ -347,10 +298,10 @@ def write_report(analysed, found, selection, out_root, order):
     ]
     if found.left_out:
         parts += ["Left out (never a point):", ""] + [f"- {where}: {why}" for where, why in found.left_out] + [""]
-    if unjudged_cells(analysed):
-        parts += [f"Could not be judged: {unjudged_cells(analysed)} cell(s), {NOT_JUDGED}.", ""]
+    if analysis.unjudged_cells(analysed):
+        parts += [f"Could not be judged: {analysis.unjudged_cells(analysed)} cell(s), {NOT_JUDGED}.", ""]
     parts += ["## Changes, newest first", ""]
-    parts += [tables.markdown(*changes_table(rows)), ""] if rows else ["_No change beyond the noise in any cell._", ""]
+    parts += [sections.markdown(*changes_table(rows)), ""] if rows else ["_No change beyond the noise in any cell._", ""]
     parts += [CHANGE_NOTE, ""]
     parts += configuration_lines(analysed)
     parts += first_race_rule_lines(analysed)
@@ -370,10 +321,10 @@ def write_report(analysed, found, selection, out_root, order):
         parts += [f"## Series {i + 1}: {series.describe()}", ""]
         for cell, a in cells.items():
             parts += [f"### {cell}", "", f"Spread used for its verdicts: {spread_text(a)}.", ""]
-            parts += [tables.markdown(*segment_table(a)), ""]
+            parts += [sections.markdown(*segment_table(a)), ""]
             if a.outliers:
                 parts += [f"Outlier race(s), alone between a step and its way back: {', '.join(r[:8] for r in a.outliers)}.", ""]
-            parts += [tables.markdown(*points_table(a)), ""]
+            parts += [sections.markdown(*points_table(a)), ""]
         if series.excluded:
             parts += ["Excluded (never a point):", ""]
             parts += [f"- race {race_id[:8]}{'' if cell is None else ' cell ' + cell}: {why}" for race_id, cell, why in series.excluded]
@@ -434,7 +385,7 @@ def main(argv, figures):
     path, line = write_report(analysed, found, selection, args.out, args.order)
     print(line)
     print(f"report: {path}")
-    found_slower = alerts(analysed, args.alert_within) if args.fail_on else []
+    found_slower = analysis.alerts(analysed, args.alert_within) if args.fail_on else []
     raised = [c for c in found_slower if not c.host_named]
     for c in raised:
         print(alert_line(c))

@@ -21,7 +21,7 @@ from report import ReportError
 from report.history import arms as arm_analysis
 from report.history import races as history_races
 from report.history import series as history_series
-from report.shared import tables, uncertainty
+from report.shared import sections, uncertainty
 from report.shared.races import source
 
 
@@ -93,7 +93,7 @@ def spread_lines(judged):
     touched = [
         f"- {v.cell}, a drift within starts touches: {', '.join(r[:8] for r in v.drift.races)}" for v in judged if v.drift and v.drift.races
     ]
-    return "\n".join([tables.markdown(header, body), *([""] + touched if touched else [])])
+    return "\n".join([sections.markdown(header, body), *([""] + touched if touched else [])])
 
 
 def plan_of(selection):
@@ -117,9 +117,9 @@ def write_report(judged_series, found, selection, out_root, baseline):
                 starts.setdefault(s.arm, set()).add(s.start)
         design = "; ".join(f"{arm}: {len(starts.get(arm, ()))} node starts" for arm in arms)
         parts += [f"## {series.describe()}", "", f"{len(series.races)} race(s); {design}.", ""]
-        parts += [tables.markdown(*verdict_table(judged, arms)), ""]
+        parts += [sections.markdown(*verdict_table(judged, arms)), ""]
         parts += [spread_lines(judged), ""]
-        parts += ["Each node start's level:", "", tables.markdown(*start_table(judged)), ""]
+        parts += ["Each node start's level:", "", sections.markdown(*start_table(judged)), ""]
         if series.excluded:
             parts += ["Excluded (never counted): " + "; ".join(f"{r[:8]} {c or ''} {why}".strip() for r, c, why in series.excluded), ""]
     parts += [VERDICT_NOTE, ""]

@@ -15,7 +15,8 @@ from pathlib import Path
 from esrally.track import loader
 
 from report import ReportError
-from report.shared import tables, uncertainty
+from report.shared import readers, uncertainty
+from report.shared.samples import FROM_STORE, Samples
 from report.shared.store import Store
 from runners.contracts import cells, parameters, records
 from runners.contracts.corpus import races_root
@@ -32,16 +33,13 @@ class Race:
     race_id: str
     path: Path | None  # its folder in a Rally home; None for a race read from a store
     data: dict  # Rally's race document
-    # task -> each measured sample's service time (ms), None when a sample failed: Rally's from a metrics store, else
-    # each coverage's wall time from the track's own records (runners/studies/coverage.py), which every race keeps
-    samples: dict | None = None
-    samples_source: str = "each coverage's wall time in the track's records"
+    # each task's measured samples (report/shared/samples.py), set when the race is loaded: Rally's service times from a
+    # metrics store, else each coverage's wall time from the track's own records (runners/studies/coverage.py), which
+    # every race keeps; a history read from a store by aggregation, each task's order statistics in their place
+    samples: Samples = field(default_factory=Samples)
     # task -> {load-driver host: {"clients", "samples", "measured"}}: from a metrics store only (report/shared/store.py)
     hosts: dict = field(default_factory=dict)
     source: str = "race.json"  # where Rally's figures came from
-    # task -> (n, failed, {rank: value}): each cell's order statistics as a store's aggregation gives them (a history
-    # read from a store: report/history/races.py), in place of `samples`
-    order_statistics: dict | None = None
     # every top-level file of the race's record folder, name -> its text: what record() reads (from files and from a
     # store alike: a store's race is replayed into a folder that is gone once loaded)
     record_texts: dict = field(default_factory=dict)
@@ -136,13 +134,13 @@ def rendered_cells(challenge, track_params):
 def record_samples(race):
     """Each coverage task's measured wall times (ms) from the track's records, a failed task None; None when the race
     recorded no measured coverage (a race from before the records said which were warm-ups)."""
-    tasks = {line["task"] for line in tables.validation(race) if line.get("measured")}
-    return {task: tables.measured(race, task, "wall-ms") for task in sorted(tasks)} or None
+    tasks = {line["task"] for line in readers.validation(race) if line.get("measured")}
+    return {task: readers.measured(race, task, "wall-ms") for task in sorted(tasks)} or None
 
 
-def load(race_dir, data=None):
+def load(race_dir, data=None, samples=None):
     """A race from its folder in a Rally home: race.json (or `data`, the same document from a metrics store) and the
-    track's records beside it."""
+    track's records beside it; its samples those given (a metrics store's), else its coverage records' wall times."""
     race_dir = Path(race_dir)
     data = data or json.loads((race_dir / "race.json").read_text())
     folder = race_dir / records.RECORD_DIR
@@ -151,7 +149,7 @@ def load(race_dir, data=None):
     for name in texts:
         race.record(name)  # every record read now: a malformed one is named here, when the race is loaded
     check_validation_lines(race.record(records.VALIDATION, []))
-    race.samples = record_samples(race)
+    race.samples = Samples(record_samples(race)) if samples is None else samples
     return race
 
 
@@ -177,14 +175,15 @@ def check_validation_lines(lines):
             answered[key] = n
 
 
-def replayed(data, texts):
+def replayed(data, texts, samples=None):
     """A store's race from the record operations its samples carry (in sample order), replayed into a folder that is
-    gone once loaded; each ingest's bulk tooks recounted over every load-driver host's."""
+    gone once loaded, with the samples the store gives (report/shared/samples.py); each ingest's bulk tooks recounted
+    over every load-driver host's."""
     with tempfile.TemporaryDirectory(prefix="cluster-metrics-race-") as race_dir:
         record_dir = os.path.join(race_dir, records.RECORD_DIR)
         records.replay(record_dir, texts)
         recount_bulk_tooks(record_dir)
-        race = load(race_dir, data)
+        race = load(race_dir, data, samples)
     race.path = None  # no folder: everything came from the store
     return race
 
@@ -274,10 +273,9 @@ class Stored:
         Rally's figures, every sample's service time, and the track's records with the bulk tooks of every load-driver
         host."""
         data = self.store.race(race_id, track=None if race_id else records.TRACK_NAME)
-        race = replayed(data, self.store.record_operations(data["race-id"]))
-        race.samples = self.store.service_times(data["race-id"])
+        samples = Samples(self.store.service_times(data["race-id"]), source=FROM_STORE)
+        race = replayed(data, self.store.record_operations(data["race-id"]), samples)
         race.hosts = self.store.host_samples(data["race-id"])
-        race.samples_source = "Rally's service time of each sample in the metrics store"
         race.source = self.where
         return race
 
@@ -295,10 +293,10 @@ class Stored:
             texts = self.store.records_beside_coverages(ids)
             statistics = self.store.order_statistics(ids, uncertainty.interval_ranks)
             for data, where in batch:
-                race = load_or_why(replayed, data, texts.get(data["race-id"], []))
+                samples = Samples(statistics=statistics.get(data["race-id"], {}), source=FROM_STORE)
+                race = load_or_why(replayed, data, texts.get(data["race-id"], []), samples)
                 if not isinstance(race, str):
-                    race.samples, race.source = None, self.where
-                    race.order_statistics = statistics.get(data["race-id"], {})
+                    race.source = self.where
                 yield data, where, race
 
 

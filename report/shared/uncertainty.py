@@ -308,7 +308,7 @@ def run_to_run_spread(medians):
 
 def slope_fit(design, y):
     """(slope, residual sum of squares, the slope's standard error) of a least-squares fit whose last column is x: the
-    trend's drift test and its host fit (report/history/changes.py, host.py)."""
+    trend's drift test and its host fit (report/history/drift.py, host.py)."""
     coef = np.linalg.lstsq(design, y, rcond=None)[0]
     residual = y - design @ coef
     rss = float(residual @ residual)

@@ -2,8 +2,8 @@
 
 A failed task is FAILED in its column and takes no part in a ratio."""
 
-from report.shared import tables
-from report.shared.tables import Section
+from report.shared import readers, sections
+from report.shared.sections import Section
 from report.studies import ingest
 from runners.contracts import records
 from runners.contracts.queries import SOURCE_MODES
@@ -30,7 +30,7 @@ def source_rows(race):
 
     for mode in source_modes(race):
         storage, mode_ingest = source_records(race).get(mode, {}), source_ingest(race).get(mode, {})
-        failed_storage = tables.failed(ops.get(race.task_of(measure="storage", **{"source-mode": mode})))
+        failed_storage = readers.failed(ops.get(race.task_of(measure="storage", **{"source-mode": mode})))
         for phase, label in (("ingested", "store as ingested (MiB)"), ("merged", "store, 1 segment (MiB)")):
             if phase in storage:
                 put(label, mode, "FAILED" if failed_storage else _mib(storage[phase]["store_bytes"]))
@@ -52,13 +52,13 @@ def source_rows(race):
             for t in race.param("source_transports"):
                 op = ops.get(race.task_of(variant=v, transport=t, **{"source-mode": mode}))
                 if op:
-                    put(f"coverage {v} {t}, median (ms)", mode, tables.op_median(op) if not tables.failed(op) else "FAILED")
+                    put(f"coverage {v} {t}, median (ms)", mode, readers.op_median(op) if not readers.failed(op) else "FAILED")
         for k in race.param("fetch_kinds"):
             for t in race.param("fetch_transports"):
                 op = ops.get(race.task_of(transport=t, fetch=k, **{"source-mode": mode}))
                 label = f"fetch {race.param('fetch_size')} hits/node with {k} over {t}, median (ms)"
                 if op:
-                    put(label, mode, tables.op_median(op) if not tables.failed(op) else "FAILED")
+                    put(label, mode, readers.op_median(op) if not readers.failed(op) else "FAILED")
                 elif k == "source" and mode == "disabled":
                     put(label, mode, "n/a (no _source)")
     return rows
@@ -74,7 +74,7 @@ def source_table(race):
     body = []
     for label, values in source_rows(race).items():
         base = values.get(SOURCE_BASELINE)
-        body.append([label] + [values.get(m) for m in modes] + [tables.normalized(values.get(m), base) for m in others])
+        body.append([label] + [values.get(m) for m in modes] + [sections.normalized(values.get(m), base) for m in others])
     return header, body
 
 

@@ -1,8 +1,10 @@
-"""The 30-node coverage's tables: service time per cell, validation counts, speedup against the production query.
+"""The 30-node coverage's tables: service time per cell, validation counts, speedup against the production query
+(Rally's medians), drift within the race; the study's answer in seed 000's terms is report/studies/coverage_answer.py's.
 A failed cell is marked FAILED and is never a baseline, a speedup or the fastest cell."""
 
-from report.shared import charts, tables, uncertainty
-from report.shared.tables import BASELINE, Chart, Section, cell_samples, coverage_cells, failed, failed_label, pct, service_ms, valid_median
+from report.shared import charts, readers, uncertainty
+from report.shared.readers import BASELINE, cell_samples, coverage_cells, failed, failed_label, service_ms, valid_median
+from report.shared.sections import Chart, Section, pct
 from report.shared.uncertainty import median_interval
 from report.studies.memory import FLOOR_MEASURE
 from runners.contracts.queries import TRANSPORTS, VARIANTS
@@ -15,7 +17,7 @@ def coverage_table(race):
     if not cells:
         return None
     transports = [t for t in TRANSPORTS if any((v, t) in cells for v in VARIANTS)]
-    stats = ("median", "p90", "95% interval") if race.samples is not None else ("median", "p90")
+    stats = ("median", "p90", "95% interval") if race.samples.individual else ("median", "p90")
     header = ["variant"] + [f"{t} {s} (ms)" for t in transports for s in stats] + ["errors"]
     body = []
     for v in VARIANTS:
@@ -28,10 +30,10 @@ def coverage_table(race):
             if failed(op):
                 row += [failed_label(op)] + ["-"] * (len(stats) - 1)
             else:
-                samples = cell_samples(race, (v, t)) if race.samples is not None else None
+                samples = cell_samples(race, (v, t))
                 # with samples, the median beside its interval is theirs (Rally's race.json median can differ by a hair)
                 row += [median_interval(samples).median if samples else service_ms(op, "median"), service_ms(op, "p90")]
-                if race.samples is not None:
+                if race.samples.individual:
                     row.append(median_interval(samples).text() if samples else "-")
             errors = max(errors, op.get("error_rate", 0) if op else 0)
         body.append(row + [pct(errors)])
@@ -42,7 +44,7 @@ def validation_table(race):
     """Per coverage task: the coverages checked against the ground truth (warm-up ones too), their checks, the failed
     ones, and the worst relative percentile error seen."""
     per_task = {}
-    for row in tables.validation(race):
+    for row in readers.validation(race):
         per_task.setdefault(row["task"], []).append(row)
     if not per_task:
         return None
@@ -78,13 +80,13 @@ def speedup_table(race):
 
 
 def coverage_note(race):
-    if race.samples is None:
+    if not race.samples.individual:
         return (
             "No interval: this race has no record of its measured coverages (a race of an older track version, "
             "before each coverage recorded its wall time and took).\n"
         )
     return (
-        f"95% interval: the order-statistic interval of the median (distribution-free), n measured samples ({race.samples_source}); "
+        f"95% interval: the order-statistic interval of the median (distribution-free), n measured samples ({race.samples.source}); "
         f"from {uncertainty.min_samples(uncertainty.CONFIDENCE) - 1} samples or fewer there is none (report/shared/uncertainty.py).\n"
     )
 
@@ -95,10 +97,10 @@ def drifts(race):
     on every path (a race from its files or from a metrics store, whose replayed records are the same lines); not a
     breaker floor's, whose samples are the steps of its bisection."""
     walls = {}
-    for task in sorted({line.get("task") for line in tables.validation(race) if line.get("measured")}):
+    for task in sorted({line.get("task") for line in readers.validation(race) if line.get("measured")}):
         if (race.cells.get(task) or {}).get("measure") == FLOOR_MEASURE:
             continue
-        found = tables.measured(race, task, "wall-ms")
+        found = readers.measured(race, task, "wall-ms")
         if found:
             walls[task] = found
     return uncertainty.drifts(walls)
@@ -118,7 +120,7 @@ def drift_table(race):
     header = ["task", "measured", "first third (ms, geometric mean)", "last third (ms, geometric mean)", "last / first [95%] verdict"]
     body = []
     for task, comparison in found.items():
-        samples = tables.measured(race, task, "wall-ms")
+        samples = readers.measured(race, task, "wall-ms")
         k = len(samples) // 3
         thirds = [uncertainty.geometric_mean(part) if k else None for part in (samples[:k], samples[len(samples) - k :])]
         body.append([task, len(samples), *thirds, comparison.text()])
@@ -138,22 +140,22 @@ SECTIONS = [
 
 def coverage_bars(race, path):
     """Grouped bars: median service time per coverage, one group per variant, one bar per transport (log scale)."""
-    cells = tables.coverage_cells(race)
-    if not any((tables.valid_median(cells, key) or 0) > 0 for key in cells):
+    cells = readers.coverage_cells(race)
+    if not any((readers.valid_median(cells, key) or 0) > 0 for key in cells):
         return None  # every cell failed (or took 0 ms): no bar to draw on a log scale; the tables say FAILED
-    variants = [v for v in tables.VARIANTS if any((v, t) in cells for t in tables.TRANSPORTS)]
-    transports = [t for t in tables.TRANSPORTS if any((v, t) in cells for v in variants)]
+    variants = [v for v in VARIANTS if any((v, t) in cells for t in TRANSPORTS)]
+    transports = [t for t in TRANSPORTS if any((v, t) in cells for v in variants)]
     width = 0.8 / len(transports)
     fig, ax = charts.plt.subplots(figsize=(9, 4.5))
     for i, t in enumerate(transports):
         # a failed cell answered wrongly or not at all: no bar (its time means nothing), a FAILED mark instead
-        valid = [(j, v) for j, v in enumerate(variants) if tables.valid_median(cells, (v, t)) is not None]
+        valid = [(j, v) for j, v in enumerate(variants) if readers.valid_median(cells, (v, t)) is not None]
         xs = [j + i * width for j, _ in valid]
-        ys = [tables.valid_median(cells, (v, t)) for _, v in valid]
+        ys = [readers.valid_median(cells, (v, t)) for _, v in valid]
         bars = ax.bar(xs, ys, width, label=t)
         ax.bar_label(bars, labels=[f"{y:.0f}" for y in ys], fontsize=7)
         for j, v in enumerate(variants):
-            if tables.failed(cells.get((v, t))):
+            if readers.failed(cells.get((v, t))):
                 ax.text(
                     j + i * width,
                     0.02,

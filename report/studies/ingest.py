@@ -2,7 +2,8 @@
 epoch's wall time goes; each returns (header, rows), None without data, or a sentence saying why it cannot be built."""
 
 from report.shared import charts
-from report.shared.tables import Chart, Section, failed, pct, ratio
+from report.shared.readers import failed
+from report.shared.sections import Chart, Section, pct, ratio
 from runners.contracts import records
 
 

@@ -1,7 +1,7 @@
 """The report's ingest-changes sections: seed 000's ingest changes, each measured alone against the baseline (each
 ingest into an index of its own), and where an epoch's wall time goes, beside the seed's segment table.
 
-Each builder returns (header, rows), or None when the race has no data for it (report/shared/tables.py's contract). A failed
+Each builder returns (header, rows), or None when the race has no data for it (report/shared/sections.py's contract). A failed
 ingest (failed bulk requests, a document count other than the corpus's, or none verified) is FAILED and never has a
 saving; a failed baseline gives no change a saving. The seed's figures stay in columns of their own."""
 
@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 from scipy import stats
 
-from report.shared import tables
+from report.shared import sections
 from report.shared.figures import COST, Figure, summed_walls
-from report.shared.tables import Section
+from report.shared.sections import Section
 from report.shared.uncertainty import CONFIDENCE
 from report.studies import ingest
 from runners.contracts import records
@@ -217,9 +217,9 @@ def changes_table(race):
                 if s is None
                 else [
                     s.seconds,
-                    tables.pct(s.mean),
-                    f"{tables.pct(s.low)} .. {tables.pct(s.high)}" if s.low is not None else f"none: {s.n} epoch",
-                    f"{tables.pct(s.smallest)} .. {tables.pct(s.largest)}",
+                    sections.pct(s.mean),
+                    f"{sections.pct(s.low)} .. {sections.pct(s.high)}" if s.low is not None else f"none: {s.n} epoch",
+                    f"{sections.pct(s.smallest)} .. {sections.pct(s.largest)}",
                 ]
             )
         seed = SEED_BASELINE if name == INGEST_CHANGE_BASELINE else SEED_CHANGES[name]
@@ -248,9 +248,9 @@ def answer_table(race):
         if problem or s is None:
             figure, verdict = f"FAILED: {problem}" if problem else "no epoch with a wall time in both", "no verdict"
         elif s.low is None:
-            figure, verdict = f"{tables.pct(s.mean)} (n={s.n})", "no verdict: one epoch"
+            figure, verdict = f"{sections.pct(s.mean)} (n={s.n})", "no verdict: one epoch"
         else:
-            figure = f"{tables.pct(s.mean)} [{tables.pct(s.low)}, {tables.pct(s.high)}]"
+            figure = f"{sections.pct(s.mean)} [{sections.pct(s.low)}, {sections.pct(s.high)}]"
             verdict = "saves" if s.low > 0 else "costs" if s.high < 0 else "no difference beyond the epochs' spread"
         body.append([name, _described(race, name), figure, verdict, SEED_CHANGES.get(name, (None, "-"))[1]])
     return header, body
@@ -298,12 +298,12 @@ def segment_table(race):
     header = ["segment", "seed 000 (s per epoch)", "seed 000 share"]
     for label, _, _ in columns:
         header += [f"{label} (s per epoch)", f"{label} share"]
-    seed = {**SEED_SEGMENTS, "wall": (SEED_WALL_S, "100%"), "took": (SEED_TOOK_S, tables.pct(SEED_TOOK_S / SEED_WALL_S))}
+    seed = {**SEED_SEGMENTS, "wall": (SEED_WALL_S, "100%"), "took": (SEED_TOOK_S, sections.pct(SEED_TOOK_S / SEED_WALL_S))}
     body = []
     for key, label in SEGMENTS:
         row = [label, *seed[key]]
         for _, parts, problem in columns:
-            row += ["FAILED", "-"] if problem else [parts[key], tables.pct(parts[key] / parts["wall"] if parts["wall"] else None)]
+            row += ["FAILED", "-"] if problem else [parts[key], sections.pct(parts[key] / parts["wall"] if parts["wall"] else None)]
         body.append(row)
     return header, body
 

@@ -1,16 +1,16 @@
 """The report's source-large sections (seed 004 at its scale): each fetch cell, a _source mode in a response format,
 from the track's record of every fetch (runners/studies/large_source.py), and the seed's figures beside ours.
 
-Each builder returns (header, rows), or None when the race has no data for it (report/shared/tables.py's contract). A cell
+Each builder returns (header, rows), or None when the race has no data for it (report/shared/sections.py's contract). A cell
 with a failed sample (its error rate in race.json, or a failed fetch in the record) is FAILED: it has no figure, no
 ratio and no place in the comparison with the seed."""
 
 import json
 import statistics
 
-from report.shared import tables
+from report.shared import readers
 from report.shared.figures import COST, Figure, median_or_why
-from report.shared.tables import Section
+from report.shared.sections import Section
 from report.shared.uncertainty import median_interval
 from runners.contracts import records
 from runners.contracts.queries import LARGE_SOURCE_FORMATS, LARGE_SOURCE_MODES
@@ -42,8 +42,8 @@ def cell(race, mode, fmt):
         return None
     bad = [line for line in lines if not line.get("success")]
     failed = None
-    if tables.failed(op):
-        failed = tables.failed_label(op)
+    if readers.failed(op):
+        failed = readers.failed_label(op)
     elif bad:
         failed = f"FAILED ({len(bad)} of {len(lines)} fetches)"
     measured = [line for line in lines if line.get("measured") and line.get("success")]

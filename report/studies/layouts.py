@@ -1,7 +1,8 @@
 """The layout sweep's tables (seed 003): indexing and coverage throughput per layout of shards and replicas, where
 the shards went and which node did the work."""
 
-from report.shared.tables import Section, failed, normalized, pct
+from report.shared.readers import failed
+from report.shared.sections import Section, normalized, pct
 from report.studies import layout_seed, widths
 from report.studies.ingest import epoch_task, epoch_wall, ingest_prefix, ingest_problem, ingest_record
 from runners.contracts import records

@@ -6,9 +6,10 @@ behind earlier coverages; service time is the coverage alone. Rally keeps a p99 
 the redline uses the largest latency (never below the p99), and the table says which one it used.
 """
 
-from report.shared import charts, tables
-from report.shared.tables import Chart, Section
+from report.shared import charts, readers, sections
+from report.shared.sections import Chart, Section
 from report.studies import hosts
+from runners.contracts.queries import TRANSPORTS
 
 
 def tail_latency(op):
@@ -73,9 +74,9 @@ def load_table(race):
                     record["target_per_s"] if record else None,
                     achieved_rate(race, op),
                     op.get("latency", {}).get("50_0"),
-                    f"{tables.fmt(tail)} ({which})",
-                    tables.service_ms(op, "median"),
-                    tables.failed_label(op) if tables.failed(op) else "0",
+                    f"{sections.fmt(tail)} ({which})",
+                    readers.service_ms(op, "median"),
+                    readers.failed_label(op) if readers.failed(op) else "0",
                 ]
             )
     return header, body
@@ -88,7 +89,7 @@ def redline(cell, limit_ms):
     best, exceeded = None, False
     for _, op, record in cell["steps"]:
         tail, _ = tail_latency(op)
-        if tables.failed(op) or tail is None or tail >= limit_ms or record is None:
+        if readers.failed(op) or tail is None or tail >= limit_ms or record is None:
             exceeded = True
             break
         best = record["target_per_s"]
@@ -105,12 +106,14 @@ def redline_table(race):
     for (v, t), cell in found.items():
         calibration = cell["calibration"]
         calibrated = next((r["calibrated_per_s"] for _, _, r in cell["steps"] if r), None)
-        if calibration is None or tables.failed(calibration):
+        if calibration is None or readers.failed(calibration):
             body.append([v, t, "FAILED" if calibration else None, "FAILED"])
             continue
         rate, exceeded = redline(cell, limit)
         text = (
-            "none: the lowest step already fails" if rate is None else (rate if exceeded else f">= {tables.fmt(rate)} (every step passed)")
+            "none: the lowest step already fails"
+            if rate is None
+            else (rate if exceeded else f">= {sections.fmt(rate)} (every step passed)")
         )
         body.append([v, t, calibrated, text])
     return header, body
@@ -138,11 +141,11 @@ def live_table(race):
 
     def pair(a, b, value):
         x, y = value(found[a]), value(found[b])
-        failed = tables.failed(found[a]) or tables.failed(found[b])
+        failed = readers.failed(found[a]) or readers.failed(found[b])
         ratio = y / x if isinstance(x, (int, float)) and isinstance(y, (int, float)) and x and not failed else None
         return [
-            tables.failed_label(found[a]) if tables.failed(found[a]) else x,
-            tables.failed_label(found[b]) if tables.failed(found[b]) else y,
+            readers.failed_label(found[a]) if readers.failed(found[a]) else x,
+            readers.failed_label(found[b]) if readers.failed(found[b]) else y,
             ratio,
         ]
 
@@ -151,7 +154,7 @@ def live_table(race):
         ["ingest (docs/s, median)", *pair("ingest alone", "ingest with queries", throughput)],
         ["coverage latency p50 (ms)", *pair("queries alone", "queries with ingest", lambda op: op and op.get("latency", {}).get("50_0"))],
         ["coverage latency tail (ms)", *pair("queries alone", "queries with ingest", lambda op: op and tail_latency(op)[0])],
-        ["coverage service p50 (ms)", *pair("queries alone", "queries with ingest", lambda op: tables.service_ms(op, "median"))],
+        ["coverage service p50 (ms)", *pair("queries alone", "queries with ingest", lambda op: readers.service_ms(op, "median"))],
     ]
     return header, body
 
@@ -185,7 +188,7 @@ def load_lines(race, path):
     found = cells(race)
     if not found:
         return None
-    transports = [t for t in tables.TRANSPORTS if any(t == key[1] for key in found)]
+    transports = [t for t in TRANSPORTS if any(t == key[1] for key in found)]
     fig, axes = charts.plt.subplots(1, len(transports), figsize=(5 * len(transports), 4.5), squeeze=False)
     for ax, t in zip(axes[0], transports):
         for (v, cell_t), cell in found.items():
@@ -194,7 +197,7 @@ def load_lines(race, path):
             ok = [
                 (achieved_rate(race, op), op.get("latency", {}).get("50_0"), tail_latency(op)[0])
                 for _, op, _ in cell["steps"]
-                if not tables.failed(op)
+                if not readers.failed(op)
             ]
             ok = [p for p in ok if None not in p]
             (line,) = ax.plot([p[0] for p in ok], [p[1] for p in ok], "o-", label=f"{v} p50")

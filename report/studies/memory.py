@@ -1,8 +1,8 @@
 """aggregation-memory's table: per cell its request breaker floor and GC activity beside its time (seed 002's question
 on the query DSL's aggregations)."""
 
-from report.shared import charts, tables
-from report.shared.tables import Chart, Section
+from report.shared import charts, readers
+from report.shared.sections import Chart, Section
 from runners.contracts import queries, records
 
 KIB = 1024
@@ -45,13 +45,13 @@ def memory_table(race):
     ]
     body = []
     for cell, row, timed, floor in found:
-        if row is None or tables.failed(floor):
+        if row is None or readers.failed(floor):
             body.append(
                 [
                     cell["variant"],
                     _setting(cell),
                     cell["transport"],
-                    tables.op_median(timed) if timed and not tables.failed(timed) else "FAILED",
+                    readers.op_median(timed) if timed and not readers.failed(timed) else "FAILED",
                     "FAILED",
                     None,
                     None,
@@ -65,7 +65,7 @@ def memory_table(race):
                 row["variant"],
                 _setting(row),
                 row["transport"],
-                tables.op_median(timed) if not tables.failed(timed) else "FAILED",
+                readers.op_median(timed) if not readers.failed(timed) else "FAILED",
                 floor_kib if row["below-bytes"] else f"< {floor_kib:.0f}",
                 row["below-bytes"] / KIB or None,
                 row["young-gcs-per-coverage"],
@@ -95,7 +95,7 @@ def memory_points(race):
     """[(label, transport, algorithm, floor KiB, median ms, young GCs per coverage)] of the cells that passed."""
     points = []
     for cell, row, timed, floor in memory_cells(race):
-        if row is None or tables.failed(floor) or timed is None or tables.failed(timed):
+        if row is None or readers.failed(floor) or timed is None or readers.failed(timed):
             continue
         points.append(
             (
@@ -103,7 +103,7 @@ def memory_points(race):
                 row["transport"],
                 queries.percentile_algorithm(row["variant"]) or "none",
                 row["floor-bytes"] / KIB,
-                tables.op_median(timed),
+                readers.op_median(timed),
                 row["young-gcs-per-coverage"],
             )
         )

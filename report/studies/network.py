@@ -13,10 +13,10 @@ import math
 import numpy as np
 from scipy import stats
 
-from report.shared import charts, tables
+from report.shared import charts, readers, sections
 from report.shared.figures import COST, Figure
-from report.shared.tables import Chart, Section
-from report.studies.study import TOOK, WALL, median_text
+from report.shared.sections import Chart, Section
+from report.studies.coverage_answer import TOOK, WALL, median_text
 from runners.contracts.queries import TRANSPORTS, VARIANTS, rtt_samples
 
 SERIAL_ROUND_TRIPS = 30  # one _search per node of the 30-node coverage
@@ -31,11 +31,11 @@ def model_round_trips(transport):
 
 
 def _median(op):
-    return None if op is None or tables.failed(op) else tables.service_ms(op, "median")
+    return None if op is None or readers.failed(op) else readers.service_ms(op, "median")
 
 
 def _cell(op):
-    return None if op is None else tables.failed_label(op) if tables.failed(op) else tables.service_ms(op, "median")
+    return None if op is None else readers.failed_label(op) if readers.failed(op) else readers.service_ms(op, "median")
 
 
 def _slope(points):
@@ -174,10 +174,10 @@ def ccs_point_table(race):
                 for cell, task in ccs_cells(race, v, t, rtt):
                     if task not in ops:
                         continue
-                    took, wall = tables.measured(race, task, TOOK), tables.measured(race, task, WALL)
+                    took, wall = readers.measured(race, task, TOOK), readers.measured(race, task, WALL)
                     seed = SEED_001_CELLS.get(cell)
-                    if tables.failed(ops[task]):
-                        figures = [tables.failed_label(ops[task]), "", "", ""]
+                    if readers.failed(ops[task]):
+                        figures = [readers.failed_label(ops[task]), "", "", ""]
                     else:
                         figures = [
                             median_text(took),
@@ -226,7 +226,7 @@ def _departures(points, transport):
         return None
     base = model_base(valid, model_round_trips(transport))
     distances = [
-        (tables.ratio(m - (base + model_round_trips(transport) * r), base + model_round_trips(transport) * r), r) for r, m in valid
+        (sections.ratio(m - (base + model_round_trips(transport) * r), base + model_round_trips(transport) * r), r) for r, m in valid
     ]
     distances = [d for d in distances if d[0] is not None]  # a model of 0 ms has no relative distance
     return max(distances, key=lambda d: abs(d[0])) if distances else None
@@ -309,11 +309,11 @@ def faults_table(race):
             if op is not None:
                 rate = op.get("error_rate") or 0
                 held = "yes: every sample failed" if rate >= 1 else f"NO: {100 * (1 - rate):.0f}% of samples succeeded under the fault"
-                rows.append([fault, name, f"{100 * rate:.0f}%", tables.service_ms(op, "median"), held])
+                rows.append([fault, name, f"{100 * rate:.0f}%", readers.service_ms(op, "median"), held])
         for name, op in [(f"{v} {t} healed", ops.get(race.task_of(variant=v, transport=t, fault=fault, phase="healed"))) for v, t in cells]:
             if op is not None:
-                held = tables.failed_label(op) if tables.failed(op) else "yes: it succeeded"
-                rows.append([fault, name, f"{100 * (op.get('error_rate') or 0):.0f}%", tables.op_median(op), held])
+                held = readers.failed_label(op) if readers.failed(op) else "yes: it succeeded"
+                rows.append([fault, name, f"{100 * (op.get('error_rate') or 0):.0f}%", readers.op_median(op), held])
     if not rows:
         return None
     count = ops.get(race.task_of(measure="doc-count"))
@@ -324,7 +324,7 @@ def faults_table(race):
                 "document count after the faults",
                 f"{100 * (count.get('error_rate') or 0):.0f}%",
                 None,
-                tables.failed_label(count) if tables.failed(count) else "yes: the corpus's",
+                readers.failed_label(count) if readers.failed(count) else "yes: the corpus's",
             ]
         )
     return ["fault", "coverage", "errors", "median (ms)", "as the fault should give"], rows
@@ -386,7 +386,7 @@ def _lines_against_rtt(series, path, title, model=None):
             xs = [r for r, _ in points]
             ax.plot(xs, [base + rounds * r for r in xs], "--", color=line.get_color(), alpha=0.6)
         for r, op in points:
-            if tables.failed(op):
+            if readers.failed(op):
                 ax.annotate("FAILED", (r, 0.03), xycoords=("data", "axes fraction"), color="red", fontsize=7, rotation=90, ha="center")
     charts.axes(ax, "round-trip time added by Toxiproxy (ms)", "median service time per coverage (ms)")
     return charts.save(fig, path, title)

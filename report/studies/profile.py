@@ -6,9 +6,9 @@ with an error rate above 0 answered wrongly or not at all, and no overhead or ph
 
 import statistics
 
-from report.shared import tables
+from report.shared import readers, sections
 from report.shared.figures import COST, Figure, median_or_why
-from report.shared.tables import Section
+from report.shared.sections import Section
 from report.shared.uncertainty import CONFIDENCE, median_interval, min_samples
 from runners.contracts import records
 from runners.studies import profile as runner
@@ -64,8 +64,8 @@ def _problem(race):
     else None."""
     ops = race.op_metrics()
     for task in _tasks(race):
-        if tables.failed(ops.get(task)):
-            return f"{task} {tables.failed_label(ops[task])}: a wrong or missing answer, so no figure is read from it"
+        if readers.failed(ops.get(task)):
+            return f"{task} {readers.failed_label(ops[task])}: a wrong or missing answer, so no figure is read from it"
     if not race.record(records.PROFILE_CALLS, []):
         return "this race recorded no profile ON / OFF calls (it ran before profile-breakdown recorded them)"
     return None
@@ -194,7 +194,7 @@ def phases_table(race):
         [
             "Network + HTTP (client): wall - took",
             network,
-            tables.pct(network / wall) if network is not None and wall else "-",
+            sections.pct(network / wall) if network is not None and wall else "-",
             *_seed("network"),
         ],
         ["JSON decoding (client, after the wall)", decode, "-", "-", "-"],
@@ -202,9 +202,9 @@ def phases_table(race):
     shares, counts, rest = _phase_shares(calls)
     for kind in (runner.PHASE_FILTER, runner.PHASE_PERCENTILES, runner.PHASE_SUMS, runner.PHASE_OTHER):
         if kind in shares:
-            rows.append([PHASE_LABELS[kind].format(n=counts[kind]), _scaled(shares[kind], took), tables.pct(shares[kind]), *_seed(kind)])
+            rows.append([PHASE_LABELS[kind].format(n=counts[kind]), _scaled(shares[kind], took), sections.pct(shares[kind]), *_seed(kind)])
     if shares:
-        rows.append(["Build / reduce / serialize (not attributed)", _scaled(rest, took), tables.pct(rest) or "-", *_seed("build")])
+        rows.append(["Build / reduce / serialize (not attributed)", _scaled(rest, took), sections.pct(rest) or "-", *_seed("build")])
     return header, rows
 
 
@@ -215,7 +215,7 @@ def _scaled(share, took_off):
 
 def _seed(kind):
     ms, share = SEED_PHASES[kind]
-    return [ms, tables.pct(share)]
+    return [ms, sections.pct(share)]
 
 
 def phases_note(race):
@@ -256,7 +256,7 @@ def shares_table(race):
         return None
     parts = sorted(race.record(records.PROFILE)["parts"].items(), key=lambda kv: -kv[1]["nanos"])
     header = ["part", "time (ms, profiled, per call)", "share"]
-    return header, [[name, p["nanos"] / 1e6, tables.pct(p["share"])] for name, p in parts]
+    return header, [[name, p["nanos"] / 1e6, sections.pct(p["share"])] for name, p in parts]
 
 
 # this study's report sections, in report order

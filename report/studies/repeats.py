@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from report.shared import tables, uncertainty
+from report.shared import readers, sections, uncertainty
 
 REPEAT_NOTE = (
     "Race medians: each race's median service time of the cell, in race order. Spread: (max - min) / median of the "
@@ -25,11 +25,11 @@ SETS_NOTE = (
 
 def race_medians(race_set, key):
     """Each race's median service time (ms) of the cell; None for a race where it failed or did not run."""
-    return [tables.valid_median(tables.coverage_cells(race), key) for race in race_set]
+    return [readers.valid_median(readers.coverage_cells(race), key) for race in race_set]
 
 
 def _cells(*race_sets):
-    return tables.in_study_order({k for race_set in race_sets for race in race_set for k in tables.coverage_cells(race)})
+    return readers.in_study_order({k for race_set in race_sets for race in race_set for k in readers.coverage_cells(race)})
 
 
 def _text(value):
@@ -43,13 +43,13 @@ def repeat_table(race_set):
     for key in _cells(race_set):
         medians = race_medians(race_set, key)
         spread = uncertainty.run_to_run_spread(medians) if None not in medians else None
-        samples = [tables.cell_samples(race, key) for race in race_set]
+        samples = [readers.cell_samples(race, key) for race in race_set]
         pooled = "-"
         if None not in medians and all(samples):
             pooled_interval = uncertainty.median_interval(np.concatenate(samples))
             pooled = f"{pooled_interval.median:.1f} {pooled_interval.text()}"
         body.append(
-            [tables.study_label(race_set, key), " / ".join(_text(m) for m in medians), "-" if spread is None else f"{spread:.1%}", pooled]
+            [readers.study_label(race_set, key), " / ".join(_text(m) for m in medians), "-" if spread is None else f"{spread:.1%}", pooled]
         )
     return ["cell", "race medians (ms)", "spread", "pooled median (ms) [95% interval]"], body
 
@@ -65,7 +65,7 @@ def sets_table(sets):
     body = []
     for key in _cells(*sets):
         medians = [race_medians(s, key) for s in sets]
-        row = [tables.study_label([race for s in sets for race in s], key)]
+        row = [readers.study_label([race for s in sets for race in s], key)]
         for m in medians:
             mean, spread = _geometric_mean(m), uncertainty.run_to_run_spread(m) if None not in m else None
             row.append("FAILED" if mean is None else f"{mean:.1f}" + ("" if spread is None else f", {spread:.1%}"))
@@ -83,7 +83,7 @@ def repeat_report(race_set, out_root):
     out = Path(out_root) / f"repeat-{_name(race_set)}"
     out.mkdir(parents=True, exist_ok=True)
     lines = [f"# cluster-metrics: {len(race_set)} races of one set", ""] + [f"- {r.label} ({r.source})" for r in race_set]
-    text = "\n".join(lines) + "\n\n" + tables.markdown(*repeat_table(race_set)) + "\n\n" + REPEAT_NOTE
+    text = "\n".join(lines) + "\n\n" + sections.markdown(*repeat_table(race_set)) + "\n\n" + REPEAT_NOTE
     (out / "report.md").write_text(text)
     return out / "report.md", text
 
@@ -94,6 +94,6 @@ def sets_report(sets, out_root):
     out.mkdir(parents=True, exist_ok=True)
     lines = [f"# cluster-metrics: {len(sets)} sets of races", ""]
     lines += [f"- set {i + 1}: " + ", ".join(r.label for r in s) for i, s in enumerate(sets)]
-    text = "\n".join(lines) + "\n\n" + tables.markdown(*sets_table(sets)) + "\n\n" + SETS_NOTE
+    text = "\n".join(lines) + "\n\n" + sections.markdown(*sets_table(sets)) + "\n\n" + SETS_NOTE
     (out / "compare.md").write_text(text)
     return out / "compare.md", text

@@ -1,7 +1,8 @@
 """The layout sweep's single-document indexing (runners/studies/single_doc.py): docs/s per layout, against 1S0R and against
 the same shards unreplicated, beside seed 003's statements."""
 
-from report.shared.tables import Section, failed, failed_label, normalized
+from report.shared.readers import failed, failed_label
+from report.shared.sections import Section, normalized
 from report.shared.uncertainty import MIN_SAMPLES, median_interval, ratio_interval
 from report.studies import layout_seed
 from report.studies.layouts import LAYOUT_BASELINE, layout_ops, layout_records

@@ -9,9 +9,9 @@ Without samples (race.json alone) the table shows the ratio of medians and names
 
 import numpy as np
 
-from report.shared import charts, tables, uncertainty
+from report.shared import charts, readers, sections, uncertainty
 from report.shared.figures import PLACE, Figure
-from report.shared.tables import Chart, Section
+from report.shared.sections import Chart, Section
 from report.studies import ingest
 from runners.contracts import queries, records
 from runners.contracts.queries import TRANSPORTS, VARIANTS
@@ -37,7 +37,7 @@ def width_cells(race):
     race that ended early (a node that died) has no summary in race.json or the store, only its samples there: a cell
     is then built from its samples (median; a failed sample fails the cell)."""
     ops = race.op_metrics()
-    for name, samples in (race.samples or {}).items():
+    for name, samples in race.samples.items():
         if name not in ops:
             ops[name] = _from_samples(name, samples)
     cells = {}
@@ -73,7 +73,7 @@ def variants_of(cells):
 
 def _samples(race, key):
     task = next((task for task, cell in race.cells.items() if width_key(cell) == key), None)
-    return (race.samples or {}).get(task)
+    return race.samples.of(task)
 
 
 def width_table(race):
@@ -91,15 +91,15 @@ def width_table(race):
                 op = cells.get((w, v, t))
                 if op is None:
                     row.append(_not_run(race, w, v, t))
-                elif tables.failed(op):
-                    row.append(tables.failed_label(op))
+                elif readers.failed(op):
+                    row.append(readers.failed_label(op))
                 else:
                     samples = _samples(race, (w, v, t))
                     if samples:  # the median and its interval from the same samples
                         interval = uncertainty.median_interval(samples)
-                        row.append(f"{tables.fmt(interval.median)} {interval.text()}")
+                        row.append(f"{sections.fmt(interval.median)} {interval.text()}")
                     else:
-                        row.append(tables.fmt(tables.service_ms(op, "median")))
+                        row.append(sections.fmt(readers.service_ms(op, "median")))
             body.append(row)
     return header, body
 
@@ -128,11 +128,11 @@ def _against(race, cells, width, variant, msearch):
     a_op, b_op = cells.get(a_key), cells.get(b_key)
     if a_op is None or b_op is None:
         return None, "not both run"
-    if tables.failed(a_op) or tables.failed(b_op):
+    if readers.failed(a_op) or readers.failed(b_op):
         return None, "FAILED"
     a, b = _samples(race, a_key), _samples(race, b_key)
     if not a or not b:  # the note under the table says why once
-        return None, f"{tables.service_ms(b_op, 'median') / tables.service_ms(a_op, 'median'):.3f} (medians)"
+        return None, f"{readers.service_ms(b_op, 'median') / readers.service_ms(a_op, 'median'):.3f} (medians)"
     comparison = uncertainty.compare(a, b)
     if comparison.verdict is None:
         return None, f"{uncertainty.median_interval(b).median / uncertainty.median_interval(a).median:.3f} (no verdict)"
@@ -145,7 +145,7 @@ def crossover(race, cells, variant, msearch):
     of the claim and named; one in the middle ends it."""
     widths = [w for w in widths_of(cells) if (w, variant, msearch) in cells or (w, variant, "terms") in cells]
     verdicts = {w: _against(race, cells, w, variant, msearch) for w in widths}
-    if race.samples is None:
+    if not race.samples.individual:
         return None, "no verdict"
     unjudged = []
     while widths and verdicts[widths[-1]][0] is None:
@@ -186,7 +186,7 @@ def crossover_note(race):
     why = (
         "This race has no record of its measured coverages (a race of an older track version): the cells are ratios of "
         "Rally's medians, without a verdict. "
-        if race.samples is None
+        if not race.samples.individual
         else f"(no verdict): fewer than {uncertainty.MIN_SAMPLES} measured samples a side (a --test-mode race has one). "
     )
     return (
@@ -253,14 +253,14 @@ def search_pool_note(race):
 
 def _serial_extrapolation(race):
     cells = width_cells(race)
-    serial = {(w, v): op for (w, v, t), op in cells.items() if t == "serial" and not tables.failed(op)}
+    serial = {(w, v): op for (w, v, t), op in cells.items() if t == "serial" and not readers.failed(op)}
     if not serial:
         return None
     widest = max(w for w, _ in serial)
     missing = [w for w in widths_of(cells) if w > widest]
     if not missing:
         return None
-    per_request = {v: tables.service_ms(op, "median") / w for (w, v), op in serial.items() if w == widest}
+    per_request = {v: readers.service_ms(op, "median") / w for (w, v), op in serial.items() if w == widest}
     text = ", ".join(f"{v} {ms:.2f} ms" for v, ms in per_request.items())
     return (
         f"Per request at {widest} nodes: {text}; at {missing[-1]} nodes a serial coverage would take about "
@@ -278,7 +278,7 @@ def width_ingest_table(race):
         wall = sum(ingest.epoch_wall(ops, row, ingest.epoch_task(prefix, row["epoch"])) or 0 for row in record.get("epochs", []))
         took = sum(row["bulk-took-ms"] for row in record.get("epochs", []))
         # a race that ended early has no task durations: its wall time is unknown, not 0
-        body.append([w, docs, tables.fmt(wall) if wall else "-", tables.fmt(docs / wall) if wall else "-", tables.fmt(took / 1000)])
+        body.append([w, docs, sections.fmt(wall) if wall else "-", sections.fmt(docs / wall) if wall else "-", sections.fmt(took / 1000)])
     if not body:
         return None
     return ["width (nodes)", "documents", "bulk wall (s)", "docs/s", "bulk took (s)"], body
@@ -338,13 +338,13 @@ def width_lines(race, path):
             points = []
             for w in widths_of(cells):
                 op = cells.get((w, v, t))
-                if op is None or tables.failed(op):
+                if op is None or readers.failed(op):
                     continue
                 samples = _samples(race, (w, v, t))
                 interval = uncertainty.median_interval(samples) if samples else None
                 # the point and its bar from the same samples (the coverage's recorded wall time, or Rally's service
                 # time from a store): Rally's median from race.json can lie a hair outside the records' interval
-                median = interval.median if interval else tables.service_ms(op, "median")
+                median = interval.median if interval else readers.service_ms(op, "median")
                 low, high = (interval.low, interval.high) if interval and interval.low is not None else (median, median)
                 points.append((w, median, median - low, high - median))
             if points:

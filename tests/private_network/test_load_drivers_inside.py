@@ -23,10 +23,10 @@ from esrally.driver.driver import calculate_worker_assignments
 from localnode import load_driver_hosts as topology
 from report.__main__ import compare_report
 from report.__main__ import main as report_main
-from report.shared import races, store, tables
-from report.studies import coverage
+from report.shared import races, readers, store
+from report.studies import coverage, coverage_answer
 from report.studies import hosts as host_report
-from report.studies import ingest, study
+from report.studies import ingest
 from runners.contracts import records
 from runners.contracts.corpus import data_root, races_root
 from runners.contracts.queries import TRANSPORTS
@@ -272,7 +272,7 @@ def test_production_comparison_validates_every_cell_on_both_hosts(cluster, metri
     assert [row[0] for row in body] == cells + [f"settle/{cell}" for cell in cells], body
     assert all(coverages >= 2 and checks > 0 and failed == 0 for _, coverages, checks, failed, _ in body), body
     for cell in (("D_td", "serial"), ("D_td", "msearch"), ("D_hdr", "msearch"), ("D_hdr", "terms")):
-        assert set(race.hosts[tables.study_task(race, cell)]) == {NAMES[1], NAMES[2]}, cell
+        assert set(race.hosts[readers.study_task(race, cell)]) == {NAMES[1], NAMES[2]}, cell
     assert report_main(["--race", race.race_id[:8], "--configuration-name", store.CONFIG_NAME, "--out", str(tmp_path)]) == 0
     report = (tmp_path / race.race_id / "report.md").read_text()
     assert "## Load-driver hosts: what each host's clients ran" in report
@@ -376,13 +376,13 @@ def test_a_race_through_the_coordinators_daemon_into_the_store_reports_what_its_
     assert validation == coverage.validation_table(from_store) and len(validation[1]) == 2 * len(settled) == 2 * len(VARIANTS_RACED) * len(
         TRANSPORTS
     )
-    assert study.took_table(from_store) == study.took_table(from_files)
+    assert coverage_answer.took_table(from_store) == coverage_answer.took_table(from_files)
     assert all(coverages >= 1 and checks > 0 and failed == 0 for _, coverages, checks, failed, _ in validation[1])
 
-    cells = tables.coverage_cells(from_files)
-    assert len(cells) == len(VARIANTS_RACED) * len(TRANSPORTS) and tables.coverage_cells(from_store) == cells
+    cells = readers.coverage_cells(from_files)
+    assert len(cells) == len(VARIANTS_RACED) * len(TRANSPORTS) and readers.coverage_cells(from_store) == cells
     for v, t in cells:
-        assert len(from_store.samples[tables.study_task(from_store, (v, t))]) == 1  # test mode: one measured iteration
+        assert len(from_store.samples.of(readers.study_task(from_store, (v, t)))) == 1  # test mode: one measured iteration
     header, body = coverage.coverage_table(from_store)
     files_header, files_body = coverage.coverage_table(from_files)
     assert header == files_header and sum("interval" in name for name in header) == len(TRANSPORTS)
@@ -390,7 +390,7 @@ def test_a_race_through_the_coordinators_daemon_into_the_store_reports_what_its_
     for race, rows in ((from_store, body), (from_files, files_body)):
         for row in rows:
             for t in TRANSPORTS:
-                (sample,) = race.samples[tables.study_task(race, (row[0], t))]
+                (sample,) = race.samples.of(readers.study_task(race, (row[0], t)))
                 assert row[header.index(f"{t} median (ms)")] == sample
     assert [[row[header.index(f"{t} p90 (ms)")] for t in TRANSPORTS] for row in body] == [
         [row[header.index(f"{t} p90 (ms)")] for t in TRANSPORTS] for row in files_body

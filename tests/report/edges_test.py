@@ -12,7 +12,7 @@ import pytest
 from report.__main__ import single_report
 from report.shared import races
 from report.studies import ingest
-from report.studies.study import NO_SHARE
+from report.studies.coverage_answer import NO_SHARE
 from runners.contracts import records
 from tests.race_shapes import every_cell_failed, every_ingest_failed, fail, no_records, took_zero
 

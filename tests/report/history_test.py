@@ -12,8 +12,9 @@ from report.history import changes
 from report.history.analysis import CellAnalysis, SeriesAnalysis
 from report.history.races import Facts
 from report.history.series import Point
+from report.history.starts import first_race_rule
 from report.shared import uncertainty
-from report.studies.study import COVERAGE_TIME
+from report.studies.coverage_answer import COVERAGE_TIME
 from report.studies.widths import CROSSOVER
 
 BETWEEN_STARTS = 0.10  # log sd of a node start's level, one version (the real history: 0.095-0.114 over 4 cells)
@@ -51,7 +52,7 @@ def history(rng, starts, races_per_start, level=lambda start, race: 0.0, version
 
 
 def analysed_as(points, found, figure):
-    """A cell's analysis with these changes (what trend.alerts reads of it)."""
+    """A cell's analysis with these changes (what analysis.alerts reads of it)."""
     return CellAnalysis("cell", figure, points, found, None, [], [], None, [], None)
 
 
@@ -113,8 +114,8 @@ def running_node(rng, step, after, before=10):
 def test_the_morning_after_a_large_step_on_a_running_node_it_is_found():
     """The shapes a team has on a running node: a 1.5x step with 3 races after it, a 1.2x step with 5 after, 10 races
     before on the same node start: each found where it begins, slower, as a step, in at least 90% of histories; and
-    the alert that a nightly job acts on (trend.alerts over the newest 5 races) raised as often."""
-    from report.history import trend
+    the alert that a nightly job acts on (analysis.alerts over the newest 5 races) raised as often."""
+    from report.history import analysis
 
     rng = np.random.default_rng(31)
     large = [running_node(rng, 1.5, 3) for _ in range(200)]
@@ -122,7 +123,10 @@ def test_the_morning_after_a_large_step_on_a_running_node_it_is_found():
     found_large = sum(found_at(points, 10) for points in large) / 200
     found_small = sum(found_at(points, 10) for points in small) / 200
     alerted = (
-        sum(bool(trend.alerts([SeriesAnalysis(None, {"cell": analysed_as(points, named(points), COVERAGE_TIME)})], 5)) for points in large)
+        sum(
+            bool(analysis.alerts([SeriesAnalysis(None, {"cell": analysed_as(points, named(points), COVERAGE_TIME)})], 5))
+            for points in large
+        )
         / 200
     )
     print(f"on a running node: 1.5x with 3 after found {found_large:.1%} (alerted {alerted:.1%}), 1.2x with 5 after {found_small:.1%}")
@@ -222,7 +226,7 @@ def test_a_moved_crossover_width_is_a_change_higher_or_lower_and_never_an_alert(
     said "higher" or "lower", and no --fail-on slower alert. 30 nightly races, 300 histories each: with a race's
     width off by a step one time in ten, no move named in at most 5%; a move to the next width with 5 races after it
     found in at least 65% (one time in twenty off: 80%; never off: always)."""
-    from report.history import trend
+    from report.history import analysis
 
     cell = CROSSOVER.cell("D_td terms against msearch (default concurrency)")
     rng = np.random.default_rng(29)
@@ -246,7 +250,7 @@ def test_a_moved_crossover_width_is_a_change_higher_or_lower_and_never_an_alert(
     points = crossover_history(rng, 30, 0.0, 25)
     as_width = [SeriesAnalysis(None, {cell: analysed_as(points, [change], CROSSOVER)})]
     as_cost = [SeriesAnalysis(None, {"coverage-D_td-serial": analysed_as(points, [change], COVERAGE_TIME)})]
-    assert trend.alerts(as_width, 5) == [] and trend.alerts(as_cost, 5) == [change]
+    assert analysis.alerts(as_width, 5) == [] and analysis.alerts(as_cost, 5) == [change]
     # two races off and back: an episode, named as outliers, not two changes
     episode = crossover_history(rng, 30, 0.0)
     for n in (12, 13):
@@ -274,7 +278,7 @@ def test_a_step_after_a_settled_nodes_second_race_is_named_and_an_unsettled_ones
     unrecorded = [[Point(**{**p.__dict__, "facts": Facts(**{**p.facts.__dict__, "settled": None})}) for p in points] for points in settled]
     assert sum(found_at(points, 2) for points in settled) / 100 >= 0.90
     assert sum(found_at(points, 2) for points in unrecorded) == 0
-    assert changes.first_race_rule(settled[0]) == (1, 0) and changes.first_race_rule(unrecorded[0]) == (0, 1)
+    assert first_race_rule(settled[0]) == (1, 0) and first_race_rule(unrecorded[0]) == (0, 1)
 
 
 @pytest.mark.slow

@@ -16,8 +16,8 @@ from report import ReportError
 from report.history import arms as arm_analysis
 from report.history.series import Point
 from report.shared import uncertainty
+from report.studies.coverage_answer import COVERAGE_TIME
 from report.studies.ingest_changes import INGEST_WALL
-from report.studies.study import COVERAGE_TIME
 from tests.report.history_test import facts
 
 ROUND = 0.06  # log sd of a round's level, shared by its starts (the plans: about 0.02 in versions, 0.09 in history)

@@ -11,7 +11,7 @@ from report.history import changes
 from report.history import host as history_host
 from report.shared import host_load
 from report.shared.races import Race
-from report.studies.study import COVERAGE_TIME as FIGURE
+from report.studies.coverage_answer import COVERAGE_TIME as FIGURE
 from runners.contracts import records
 from runners.shared.host_load import CLOCK_TICKS
 from tests.report.history_test import history

@@ -12,7 +12,7 @@ import pytest
 
 from report import ReportError
 from report.__main__ import main as report_main
-from report.shared import races, tables, uncertainty
+from report.shared import races, readers, sections, uncertainty
 from report.studies import coverage, ingest, layouts
 from runners.contracts import records
 from tests.conftest import REPO, TEST_PORT, ensure_test_index
@@ -45,7 +45,7 @@ def test_full_race_report_has_every_table_and_real_numbers(tmp_path, capsys):
     assert "profile breakdown" in absent and "layout sweep" in absent and "coverage," not in absent
     # numbers come from race.json: D_td serial's median is in the table, and its speedup is 1.00
     d_td_serial = race.op_metrics()["coverage-D_td-serial"]["service_time"]["mean"]
-    assert tables.fmt(d_td_serial) in text
+    assert sections.fmt(d_td_serial) in text
     speedups = dict((row[0], row) for row in coverage.speedup_table(race)[1])
     assert speedups["D_td"][1] == pytest.approx(1.0)
     rows = ingest.ingest_rows(race)
@@ -80,7 +80,7 @@ def test_compare_puts_races_side_by_side_with_ratios(tmp_path, capsys):
     line = next(l for l in out.splitlines() if l.startswith("| coverage-D_td-serial median"))
     a = full.op_metrics()["coverage-D_td-serial"]["service_time"]["mean"]
     b = production.op_metrics()["coverage-D_td-serial"]["service_time"]["mean"]
-    assert tables.fmt(b / a) in line
+    assert sections.fmt(b / a) in line
     assert "ingest wall (s)" in out
 
 
@@ -149,12 +149,12 @@ def _fail(task, rate=0.4):
 def test_a_failed_cell_is_marked_and_never_ranked(tmp_path, capsys):
     """A fast cell that answered wrongly: FAILED in every table, never the fastest, no speedup from it."""
     full = races.Files(rally_home=HOME).race(FULL)
-    fastest = tables.fastest_cell(tables.coverage_cells(full))
+    fastest = readers.fastest_cell(readers.coverage_cells(full))
     task = f"coverage-{fastest[0]}-{fastest[1]}"
     _copy_race(FULL, tmp_path, "badcell0-0000-0000-0000-000000000000", _fail(task))
     race = races.Files(rally_home=tmp_path).race("badcell0")
-    cells = tables.coverage_cells(race)
-    assert tables.fastest_cell(cells) != fastest and tables.valid_median(cells, fastest) is None
+    cells = readers.coverage_cells(race)
+    assert readers.fastest_cell(cells) != fastest and readers.valid_median(cells, fastest) is None
     by_variant = dict((row[0], row) for row in coverage.coverage_table(race)[1])
     assert "FAILED (40% errors)" in by_variant[fastest[0]]
     speedups = dict((row[0], row) for row in coverage.speedup_table(race)[1])
@@ -368,7 +368,7 @@ def test_charts_and_trend_figures_are_collected_from_the_modules_that_declare_th
     listed studies' come first, in the catalog's order; a new study's follow them (no test to edit for it to join)."""
     from report import catalog
     from report.shared.figures import COST, PLACE, Figure
-    from report.studies import memory, study, widths
+    from report.studies import coverage_answer, memory, widths
 
     def of_listed(table, order):  # the declarations of the studies the catalog lists: a new study's follow them
         return [
@@ -388,7 +388,7 @@ def test_charts_and_trend_figures_are_collected_from_the_modules_that_declare_th
         "memory.png",
         "width.png",
     ]
-    assert set(memory.CHARTS) <= set(catalog.CHARTS) and catalog.TREND_FIGURES[0] is study.COVERAGE_TIME
+    assert set(memory.CHARTS) <= set(catalog.CHARTS) and catalog.TREND_FIGURES[0] is coverage_answer.COVERAGE_TIME
     assert {f.name: (f.unit, f.direction) for f in of_listed("TREND_FIGURES", catalog.TREND_ORDER)} == {
         "coverage time (ms)": ("ms", COST),
         "ingest wall (s)": ("s", COST),

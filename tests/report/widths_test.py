@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from report.shared import races
+from report.shared.samples import Samples
 from report.studies import widths
 from runners.contracts import records
 from runners.studies import search_pool
@@ -28,7 +29,7 @@ def race_of(medians, spread=0.02, failed=(), samples=True, n=10, seed=1):
         times[name] = None if (w, v, t) in failed else list(ms * (1 + spread * rng.standard_normal(n)))
     data = {"race-id": "w" * 36, "challenge": "coverage-width", "results": {"op_metrics": ops}, "track-params": {}}
     race = races.Race("w" * 36, None, data)
-    race.samples = times if samples else None
+    race.samples = Samples(times) if samples else Samples()
     race.record_texts[records.CELLS] = json.dumps(cells)
     return race
 

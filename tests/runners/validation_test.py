@@ -12,6 +12,7 @@ from report.validation_proof import (
     INDISTINGUISHABLE,
     PERCENTS,
     SUBSTITUTIONS,
+    ProofEpoch,
     caught,
     count_proof,
     keyed_answer,
@@ -163,7 +164,7 @@ def test_variant_a_wrong_counts_are_caught_and_the_indistinguishable_one_is_name
     nodes = ["N001", "N002", "N003"]
     truth = {n: {"count": c} for n, c in zip(nodes, counts)}
     false_failures, tally = [], {}
-    count_proof(AnsweringCluster(dict(zip(nodes, counts))), "cluster-metrics", 1, nodes, truth, false_failures, tally)
+    count_proof(ProofEpoch(AnsweringCluster(dict(zip(nodes, counts))), "cluster-metrics", 1, nodes, truth), false_failures, tally)
     assert not false_failures
     for name in COUNT_SUBSTITUTIONS:
         caught_, total, _, beyond = tally[(name, "A", "hits.total")]

@@ -1,4 +1,6 @@
-"""Seed 000's answer in its own terms: server `took` against client wall time, per cell and per coverage.
+"""The coverage study's answer, seed 000's in its own terms: what to run instead of production, and server `took`
+against client wall time, per cell and per coverage (report/studies/coverage.py: the coverage's service time per cell
+as Rally measured it, its validation and its drift within the race).
 
 Each table puts the seed's figure beside ours in its own column. Our figures come from each measured coverage's
 record (runners/studies/coverage.py: wall-ms, took, took-sum; warm-ups left out), on every path: a race read from its folder
@@ -9,9 +11,9 @@ or from Rally's metrics store. A figure is a median with its 95% order-statistic
 import math
 import re
 
-from report.shared import tables, uncertainty
+from report.shared import readers, sections, uncertainty
 from report.shared.figures import COST, LEAST_WALL_MS, PLAUSIBLE_WALL_MS, Figure, implausible
-from report.shared.tables import Section
+from report.shared.sections import Section
 from report.studies import coverage, profile, widths
 from runners.contracts.queries import TRANSPORTS, VARIANTS
 
@@ -42,22 +44,22 @@ NO_SHARE = "no share"  # of a production query whose median took is 0 ms
 
 def measured(race, key, field):
     """The cell's measured values of one record field; None when the cell failed or a value is missing."""
-    return tables.measured(race, tables.study_task(race, key), field)
+    return readers.measured(race, readers.study_task(race, key), field)
 
 
 def _cells(race):
     """The coverage cells the race recorded or Rally reported (a cell whose every request failed records nothing, and
     is still shown, FAILED); none for a race without coverage records (an older track version)."""
-    recorded = {line.get("task") for line in tables.validation(race)}
+    recorded = {line.get("task") for line in readers.validation(race)}
     if not recorded:
         return []
-    return tables.in_study_order(
-        set(tables.coverage_cells(race)) | {(v, t) for v in VARIANTS for t in TRANSPORTS if tables.study_task(race, (v, t)) in recorded}
+    return readers.in_study_order(
+        set(readers.coverage_cells(race)) | {(v, t) for v in VARIANTS for t in TRANSPORTS if readers.study_task(race, (v, t)) in recorded}
     )
 
 
 def _failed(race, key):
-    return tables.failed(race.op_metrics().get(tables.study_task(race, key)))
+    return readers.failed(race.op_metrics().get(readers.study_task(race, key)))
 
 
 def median_text(values, digits=1):
@@ -177,8 +179,8 @@ def took_attribution_table(race):
                 row += [NO_TOOK, "-"]
                 continue
             value, low, high = difference(base, values)
-            share = tables.ratio(value, _median(whole))
-            row += [_difference_text(value, low, high), NO_SHARE if share is None else f"{tables.pct(share)} of {production}"]
+            share = sections.ratio(value, _median(whole))
+            row += [_difference_text(value, low, high), NO_SHARE if share is None else f"{sections.pct(share)} of {production}"]
         body.append(row + [seed_ms, seed_share])
     return header, body
 
@@ -230,7 +232,7 @@ def transport_saving_table(race):
                 _saving(serial, msearch),
                 seed_serial,
                 seed_msearch,
-                tables.pct(1 - seed_msearch / seed_serial),
+                sections.pct(1 - seed_msearch / seed_serial),
             ]
         )
     return header, body
@@ -241,7 +243,7 @@ def _saving(serial, msearch):
         return "no verdict: a failed cell"
     comparison = uncertainty.compare(serial, msearch)
     if comparison.verdict is None:
-        ratio = tables.ratio(_median(msearch), _median(serial))
+        ratio = sections.ratio(_median(msearch), _median(serial))
         return "no figure: a median of 0 ms" if ratio is None else f"{1 - ratio:.1%} (n={min(len(serial), len(msearch))})"
     return f"{1 - comparison.ratio:.1%} [{1 - comparison.high:.1%}, {1 - comparison.low:.1%}] {comparison.verdict}"
 
@@ -315,7 +317,7 @@ def client_table(race):
             continue
         took, wall = measured(race, (v, t), TOOK), measured(race, (v, t), WALL)
         gaps = [w - k for w, k in zip(wall, took)] if took and wall else None
-        share = tables.pct(_median(gaps) / _median(wall)) if gaps and _median(wall) else "-"
+        share = sections.pct(_median(gaps) / _median(wall)) if gaps and _median(wall) else "-"
         seed = None
         if (v, t) == PRODUCTION:
             call = profile.SEED_WALL - profile.SEED_TOOK[False]
@@ -384,15 +386,15 @@ def answer_line(race):
     or D_hdr, ANSWERS_PRODUCTION) with its speed-up interval; a failed cell never ranks, and a cheaper variant that
     leaves out what production needs is never offered. A race without coverage records (an older track version):
     Rally's medians, without an interval."""
-    failed = [f"{v} {t}" for v, t in tables.coverage_cells(race) if _failed(race, (v, t))]
+    failed = [f"{v} {t}" for v, t in readers.coverage_cells(race) if _failed(race, (v, t))]
     tail = f"; FAILED cells (not ranked): {', '.join(failed)}" if failed else ""
     if _failed(race, PRODUCTION):
         return f"production {PRODUCTION[0]} {PRODUCTION[1]}: {FAILED}; no speed-up can be given" + tail
-    if tables.validation(race):
+    if readers.validation(race):
         medians = _answering_medians(race, _cells(race))
     else:
-        ops = tables.coverage_cells(race)
-        medians = {key: tables.valid_median(ops, key) for key in ops if key[0] in ANSWERS_PRODUCTION}
+        ops = readers.coverage_cells(race)
+        medians = {key: readers.valid_median(ops, key) for key in ops if key[0] in ANSWERS_PRODUCTION}
         medians = {key: value for key, value in medians.items() if value is not None}
     if PRODUCTION not in medians:
         return f"production {PRODUCTION[0]} {PRODUCTION[1]}: not measured; no speed-up can be given" + tail
@@ -402,7 +404,7 @@ def answer_line(race):
         return line + "; no other configuration that computes its answer was faster" + tail
     speedup = (
         _speedup(measured(race, PRODUCTION, WALL), measured(race, fastest, WALL))
-        if tables.validation(race)
+        if readers.validation(race)
         else f"{medians[PRODUCTION] / medians[fastest]:.1f}x (no interval: Rally's medians)"
     )
     return line + f"; fastest that computes its answer: {fastest[0]} {fastest[1]}, {medians[fastest]:,.0f} ms, {speedup}" + tail
@@ -413,7 +415,7 @@ def _speedup(base, values):
     production's, so the cell is faster."""
     comparison = uncertainty.compare(values, base)
     if comparison.verdict is None:
-        ratio = tables.ratio(_median(base), _median(values))
+        ratio = sections.ratio(_median(base), _median(values))
         return "no figure: a median of 0 ms" if ratio is None else f"{ratio:.1f}x (n={min(len(base), len(values))})"
     word = {uncertainty.SLOWER: "faster", uncertainty.FASTER: "slower"}.get(comparison.verdict, comparison.verdict)
     return f"{comparison.ratio:.1f}x [{comparison.low:.1f}, {comparison.high:.1f}] {word}"
@@ -446,7 +448,7 @@ def drift_table(race, baseline):
     """Every cell of this race against the same cell of an earlier race (make report BASELINE=<id>): the ratio of
     medians with its 95% interval and the verdict rule of report/shared/uncertainty.py; the seed's sanity check is D_td
     serial's drift."""
-    keys = tables.in_study_order(set(_cells(race)) & set(_cells(baseline)))
+    keys = readers.in_study_order(set(_cells(race)) & set(_cells(baseline)))
     if not keys:
         return f"race {baseline.race_id[:8]} shares no coverage cell with this race"
     header = ["cell", f"baseline {baseline.race_id[:8]} (ms)", "this race (ms)", "drift", "ratio [95%] verdict"]
@@ -456,7 +458,7 @@ def drift_table(race, baseline):
         if not then or not now:
             body.append(
                 [
-                    tables.study_task(race, key),
+                    readers.study_task(race, key),
                     _figure(baseline, key, WALL, median_text),
                     _figure(race, key, WALL, median_text),
                     "-",
@@ -464,9 +466,9 @@ def drift_table(race, baseline):
                 ]
             )
             continue
-        drift = tables.ratio(_median(now), _median(then))
+        drift = sections.ratio(_median(now), _median(then))
         drift_text = "-" if drift is None else f"{drift - 1:+.1%}"
-        body.append([tables.study_task(race, key), median_text(then), median_text(now), drift_text, uncertainty.compare(then, now).text()])
+        body.append([readers.study_task(race, key), median_text(then), median_text(now), drift_text, uncertainty.compare(then, now).text()])
     return header, body
 
 
@@ -515,22 +517,18 @@ def coverage_times(race):
     {task: why} for a cell that failed, has no samples, or has a sample that cannot be a time (implausible)."""
     found = {}
     for task in sorted(task for task, cell in race.cells.items() if "variant" in cell and "transport" in cell):  # a coverage cell
-        op = race.op_metrics().get(task)
-        if race.order_statistics is not None:  # read from a store by aggregation: no samples, their order statistics
-            n, failed, at = race.order_statistics.get(task, (0, 0, {}))
-            samples = "absent" if not n else None if failed else at
-        else:
-            samples = (race.samples or {}).get(task, "absent")
-        if samples == "absent" and op is None:
+        op, samples = race.op_metrics().get(task), race.samples
+        if not samples.has(task) and op is None:
             continue  # the challenge's cell did not run in this race (another challenge's task)
-        if samples is None or samples == "absent" or not samples:
-            found[task] = "failed" if samples is None or (op and (op.get("error_rate") or 0) > 0) else "no samples recorded"
+        values = samples.values(task)
+        if not values:
+            found[task] = "failed" if samples.failed(task) or (op and (op.get("error_rate") or 0) > 0) else "no samples recorded"
             continue
-        problem = implausible(list(samples.values()) if isinstance(samples, dict) else samples, _wall_bound_ms(op), least=LEAST_WALL_MS)
+        problem = implausible(values, _wall_bound_ms(op), least=LEAST_WALL_MS)
         if problem:
             found[task] = f"failed: {problem}"
             continue
-        interval = uncertainty.median_interval_of(n, samples) if isinstance(samples, dict) else uncertainty.median_interval(samples)
+        interval = samples.median_interval(task)
         found[task] = (interval.median, interval.low, interval.high, interval.n)
     return found
 

@@ -1,4 +1,4 @@
-"""Seed 000's tables in its own terms (report/studies/study.py), on fixture races: a real --test-mode `full` race's race.json
+"""Seed 000's tables in its own terms (report/studies/coverage_answer.py), on fixture races: a real --test-mode `full` race's race.json
 with coverage records written here (each measured coverage's wall and took, drawn from known distributions), so that
 every figure can be checked against what was put in."""
 
@@ -12,7 +12,7 @@ import pytest
 
 from report.__main__ import main as report_main
 from report.shared import races, uncertainty
-from report.studies import coverage, study
+from report.studies import coverage, coverage_answer
 from runners.contracts import records
 from runners.contracts.queries import TRANSPORTS, VARIANTS
 from runners.studies.search_pool import SEARCH_POOL
@@ -91,25 +91,25 @@ def median_of(text):
 
 def test_samples_come_from_the_records_without_a_metrics_store(tmp_path):
     race = make_race(tmp_path, "11111111-0000-0000-0000-000000000000")
-    samples = race.samples[task_name("D_td", "serial")]
+    samples = race.samples.of(task_name("D_td", "serial"))
     assert len(samples) == SAMPLES and max(samples) < 1323 * 1.03  # the warm-ups (3x) are left out
 
 
 def test_took_table_gives_each_cell_its_took_interval_mean_and_the_seeds(tmp_path):
     race = make_race(tmp_path, "22222222-0000-0000-0000-000000000000")
-    header, body = study.took_table(race)
+    header, body = coverage_answer.took_table(race)
     rows = {(r[0], r[1]): r for r in body}
     serial = rows[("D_td", "serial")]
     assert abs(median_of(serial[2]) - 1199) < 1199 * 0.03 and "n=15" in serial[2] and "[" in serial[2]
     assert abs(serial[3] - 1199) < 1199 * 0.03 and serial[6] == 1199
     msearch = rows[("D_td", "msearch")]
     assert median_of(msearch[4]) > 5 * median_of(msearch[2])  # the sub-searches' work exceeds the response's took
-    assert msearch[6] == study.SEED_MSEARCH_TOOK_SUM["D_td"]
+    assert msearch[6] == coverage_answer.SEED_MSEARCH_TOOK_SUM["D_td"]
 
 
 def test_attribution_subtracts_took_and_gives_shares_of_the_production_query(tmp_path):
     race = make_race(tmp_path, "33333333-0000-0000-0000-000000000000")
-    header, body = study.took_attribution_table(race)
+    header, body = coverage_answer.took_attribution_table(race)
     rows = {r[0]: r for r in body}
     percentiles = rows["3x t-digest percentiles (C_td - A)"]
     value = median_of(percentiles[1])
@@ -124,14 +124,14 @@ def test_a_failed_cell_is_never_a_share_a_saving_or_a_speed_up(tmp_path):
     race = make_race(tmp_path, "44444444-0000-0000-0000-000000000000")
     fail(race, task_name("A", "serial"))
     fail(race, task_name("D_hdr", "msearch"))
-    attribution = {r[0]: r for r in study.took_attribution_table(race)[1]}
-    assert all(attribution[c][1] == study.FAILED for c in attribution)  # A is every component's base
-    savings = {r[0]: r for r in study.transport_saving_table(race)[1]}
+    attribution = {r[0]: r for r in coverage_answer.took_attribution_table(race)[1]}
+    assert all(attribution[c][1] == coverage_answer.FAILED for c in attribution)  # A is every component's base
+    savings = {r[0]: r for r in coverage_answer.transport_saving_table(race)[1]}
     assert "failed" in savings["A"][3] and "%" in savings["D_td"][3]
-    final = {r[0]: r for r in study.recommendation_table(race)[1]}
-    assert final["D_hdr msearch"][2] == study.FAILED and "faster" in final["D_td msearch"][2]
+    final = {r[0]: r for r in coverage_answer.recommendation_table(race)[1]}
+    assert final["D_hdr msearch"][2] == coverage_answer.FAILED and "faster" in final["D_td msearch"][2]
     fail(race, task_name("D_td", "serial"))
-    assert "D_td serial FAILED" in study.recommendation_table(race)
+    assert "D_td serial FAILED" in coverage_answer.recommendation_table(race)
 
 
 def test_a_cell_whose_every_request_failed_is_shown_failed(tmp_path):
@@ -139,10 +139,10 @@ def test_a_cell_whose_every_request_failed_is_shown_failed(tmp_path):
     cells = [(v, t) for v in VARIANTS for t in TRANSPORTS if (v, t) != ("D_td", "msearch")]
     race = make_race(tmp_path, "dddddddd-0000-0000-0000-000000000000", cells=cells)
     fail(race, task_name("D_td", "msearch"))
-    rows = {(r[0], r[1]): r for r in study.took_table(race)[1]}
-    assert rows[("D_td", "msearch")][2] == study.FAILED
-    final = {r[0]: r for r in study.recommendation_table(race)[1]}
-    assert final["D_td msearch"][2] == study.FAILED
+    rows = {(r[0], r[1]): r for r in coverage_answer.took_table(race)[1]}
+    assert rows[("D_td", "msearch")][2] == coverage_answer.FAILED
+    final = {r[0]: r for r in coverage_answer.recommendation_table(race)[1]}
+    assert final["D_td msearch"][2] == coverage_answer.FAILED
 
 
 def test_a_missing_took_is_said_not_counted_as_zero(tmp_path):
@@ -151,44 +151,44 @@ def test_a_missing_took_is_said_not_counted_as_zero(tmp_path):
             line["took"] = None
 
     race = make_race(tmp_path, "55555555-0000-0000-0000-000000000000", change=no_took)
-    rows = {(r[0], r[1]): r for r in study.took_table(race)[1]}
-    assert rows[("B", "serial")][2] == study.NO_TOOK and rows[("B", "serial")][3] == study.NO_TOOK
-    attribution = {r[0]: r for r in study.took_attribution_table(race)[1]}
-    assert attribution["3x sum (B - A)"][1] == study.NO_TOOK
-    gaps = {(r[0], r[1]): r for r in study.client_table(race)[1]}
-    assert gaps[("B", "serial")][2] == study.NO_TOOK
+    rows = {(r[0], r[1]): r for r in coverage_answer.took_table(race)[1]}
+    assert rows[("B", "serial")][2] == coverage_answer.NO_TOOK and rows[("B", "serial")][3] == coverage_answer.NO_TOOK
+    attribution = {r[0]: r for r in coverage_answer.took_attribution_table(race)[1]}
+    assert attribution["3x sum (B - A)"][1] == coverage_answer.NO_TOOK
+    gaps = {(r[0], r[1]): r for r in coverage_answer.client_table(race)[1]}
+    assert gaps[("B", "serial")][2] == coverage_answer.NO_TOOK
 
 
 def test_effective_parallelism_is_the_searches_took_over_the_wall(tmp_path):
     race = make_race(tmp_path, "66666666-0000-0000-0000-000000000000")
     race.record_texts[SEARCH_POOL] = json.dumps({"nodes": [{"allocated-processors": 2, "search-pool-size": 4}], "data-nodes": 1})
-    rows = {(r[0], r[1]): r for r in study.parallelism_table(race)[1]}
+    rows = {(r[0], r[1]): r for r in coverage_answer.parallelism_table(race)[1]}
     ratio = median_of(rows[("D_td", "msearch")][4])
     assert abs(ratio - 1.05 * 1199 / (1323 / 8)) < 0.5 and rows[("D_td", "msearch")][5:7] == [4, 2]
     assert "8.5x" in rows[("D_td", "msearch")][7]
-    assert "2 allocated processors" in study.parallelism_note(race)
+    assert "2 allocated processors" in coverage_answer.parallelism_note(race)
 
 
 def test_wall_minus_took_is_per_coverage(tmp_path):
     race = make_race(tmp_path, "77777777-0000-0000-0000-000000000000", spread=0.0)
-    rows = {(r[0], r[1]): r for r in study.client_table(race)[1]}
+    rows = {(r[0], r[1]): r for r in coverage_answer.client_table(race)[1]}
     assert median_of(rows[("D_td", "serial")][2]) == pytest.approx(1323 - 1199, abs=1)
     assert rows[("D_td", "serial")][3] == f"{(1323 - 1199) / 1323:.1%}"
 
 
 def test_a_race_without_measured_records_has_no_study_tables(tmp_path):
     race = make_race(tmp_path, "88888888-0000-0000-0000-000000000000", warmups=0, measured=0)
-    assert race.samples is None
-    assert study.took_table(race) is None and study.recommendation_table(race) is None
+    assert not race.samples.individual and race.samples.times is None
+    assert coverage_answer.took_table(race) is None and coverage_answer.recommendation_table(race) is None
 
 
 def test_too_few_samples_give_a_figure_without_interval(tmp_path):
     race = make_race(tmp_path, "99999999-0000-0000-0000-000000000000", warmups=0, measured=1)
-    rows = {(r[0], r[1]): r for r in study.took_table(race)[1]}
+    rows = {(r[0], r[1]): r for r in coverage_answer.took_table(race)[1]}
     assert rows[("D_td", "serial")][2].endswith("(n=1)") and "[" not in rows[("D_td", "serial")][2]  # a figure, a short word
-    saving = {r[0]: r for r in study.transport_saving_table(race)[1]}["D_td"][3]
+    saving = {r[0]: r for r in coverage_answer.transport_saving_table(race)[1]}["D_td"][3]
     assert saving.endswith("(n=1)") and "faster" not in saving
-    assert "has no interval" in study.TOOK_NOTE  # the reason, once, under the table
+    assert "has no interval" in coverage_answer.TOOK_NOTE  # the reason, once, under the table
 
 
 def test_drift_against_a_baseline_race(tmp_path):
@@ -200,7 +200,7 @@ def test_drift_against_a_baseline_race(tmp_path):
             line["wall-ms"] *= 1.2
 
     now = make_race(tmp_path, "bbbbbbbb-0000-0000-0000-000000000000", seed=3, change=slower)
-    rows = {r[0]: r for r in study.drift_table(now, then)[1]}
+    rows = {r[0]: r for r in coverage_answer.drift_table(now, then)[1]}
     assert rows[task_name("D_td", "serial")][4].endswith(uncertainty.SLOWER)
     assert rows[task_name("D_td", "msearch")][4].endswith(uncertainty.SAME)
     assert report_main(["--race", "bbbbbbbb", "--baseline", "aaaaaaaa", "--rally-home", str(tmp_path), "--out", str(tmp_path / "out")]) == 0
@@ -228,7 +228,7 @@ def test_what_to_run_offers_only_configurations_that_answer_the_production_quest
     """A msearch is the fastest cell (the filter alone) but computes nothing production needs: never recommended; a D
     cell faster than the seed's picks is added."""
     race = make_race(tmp_path, "eeeeeeee-0000-0000-0000-000000000000")
-    labels = [r[0] for r in study.recommendation_table(race)[1]]
+    labels = [r[0] for r in coverage_answer.recommendation_table(race)[1]]
     assert labels[:3] == ["D_td serial (production)", "D_td msearch", "D_hdr msearch"] and not any(
         l.startswith(("A ", "B ", "C_")) for l in labels
     )
@@ -239,7 +239,7 @@ def test_what_to_run_offers_only_configurations_that_answer_the_production_quest
             line["wall-ms"] = 20.0
 
     race = make_race(tmp_path / "2", "ffffffff-0000-0000-0000-000000000000", change=faster_terms)
-    assert [r[0] for r in study.recommendation_table(race)[1]][-1] == "D_hdr terms (fastest here)"
+    assert [r[0] for r in coverage_answer.recommendation_table(race)[1]][-1] == "D_hdr terms (fastest here)"
 
 
 def test_a_cells_median_and_interval_come_from_the_same_samples(tmp_path):
@@ -248,7 +248,7 @@ def test_a_cells_median_and_interval_come_from_the_same_samples(tmp_path):
     race = make_race(tmp_path, "abababab-0000-0000-0000-000000000000")
     header, body = coverage.coverage_table(race)
     row = next(r for r in body if r[0] == "D_td")
-    samples = race.samples[task_name("D_td", "serial")]
+    samples = race.samples.of(task_name("D_td", "serial"))
     interval = uncertainty.median_interval(samples)
     assert row[header.index("serial median (ms)")] == interval.median and row[header.index("serial 95% interval (ms)")] == interval.text()
 
@@ -257,7 +257,7 @@ def test_the_console_line_names_the_fastest_configuration_that_computes_producti
     """A over msearch (the filter alone) is the fastest cell of the race and computes nothing production needs: the
     line a user reads after make report names a D configuration with its speed-up interval, never A."""
     race = make_race(tmp_path, "c0c0c0c0-0000-0000-0000-000000000000")
-    fastest_cell = min(race.samples, key=lambda task: uncertainty.median_interval(race.samples[task]).median)
+    fastest_cell = min(race.samples.times, key=lambda task: uncertainty.median_interval(race.samples.of(task)).median)
     assert fastest_cell == task_name("A", "msearch")  # the trap is set
     assert report_main(["--race", "c0c0c0c0", "--rally-home", str(tmp_path), "--out", str(tmp_path / "out")]) == 0
     line = next(l for l in capsys.readouterr().out.splitlines() if l.startswith("production D_td serial"))

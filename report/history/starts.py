@@ -1,0 +1,42 @@
+"""Node starts, the unit a history's verdicts count (docs/history.md): a point's node start (or the race itself when it
+recorded none), its configuration, each start's level, and each start's first race, which the judge leaves out unless
+its node settled before the timed cells."""
+
+import math
+
+
+def start_of(point):
+    """The point's unit: its node start, or the race itself when it recorded none."""
+    return point.facts.node_start or f"race {point.race_id}"
+
+
+def configuration(point):
+    f = point.facts
+    return (f.version, f.build, f.jvm, f.heap, f.processors, f.settings)
+
+
+def start_levels(points):
+    """{start: mean log median of its points} in order of first appearance."""
+    levels = {}
+    for p in points:
+        levels.setdefault(start_of(p), []).append(math.log(p.median))
+    return {start: sum(v) / len(v) for start, v in levels.items()}  # (numpy's mean per start: a third of the trend's time)
+
+
+def first_races(points):
+    """The race ids the judge leaves out: each node start's first race (a node just started: first_race_effect), unless
+    its settle record says the node settled before the timed cells (Facts.settled): then it counts like any other."""
+    firsts = {}
+    for p in points:
+        firsts.setdefault(start_of(p), p)
+    return {p.race_id for p in firsts.values() if p.facts.settled is not True}
+
+
+def first_race_rule(points):
+    """(node starts whose first race counts, its node settled; node starts whose first race is left out) of the starts
+    with two races or more: which rule each start's first race had."""
+    firsts, starts = first_races(points), {}
+    for p in points:
+        starts.setdefault(start_of(p), []).append(p.race_id)
+    several = [races[0] for races in starts.values() if len(races) > 1]
+    return sum(1 for r in several if r not in firsts), sum(1 for r in several if r in firsts)
