@@ -30,6 +30,7 @@ class CellAnalysis:
     contention: object = None  # host.Contention: the level against the host's load, or None where none was fitted
     adjusted: bool = False  # the changes, segments and configurations read levels adjusted for the host (host.adjusts)
     first_rule: tuple = (0, 0)  # changes.first_race_rule: (starts whose first race counts, starts whose first is left out)
+    returned: object = None  # changes.newest_against_own: the newest races against their configuration's earlier run
 
     @property
     def judged(self):
@@ -121,6 +122,7 @@ def analyse_cell(cell, figure, points):
         fit,
         adjusting,
         first_race_rule(points),
+        change_points.newest_against_own(cell, judged, figure, found),
     )
 
 
@@ -166,9 +168,20 @@ def unjudged_cells(analysed):
     return sum(1 for _, cells in analysed for a in cells.values() if not a.judged)
 
 
+def _where_it_began(back, cell_changes):
+    """A like-with-like alert (changes.newest_against_own) told by the slower step the newest races are in, where the
+    slowdown began, when the cell's last change is one; else by the comparison itself."""
+    last = cell_changes[-1] if cell_changes else None
+    if last is None or last.kind != change_points.STEP or last.comparison.verdict != uncertainty.SLOWER:
+        return back
+    return dataclasses.replace(last, what_changed=[*last.what_changed, f"{back.what_changed[0]}: {back.comparison.text()}"])
+
+
 def alerts(analysed, within):
     """The slower changes of a cost (not a crossover width) that the newest races are in: a step that begins among the
-    newest `within` races of its series, or a drift up that goes on to the newest race."""
+    newest `within` races of its series, or a drift up that goes on to the newest race; else, where the history left
+    the newest races' configuration and came back to it, those races slower than its own earlier run (like with like:
+    a slowdown that began before the switch back, beyond `within`, is still the newest races')."""
     found = []
     for series, cells in analysed:
         for cell, a in cells.items():
@@ -182,6 +195,12 @@ def alerts(analysed, within):
                 ended = c.basis == change_points.BASIS_WITHIN and start_of(points[-1]) != start_of(points[c.index])
                 if ended:
                     continue
-                if newest or ongoing:
+                # a step at the switch back to the newest races' configuration: its races are judged like with like
+                # (a.returned), not against the other configuration's
+                back_step = a.returned is not None and c.index == change_points.returned_runs(points)[1][0]
+                if (newest or ongoing) and not back_step:
                     found.append(c)
+            back = a.returned
+            if back and back.comparison.verdict == uncertainty.SLOWER and a.figure.is_cost and not any(c.cell == cell for c in found):
+                found.append(_where_it_began(back, cell_changes))
     return found

@@ -36,6 +36,7 @@ from report.shared import uncertainty
 CANDIDATE_PVALUE = 0.05
 WINDOW = 50  # Otava's sliding window (races)
 STEP, DRIFT = "step", "drift"
+RETURN = "return"  # the newest races against their configuration's own earlier run, the history having left it (newest_against_own)
 # a crossover width's move must hold this many races and one more to be a change (tests/report/history_test.py: with a
 # race's width off by a step one time in ten, moves of two races named a change in 11% of 30-race histories without one)
 WIDTH_EPISODE = 2
@@ -252,14 +253,15 @@ def searches(points):
     return found
 
 
-def error_rates(found, known):
-    """(each fact candidate's, each search's) chance of naming a change where there is none: together at most 5%
-    (Bonferroni's): half for the facts' candidates, known before any search, shared among them, and half shared among
-    the searches (`found`: searches); all of it to the searches where the facts changed nowhere."""
+def error_rates(found, facts):
+    """(each fact comparison's, each search's) chance of naming a change where there is none: together at most 5%
+    (Bonferroni's): half for the `facts` comparisons planned before any search (each fact candidate, and the newest
+    races against their configuration's earlier ones where the history came back to it: returned_runs), shared among
+    them, and half shared among the searches (`found`: searches); all of it to the searches where there is no fact."""
     alpha, count = 1 - uncertainty.CONFIDENCE, max(1, len(found))
-    if not known:
+    if not facts:
         return alpha, alpha / count
-    return alpha / 2 / len(known), alpha / 2 / count
+    return alpha / 2 / facts, alpha / 2 / count
 
 
 def searches_that_found(found, search_alpha):
@@ -419,7 +421,7 @@ def find(cell, points, figure):
         # each search's candidates only where the search found more than noise does (searches_that_found); Otava is
         # asked only then (in a history without a change, mostly never)
         found_searches = searches(points)
-        rates = error_rates(found_searches, known)
+        rates = error_rates(found_searches, len(known) + (returned_runs(points) is not None))
         fired = searches_that_found(found_searches, rates[1])
         found = known | {c for c in (candidates(points, fired) if fired else []) if search_of(points, c) in fired}
     options = JudgeOptions(known, noise_floor(figure), figure.discrete, rates)
@@ -427,9 +429,13 @@ def find(cell, points, figure):
     if options.discrete:
         cuts, outliers = _without_outliers(_beyond_noise(points, found, options), len(points), WIDTH_EPISODE)
     else:
-        # the facts' changes beyond the noise first (placed before any search), then the searches' from the top down
+        # the facts' changes beyond the noise first (placed before any search: there and back again, two cuts hold each
+        # other's sides), then the searches' from the top down; a fact between node starts (a version switched) with a
+        # search's candidate beside it, between its neighbours, competes with that candidate instead, each against its
+        # own bar: a step beside the switch is placed where its races show it, not snapped onto the switch
         facts_kept = _beyond_noise(points, sorted(known), options)
-        cuts, outliers = _top_down(points, [c for c in found if c not in known], facts_kept, options), []
+        kept = [k for k in facts_kept if not _contested(points, k, facts_kept, found)]
+        cuts, outliers = _top_down(points, [c for c in found if c not in kept], kept, options), []
     cuts = _beyond_noise(points, cuts, options)
     judged = _judged(points, cuts, options)
     drifts = dict(drift_runs(points, cuts, judged))
@@ -462,6 +468,56 @@ def find(cell, points, figure):
     return changes, spread(points, cuts), [points[i].race_id for i in outliers]
 
 
+def returned_runs(points):
+    """((first, end) of the newest races' configuration's run before, (first, end) of its newest run) where the history
+    left that configuration for another and came back to it (a version switched and back); None where it never left."""
+    newest = configuration(points[-1])
+    first = len(points)
+    while first > 0 and configuration(points[first - 1]) == newest:
+        first -= 1
+    end = first
+    while end > 0 and configuration(points[end - 1]) != newest:
+        end -= 1
+    if end == 0:
+        return None
+    start = end
+    while start > 0 and configuration(points[start - 1]) == newest:
+        start -= 1
+    return (start, end), (first, len(points))
+
+
+def newest_against_own(cell, points, figure, found):
+    """Like with like, the nightly question after a switch and back: the newest races against their configuration's
+    own earlier run (each side after the last change found inside it), a Change of kind RETURN, or None where the
+    history never left the newest races' configuration. Judged with the spread the changes leave, at a fact's share of
+    5% (error_rates: it is planned before any search, so its share comes out of the facts' half)."""
+    runs = returned_runs(points)
+    if runs is None:
+        return None
+    cuts = [c.index for c in found]
+    (lo, hi), (new_lo, new_hi) = ((max([a, *(c for c in cuts if a < c < b)]), b) for a, b in runs)
+    earlier, newest = points[lo:hi], points[new_lo:new_hi]
+    unit_spread = spread(points, cuts)
+    rates = error_rates(searches(points), len(fact_cuts(points)) + 1)
+    critical = float(stats.t.ppf(1 - rates[0] / 2, unit_spread.df)) if unit_spread.df else math.inf
+    comparison = ratio_verdict(units_of(earlier, unit_spread), units_of(newest, unit_spread), unit_spread, critical, noise_floor(figure))
+    others = "; ".join(dict.fromkeys(configuration_text(p, newest[0]) for p in points[hi : runs[1][0]]))
+    said = [f"the newest races ({configuration_text(newest[0])}) against the same configuration's earlier run, before {others}"]
+    return Change(
+        cell, new_lo, newest[0].race_id, newest[0].when, level(earlier, unit_spread), level(newest, unit_spread), comparison,
+        RETURN, said, unit_spread.basis,
+    )  # fmt: skip
+
+
+def _contested(points, fact, kept, found):
+    """Whether a fact's cut between node starts has a search's candidate (not a fact's) between its kept neighbours."""
+    if _within_start(points, fact):
+        return False
+    lo = max([0, *(k for k in kept if k < fact)])
+    hi = min([len(points), *(k for k in kept if k > fact)])
+    return any(lo < c < hi and c != fact and c not in kept for c in found)
+
+
 def _sides(points, cut, before, after, within):
     """The races a change's levels are of: inside one node start, that start's races on each side (its first left
     out), as it was judged; else the segments on each side."""
@@ -485,6 +541,16 @@ def _without_outliers(cuts, count, run=1):
     return kept, outliers
 
 
+def configuration_text(point, reference=None):
+    """A point's configuration as a reader names it: its version, JVM and heap, and ", other cluster settings" where its
+    settings differ from `reference`'s."""
+    facts = point.facts
+    text = ", ".join(str(v) for v in (facts.version, facts.jvm, facts.heap) if v) or "not recorded"
+    if reference is not None and facts.settings and facts.settings != reference.facts.settings:
+        text += ", other cluster settings"
+    return text
+
+
 def by_configuration(points, unit_spread, floor=uncertainty.NOISE_FLOOR_MS):
     """[(configuration text, Level, Comparison against the first configuration or None)] in order of first appearance:
     each configuration's level over its node starts, judged with the spread between node starts of one configuration."""
@@ -496,10 +562,7 @@ def by_configuration(points, unit_spread, floor=uncertainty.NOISE_FLOOR_MS):
     first = next(iter(groups.values()))
     rows = []
     for config, group in groups.items():
-        text = ", ".join(str(v) for v in (group[0].facts.version, group[0].facts.jvm, group[0].facts.heap) if v) or "not recorded"
-        settings = group[0].facts.settings
-        if settings and settings != first[0].facts.settings:
-            text += ", other cluster settings"
+        text = configuration_text(group[0], first[0])
         rows.append((text, level(group, unit_spread), None if group is first else judge(first, group, unit_spread, floor)))
     return rows
 

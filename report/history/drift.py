@@ -4,7 +4,7 @@ finds the changes and asks which runs of them are a drift."""
 
 import numpy as np
 
-from report.history.starts import first_races, start_of
+from report.history.starts import configuration, first_races, start_of
 from report.shared import uncertainty
 
 
@@ -13,6 +13,10 @@ def is_drift(points, cuts, direction):
     between them: a common slope fitted beside each segment's level is significant (|t| > 2) in the changes'
     direction. Steps leave flat segments; a slow drift cut into a staircase by the search leaves sloped ones. With
     several races a node start, each start has its level too, and its first race is left out (first_race_effect)."""
+    if len({configuration(p) for p in points}) > 1:
+        # a recorded configuration change inside the run (a version switched): a step of its own, named as one, not
+        # part of a slope that joins it to a change of another configuration's races
+        return False
     several = len({start_of(p) for p in points}) < len(points)  # node starts of several races
     if several and len({start_of(p) for p in points}) > 1:
         # node starts of several races: a run that spans starts joins a change in one start to another's, through the

@@ -8,7 +8,9 @@ Writes reports/trend-<selection>/report.md (changes newest first, then a chart p
 the rest, then each series' tables) and prints one line: how many changes in how many cells over how many races, and
 the worst (or that nothing could be judged, and the races left out). With --fail-on slower it exits 3 when a slower
 step begins among the newest --alert-within races of its series while its node start runs, or a cost drifts up over
-the newest races, an ALERT line each: a nightly job's alert (docs/team-setup.md). --until DAY holds that day.
+the newest races, or (the history having left the newest races' configuration and come back to it) those races are
+slower than that configuration's earlier run, an ALERT line each: a nightly job's alert (docs/team-setup.md). --until
+DAY holds that day.
 """
 
 import argparse
@@ -180,6 +182,35 @@ def configuration_lines(analysed):
     ]
 
 
+def returned_lines(analysed):
+    """Where a history left the newest races' configuration and came back to it: per cell beyond the noise, the newest
+    run against that configuration's own earlier run (like with like: the nightly question after a switch and back)."""
+    rows = [(cell, a) for _, cells in analysed for cell, a in cells.items() if a.returned]
+    if not rows:
+        return []
+    beyond = [(cell, a) for cell, a in rows if a.returned.comparison.verdict in (uncertainty.SLOWER, uncertainty.FASTER)]
+    what = rows[0][1].returned.what_changed[0]
+    parts = ["## Back on an earlier configuration: like with like", "", f"In each cell, {what}.", ""]
+    if not beyond:
+        return parts + [f"_Within the noise in all {len(rows)} cell(s)._", ""]
+    header = ["cell", "earlier run", "newest run", "ratio [95%]", "verdict"]
+    body = [
+        [
+            cell,
+            a.figure.level_text(a.returned.before, counts=True),
+            a.figure.level_text(a.returned.after, counts=True),
+            a.returned.comparison.text().rsplit(" ", 1)[0],
+            a.figure.verdict_text(a.returned.comparison.verdict),
+        ]
+        for cell, a in beyond
+    ]
+    note = (
+        f"{len(rows) - len(beyond)} other cell(s) within the noise. Each side after the last change found inside it; "
+        "the spread the changes leave; Student's t at a fact's share of 5% (docs/history.md)."
+    )
+    return parts + [sections.markdown(header, body), "", note, ""]
+
+
 def first_race_rule_lines(analysed):
     """Which rule each node start's first race had, per series: counted where its node settled before the timed cells
     (its settle record), else left out."""
@@ -304,6 +335,7 @@ def write_report(analysed, found, selection, out_root, order):
     parts += [sections.markdown(*changes_table(rows)), ""] if rows else ["_No change beyond the noise in any cell._", ""]
     parts += [CHANGE_NOTE, ""]
     parts += configuration_lines(analysed)
+    parts += returned_lines(analysed)
     parts += first_race_rule_lines(analysed)
     parts += first_race_lines(analysed)
     parts += contention_lines(analysed)
