@@ -186,6 +186,9 @@ def alerts(analysed, within):
     for series, cells in analysed:
         for cell, a in cells.items():
             points, cell_changes = a.points, a.changes
+            # a step at the switch back to the newest races' configuration: its races are judged like with like
+            # (a.returned), not against the other configuration's
+            back_at = change_points.returned_runs(points)[1][0] if a.returned is not None else None
             for k, c in enumerate(cell_changes):
                 if c.comparison.verdict != uncertainty.SLOWER or not a.figure.is_cost:
                     continue
@@ -195,10 +198,7 @@ def alerts(analysed, within):
                 ended = c.basis == change_points.BASIS_WITHIN and start_of(points[-1]) != start_of(points[c.index])
                 if ended:
                     continue
-                # a step at the switch back to the newest races' configuration: its races are judged like with like
-                # (a.returned), not against the other configuration's
-                back_step = a.returned is not None and c.index == change_points.returned_runs(points)[1][0]
-                if (newest or ongoing) and not back_step:
+                if (newest or ongoing) and c.index != back_at:
                     found.append(c)
             back = a.returned
             if back and back.comparison.verdict == uncertainty.SLOWER and a.figure.is_cost and not any(c.cell == cell for c in found):

@@ -55,6 +55,21 @@ def test_a_slowdown_of_the_newest_races_is_named_where_it_began_and_alerts(tmp_p
     assert len(alerts) == CELLS and sum(f"from race {first}" in line for line in alerts) >= 3, alerts
 
 
+@pytest.mark.parametrize("slowed, factor", [(6, 1.5), (4, 2.0)])
+def test_every_morning_from_the_second_slowed_race_on_the_slowdown_stays_named_and_alerts(tmp_path, slowed, factor):
+    """A change named once stays named: the history read each morning, from the second slowed race to the newest, the
+    slowdown planted on the races raced so far; every morning exits 3, and at least 2 of the alerts name the first
+    slowed race (from the third morning on, 3)."""
+    start = len(ORDER) - slowed
+    for morning in range(start + 2, len(ORDER) + 1):
+        home = tmp_path / str(morning)
+        planted.plant(planted.home(home, archive=ARCHIVE, keep=ORDER[:morning]), factor, morning - start)
+        status, printed = planted.nightly(home)
+        alerts = planted.alerts(printed)
+        from_first = sum(f"from race {ORDER[start]}" in line for line in alerts)
+        assert status == trend.ALERT_EXIT and from_first >= (2 if morning == start + 2 else 3), (morning, alerts)
+
+
 def table():
     print("| newest slowed | factor | cells named at the first slowed race | other changes | alerts | exit |")
     print("|---|---|---|---|---|---|")
