@@ -36,27 +36,27 @@ def test_the_repository_keeps_its_layers():
         (
             "report/history/races.py",
             "report.history.series",
-            "report/history/: trend | versions > analysis | arms > series > changes > drift > host | bar | starts > races",
+            "report/history/: trend | versions > analysis | arms > series | returns > changes > drift > host | bar | starts > races",
         ),
         (
             "report/history/host.py",
             "report.history.changes",
-            "report/history/: trend | versions > analysis | arms > series > changes > drift > host | bar | starts > races",
+            "report/history/: trend | versions > analysis | arms > series | returns > changes > drift > host | bar | starts > races",
         ),
         (
             "report/history/starts.py",
             "report.history.drift",
-            "report/history/: trend | versions > analysis | arms > series > changes > drift > host | bar | starts > races",
+            "report/history/: trend | versions > analysis | arms > series | returns > changes > drift > host | bar | starts > races",
         ),
         (
             "report/history/drift.py",
             "report.history.changes",
-            "report/history/: trend | versions > analysis | arms > series > changes > drift > host | bar | starts > races",
+            "report/history/: trend | versions > analysis | arms > series | returns > changes > drift > host | bar | starts > races",
         ),
         (
             "report/history/arms.py",
             "report.history.analysis",
-            "report/history/: trend | versions > analysis | arms > series > changes > drift > host | bar | starts > races",
+            "report/history/: trend | versions > analysis | arms > series | returns > changes > drift > host | bar | starts > races",
         ),
         ("runners/contracts/cells.py", "report.shared.uncertainty", "runners/ never imports report/"),
         ("runners/processor.py", "report.catalog", "runners/ never imports report/"),

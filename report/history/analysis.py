@@ -11,7 +11,8 @@ from typing import NamedTuple
 
 from report.history import changes as change_points
 from report.history import host as history_host
-from report.history.starts import first_race_rule, start_of
+from report.history import returns
+from report.history.starts import first_race_rule, returned_runs, start_of
 from report.shared import uncertainty
 
 
@@ -30,7 +31,7 @@ class CellAnalysis:
     contention: object = None  # host.Contention: the level against the host's load, or None where none was fitted
     adjusted: bool = False  # the changes, segments and configurations read levels adjusted for the host (host.adjusts)
     first_rule: tuple = (0, 0)  # changes.first_race_rule: (starts whose first race counts, starts whose first is left out)
-    returned: object = None  # changes.newest_against_own: the newest races against their configuration's earlier run
+    returned: object = None  # returns.newest_against_own: the newest races against their configuration's earlier run
 
     @property
     def judged(self):
@@ -122,7 +123,7 @@ def analyse_cell(cell, figure, points):
         fit,
         adjusting,
         first_race_rule(points),
-        change_points.newest_against_own(cell, judged, figure, found),
+        returns.newest_against_own(cell, judged, figure, found),
     )
 
 
@@ -169,7 +170,7 @@ def unjudged_cells(analysed):
 
 
 def _where_it_began(back, cell_changes):
-    """A like-with-like alert (changes.newest_against_own) told by the slower step the newest races are in, where the
+    """A like-with-like alert (returns.newest_against_own) told by the slower step the newest races are in, where the
     slowdown began, when the cell's last change is one; else by the comparison itself."""
     last = cell_changes[-1] if cell_changes else None
     if last is None or last.kind != change_points.STEP or last.comparison.verdict != uncertainty.SLOWER:
@@ -188,7 +189,7 @@ def alerts(analysed, within):
             points, cell_changes = a.points, a.changes
             # a step at the switch back to the newest races' configuration: its races are judged like with like
             # (a.returned), not against the other configuration's
-            back_at = change_points.returned_runs(points)[1][0] if a.returned is not None else None
+            back_at = returned_runs(points)[1][0] if a.returned is not None else None
             for k, c in enumerate(cell_changes):
                 if c.comparison.verdict != uncertainty.SLOWER or not a.figure.is_cost:
                     continue

@@ -21,16 +21,17 @@ SIMULATION_SEED = 20261128
 MAX_EXTRA_DF = 200
 
 
-def largest_t(y, extra_squares=0.0, extra_df=0):
+def largest_t(y, extra_squares=0.0, extra_df=0, least_left=LEAST_SIDE):
     """Per row of y (units in order), the largest |t| over every place one change could be put with LEAST_SIDE units
-    or more on each side: the two sides' difference of means over its standard error, the spread pooled within both
-    sides plus `extra_squares` (a sum of squares with `extra_df` degrees of freedom from other groups). y: a 2-d
-    array; the result one value a row (0 where no place has LEAST_SIDE units a side)."""
+    or more on each side (`least_left` on the left: 1 in a node start's own search, its short side): the two sides'
+    difference of means over its standard error, the spread pooled within both sides plus `extra_squares` (a sum of
+    squares with `extra_df` degrees of freedom from other groups). y: a 2-d array; the result one value a row (0
+    where no place has enough units a side)."""
     y = np.asarray(y, dtype=float)
     units = y.shape[1]
-    if units < 2 * LEAST_SIDE:
+    if units < least_left + LEAST_SIDE:
         return np.zeros(len(y))
-    left = np.arange(LEAST_SIDE, units - LEAST_SIDE + 1, dtype=float)
+    left = np.arange(least_left, units - LEAST_SIDE + 1, dtype=float)
     right = units - left
     sums, squares = np.cumsum(y, axis=1), np.cumsum(y * y, axis=1)
     at = left.astype(int) - 1  # the last unit of the left side
@@ -44,27 +45,28 @@ def largest_t(y, extra_squares=0.0, extra_df=0):
     return np.nan_to_num(t, nan=0.0, posinf=np.inf).max(axis=1)
 
 
-def max_t_critical(units, extra_df, confidence):
+def max_t_critical(units, extra_df, confidence, least_left=LEAST_SIDE):
     """The critical value of a searched change: the `confidence` quantile of the largest |t| (largest_t) over every
     place a search could put one change among `units` units that differ by noise alone (independent, normal: each t
     is then free of their level and spread, so one simulation serves every series), the spread pooled within both
     sides plus `extra_df` degrees of freedom from other segments and node starts. A search puts its change where |t|
-    is largest, so a plain t quantile at that place would name changes in noise (inf: too few units to judge)."""
-    if units < 2 * LEAST_SIDE or units - 2 + extra_df < 1:
+    is largest, so a plain t quantile at that place would name changes in noise (inf: too few units to judge).
+    least_left: the fewest units left of a place (largest_t's)."""
+    if units < least_left + LEAST_SIDE or units - 2 + extra_df < 1:
         return math.inf
     if units > GRID_FROM:  # a long series: the next size of a coarse grid (the value grows slowly with it: conservative)
         units = max(units, round(GRID_FROM * GRID_STEP ** math.ceil(math.log(units / GRID_FROM, GRID_STEP))))
-    return _simulated_critical(units, extra_df, round(confidence, 9))
+    return _simulated_critical(units, extra_df, round(confidence, 9), least_left)
 
 
 @functools.lru_cache(maxsize=None)
-def _simulated_critical(units, extra_df, confidence):
+def _simulated_critical(units, extra_df, confidence, least_left):
     # at least TAIL_SIMULATIONS beyond the quantile: a search among many (1 - confidence small) reads far in the tail
     count = min(MAX_SIMULATIONS, max(SIMULATIONS, math.ceil(TAIL_SIMULATIONS / (1 - confidence))))
     rng = np.random.default_rng(SIMULATION_SEED)
     extra = rng.chisquare(extra_df, count) if extra_df else np.zeros(count)
     largest = [
-        largest_t(rng.standard_normal((min(500, count - first), units)), extra[first : first + 500], extra_df)
+        largest_t(rng.standard_normal((min(500, count - first), units)), extra[first : first + 500], extra_df, least_left)
         for first in range(0, count, 500)
     ]
     return float(np.quantile(np.concatenate(largest), confidence))

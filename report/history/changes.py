@@ -27,7 +27,7 @@ from scipy import stats
 from report.history import host
 from report.history.bar import LEAST_SIDE, MAX_EXTRA_DF, largest_t, max_t_critical
 from report.history.drift import drift_runs
-from report.history.starts import configuration, first_races, start_levels, start_of
+from report.history.starts import configuration, first_races, returned_runs, start_levels, start_of
 from report.shared import uncertainty
 
 # Otava's significance for a candidate (its max_pvalue): loose, since the verdict (_judged, calibrated for the largest t
@@ -36,7 +36,6 @@ from report.shared import uncertainty
 CANDIDATE_PVALUE = 0.05
 WINDOW = 50  # Otava's sliding window (races)
 STEP, DRIFT = "step", "drift"
-RETURN = "return"  # the newest races against their configuration's own earlier run, the history having left it (newest_against_own)
 # a crossover width's move must hold this many races and one more to be a change (tests/report/history_test.py: with a
 # race's width off by a step one time in ten, moves of two races named a change in 11% of 30-race histories without one)
 WIDTH_EPISODE = 2
@@ -96,6 +95,7 @@ class JudgeOptions:
     floor: float = uncertainty.NOISE_FLOOR_MS  # noise_floor: the smallest difference of levels a verdict names
     discrete: bool = False  # a crossover width: it moves by a whole step or not at all, every move a candidate
     rates: tuple = (0.05, 0.05)  # (each fact candidate's, each search's) chance of a change where there is none
+    short: frozenset = frozenset()  # short_sides: a node start's cut with one race before it, its search's place
 
 
 def noise_floor(figure):
@@ -264,22 +264,49 @@ def error_rates(found, facts):
     return alpha / 2 / facts, alpha / 2 / count
 
 
-def searches_that_found(found, search_alpha):
+def short_sides(points):
+    """The places with one race before them, whose races after carry the evidence: in each node start, the race after
+    its first that counts (first_races), where LEAST_SIDE races or more that count follow it in the start (a step after
+    a node start's second race). One more place of that start's own search (its bar simulated with it: largest_t's
+    least_left), judged with the spread of the rest of the history (within_start_spread)."""
+    firsts, by_start = first_races(points), {}
+    for i, p in enumerate(points):
+        if p.facts.node_start and p.race_id not in firsts:
+            by_start.setdefault(p.facts.node_start, []).append(i)
+    return frozenset(counted[1] for counted in by_start.values() if len(counted) >= 1 + LEAST_SIDE)
+
+
+def searches_that_found(found, search_alpha, split=None):
     """The searches whose largest t over all their places is beyond what a search finds in noise, each at
     `search_alpha` (error_rates), of `found` (searches). A candidate of any other search is not judged: a history without a change then
     names one in at most 5%, however many candidates the searches put in it, and however they would shrink each
-    other's spread (judged each with the spread all cuts leave, spurious cuts held each other up)."""
+    other's spread (judged each with the spread all cuts leave, spurious cuts held each other up). A node start's
+    search reads the other starts' spread too: around each one's mean, or within its segments in `split`
+    (start_segments: the cuts placed so far, a step in another start not taken for noise)."""
     fired = set()
     for search, values in found.items():
         if len(values) < 2:
             continue
-        others = [np.asarray(v) for k, v in found.items() if k is not None and k != search and len(v) > 1] if search is not None else []
+        others = [] if search is None else [k for k, v in found.items() if k is not None and k != search and len(v) > 1]
+        others = [np.asarray(v) for k in others for v in (split[k] if split else [found[k]]) if len(v) > 1]
         extra_squares = sum(float(np.sum((v - v.mean()) ** 2)) for v in others)
         extra_df = sum(len(v) - 1 for v in others)
-        critical = max_t_critical(len(values), min(MAX_EXTRA_DF, extra_df), 1 - search_alpha)
-        if float(largest_t(np.array([values]), extra_squares, extra_df)[0]) > critical:
+        # a node start's own search has one place more, its short side (short_sides)
+        least_left = 1 if search is not None else LEAST_SIDE
+        critical = max_t_critical(len(values), min(MAX_EXTRA_DF, extra_df), 1 - search_alpha, least_left)
+        if float(largest_t(np.array([values]), extra_squares, extra_df, least_left)[0]) > critical:
             fired.add(search)
     return fired
+
+
+def start_segments(points, cuts):
+    """{node start: [its counted races' log values (first_races) in each segment the cuts leave]}."""
+    firsts, bounds, found = first_races(points), [*cuts, len(points)], {}
+    for i, p in enumerate(points):
+        if p.facts.node_start and p.race_id not in firsts:
+            segment = next(k for k, bound in enumerate(bounds) if i < bound)
+            found.setdefault(p.facts.node_start, {}).setdefault(segment, []).append(math.log(p.median))
+    return {start: list(segments.values()) for start, segments in found.items()}
 
 
 def search_of(points, cut):
@@ -327,14 +354,14 @@ def judge_cut(points, lo, cut, hi, segments, options):
     if cut in known or options.discrete:
         alpha = rates[0] if cut in known else (1 - uncertainty.CONFIDENCE) / max(1, len(points) - 1)
         critical = float(stats.t.ppf(1 - alpha / 2, unit_spread.df))
-    elif min(len(a), len(b)) < LEAST_SIDE:
+    elif min(len(a), len(b)) < LEAST_SIDE and not (cut in options.short and len(a) == 1 and len(b) >= LEAST_SIDE):
         # its ratio kept: the merge drops the weakest candidate first, and this one may be the strong one of a pair
         ratio = math.exp(float(np.mean(b)) - float(np.mean(a)))
         return uncertainty.Comparison(ratio, None, None, None, f"fewer than {LEAST_SIDE} units on a side"), None
     else:
         units = len(a) + len(b)
         extra = min(MAX_EXTRA_DF, max(0, unit_spread.df - (units - 2)))
-        critical = max_t_critical(units, extra, 1 - rates[1])
+        critical = max_t_critical(units, extra, 1 - rates[1], 1 if cut in options.short else LEAST_SIDE)
     error = unit_spread.sd * math.sqrt(1 / len(a) + 1 / len(b))
     strength = abs(float(np.mean(b)) - float(np.mean(a))) / error / critical if error > 0 and critical > 0 else math.inf
     return ratio_verdict(a, b, unit_spread, critical, floor), strength
@@ -354,12 +381,26 @@ def _top_down(points, candidates, kept, options):
         for cut in (c for c in candidates if lo < c < hi and c not in kept):
             comparison, strength = judge_cut(points, lo, cut, hi, sorted([*kept, cut]), options)
             beyond = comparison.verdict in (uncertainty.SLOWER, uncertainty.FASTER)
-            if beyond and strength is not None and (best is None or strength > best[1]):
+            if beyond and strength is not None and (best is None or strength > best[1]) and not _starves(points, cut, kept, options):
                 best = (cut, strength)
         if best:
             kept = sorted([*kept, best[0]])
             pending += [(lo, best[0]), (best[0], hi)]
     return kept
+
+
+def _starves(points, cut, kept, options):
+    """Whether placing `cut` leaves a searched cut kept beside it too few units on that side to be judged (a fact one
+    race beside a step: the race between them alone would undo the step when the cuts are judged again)."""
+    cuts = sorted([*kept, cut])
+    bounds = [0, *cuts, len(points)]
+    at = cuts.index(cut)
+    for k in (at - 1, at + 1):
+        if 0 <= k < len(cuts) and cuts[k] not in options.known:
+            _, strength = judge_cut(points, bounds[k], cuts[k], bounds[k + 2], cuts, options)
+            if strength is None:
+                return True
+    return False
 
 
 def _start_sides(start, firsts, before, after):
@@ -411,7 +452,7 @@ def _beyond_noise(points, cuts, options):
 def find(cell, points, figure):
     """(changes, spread, outlier race ids) of one cell's series: every change beyond the noise, oldest first; a run of
     changes in one direction that a line explains is one drift, from the first segment's level to the last's."""
-    known = frozenset(fact_cuts(points))
+    known, short = frozenset(fact_cuts(points)), frozenset() if figure.discrete else short_sides(points)
     if figure.discrete:
         # a crossover width: one of the sweep's few widths, where a race's width moves by a whole step or not at all
         # (Otava's t-test weighs no such series): every move is a candidate, and a move of two races is an episode
@@ -423,19 +464,17 @@ def find(cell, points, figure):
         found_searches = searches(points)
         rates = error_rates(found_searches, len(known) + (returned_runs(points) is not None))
         fired = searches_that_found(found_searches, rates[1])
-        found = known | {c for c in (candidates(points, fired) if fired else []) if search_of(points, c) in fired}
-    options = JudgeOptions(known, noise_floor(figure), figure.discrete, rates)
-    found = sorted(found)
+    options = JudgeOptions(known, noise_floor(figure), figure.discrete, rates, short)
     if options.discrete:
-        cuts, outliers = _without_outliers(_beyond_noise(points, found, options), len(points), WIDTH_EPISODE)
+        cuts, outliers = _without_outliers(_beyond_noise(points, sorted(found), options), len(points), WIDTH_EPISODE)
     else:
-        # the facts' changes beyond the noise first (placed before any search: there and back again, two cuts hold each
-        # other's sides), then the searches' from the top down; a fact between node starts (a version switched) with a
-        # search's candidate beside it, between its neighbours, competes with that candidate instead, each against its
-        # own bar: a step beside the switch is placed where its races show it, not snapped onto the switch
-        facts_kept = _beyond_noise(points, sorted(known), options)
-        kept = [k for k in facts_kept if not _contested(points, k, facts_kept, found)]
-        cuts, outliers = _top_down(points, [c for c in found if c not in kept], kept, options), []
+        cuts, outliers = _placed(points, fired, options), []
+        # a step in one node start widens the spread another start's search is gated with: once cuts are placed, the
+        # searches that did not fire are gated again with every start's spread within its segments. In a history
+        # without a change this happens only after a change was named already: the rate without one stays
+        while more := searches_that_found(found_searches, rates[1], start_segments(points, cuts)) - fired:
+            fired |= more
+            cuts = _placed(points, fired, options)
     cuts = _beyond_noise(points, cuts, options)
     judged = _judged(points, cuts, options)
     drifts = dict(drift_runs(points, cuts, judged))
@@ -468,45 +507,17 @@ def find(cell, points, figure):
     return changes, spread(points, cuts), [points[i].race_id for i in outliers]
 
 
-def returned_runs(points):
-    """((first, end) of the newest races' configuration's run before, (first, end) of its newest run) where the history
-    left that configuration for another and came back to it (a version switched and back); None where it never left."""
-    newest = configuration(points[-1])
-    first = len(points)
-    while first > 0 and configuration(points[first - 1]) == newest:
-        first -= 1
-    end = first
-    while end > 0 and configuration(points[end - 1]) != newest:
-        end -= 1
-    if end == 0:
-        return None
-    start = end
-    while start > 0 and configuration(points[start - 1]) == newest:
-        start -= 1
-    return (start, end), (first, len(points))
-
-
-def newest_against_own(cell, points, figure, found):
-    """Like with like, the nightly question after a switch and back: the newest races against their configuration's
-    own earlier run (each side after the last change found inside it), a Change of kind RETURN, or None where the
-    history never left the newest races' configuration. Judged with the spread the changes leave, at a fact's share of
-    5% (error_rates: it is planned before any search, so its share comes out of the facts' half)."""
-    runs = returned_runs(points)
-    if runs is None:
-        return None
-    cuts = [c.index for c in found]
-    (lo, hi), (new_lo, new_hi) = ((max([a, *(c for c in cuts if a < c < b)]), b) for a, b in runs)
-    earlier, newest = points[lo:hi], points[new_lo:new_hi]
-    unit_spread = spread(points, cuts)
-    rates = error_rates(searches(points), len(fact_cuts(points)) + 1)
-    critical = float(stats.t.ppf(1 - rates[0] / 2, unit_spread.df)) if unit_spread.df else math.inf
-    comparison = ratio_verdict(units_of(earlier, unit_spread), units_of(newest, unit_spread), unit_spread, critical, noise_floor(figure))
-    others = "; ".join(dict.fromkeys(configuration_text(p, newest[0]) for p in points[hi : runs[1][0]]))
-    said = [f"the newest races ({configuration_text(newest[0])}) against the same configuration's earlier run, before {others}"]
-    return Change(
-        cell, new_lo, newest[0].race_id, newest[0].when, level(earlier, unit_spread), level(newest, unit_spread), comparison,
-        RETURN, said, unit_spread.basis,
-    )  # fmt: skip
+def _placed(points, fired, options):
+    """The cuts placed: the facts' beyond the noise first (placed before any search: there and back again, two cuts
+    hold each other's sides), then the `fired` searches' candidates (and their short sides) from the top down. A fact
+    between node starts (a version switched) with a search's candidate beside it, between its neighbours, competes
+    with that candidate instead, each against its own bar: a step beside the switch is placed where its races show
+    it, not snapped onto the switch."""
+    searched = set(candidates(points, fired) if fired else []) | options.short
+    found = sorted(options.known | {c for c in searched if search_of(points, c) in fired})
+    facts_kept = _beyond_noise(points, sorted(options.known), options)
+    kept = [k for k in facts_kept if not _contested(points, k, facts_kept, found)]
+    return _top_down(points, [c for c in found if c not in kept], kept, options)
 
 
 def _contested(points, fact, kept, found):

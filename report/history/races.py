@@ -114,7 +114,7 @@ def malformed(data, now=None):
     for key, kind in FIELD_TYPES.items():
         if data.get(key) is not None and not isinstance(data[key], kind):
             return f"race.json's {key} is a {type(data[key]).__name__}, not the {kind.__name__ if kind is str else 'object'} Rally writes"
-    cluster_version = data.get("cluster", {}).get("distribution-version")
+    cluster_version = (data.get("cluster") or {}).get("distribution-version")  # "cluster": null as well
     if cluster_version is not None and not isinstance(cluster_version, str):
         return f"race.json's cluster.distribution-version is a {type(cluster_version).__name__}, not a version"
     if when > (now or datetime.now(timezone.utc)) + FUTURE_SLACK:

@@ -40,3 +40,21 @@ def first_race_rule(points):
         starts.setdefault(start_of(p), []).append(p.race_id)
     several = [races[0] for races in starts.values() if len(races) > 1]
     return sum(1 for r in several if r not in firsts), sum(1 for r in several if r in firsts)
+
+
+def returned_runs(points):
+    """((first, end) of the newest races' configuration's run before, (first, end) of its newest run) where the history
+    left that configuration for another and came back to it (a version switched and back); None where it never left."""
+    newest = configuration(points[-1])
+    first = len(points)
+    while first > 0 and configuration(points[first - 1]) == newest:
+        first -= 1
+    end = first
+    while end > 0 and configuration(points[end - 1]) != newest:
+        end -= 1
+    if end == 0:
+        return None
+    start = end
+    while start > 0 and configuration(points[start - 1]) == newest:
+        start -= 1
+    return (start, end), (first, len(points))

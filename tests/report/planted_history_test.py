@@ -102,15 +102,20 @@ def test_a_neighbours_load_on_a_running_node_is_named_at_its_first_race_and_aler
     assert "step on a running node (its races the unit)" in report
 
 
-def test_one_loaded_race_is_not_yet_a_change_and_two_are(tmp_path):
-    """A change needs two races after it (bar.LEAST_SIDE): the morning after the first loaded race nothing is
-    named; after the second, the same change and alert as after the third."""
+QUIET_START = "5b2235be ba084c84 63b5a4f3 f1266200 d6fb2942 fa399e3f 7ce3b842 9714c4b4".split()  # plan:quiet-start
+
+
+def test_one_loaded_race_is_not_yet_a_change_and_two_are_beside_another_start(tmp_path):
+    """A change needs two races after it (bar.LEAST_SIDE): the morning after the first loaded race nothing is named.
+    After the second, the start alone (4 races that count, no settle record) is too short for its search, which weighs
+    its short side too (changes.short_sides: the price of naming a step after a start's second race, measured by make
+    trend-eval); read with another node start's races, whose spread the search learns, it is named where it began."""
     home(tmp_path / "one", LOADED, keep=START_1[:4])
     status, printed = nightly(tmp_path / "one")
     assert status == 0 and not alerts(printed) and "trend: 0 change(s)" in printed
-    home(tmp_path / "two", LOADED, keep=START_1[:5])
+    home(tmp_path / "two", keep=START_1[:5] + QUIET_START)
     status, printed = nightly(tmp_path / "two")
-    assert status == trend.ALERT_EXIT and f"from race {FIRST_LOADED}" in alerts(printed)[0]
+    assert f"coverage-D_td-msearch 1.71x slower from race {FIRST_LOADED}" in printed, printed
 
 
 def test_a_node_start_without_the_load_after_it_ends_the_alert(tmp_path):
