@@ -145,12 +145,14 @@ class Planted:
 
     def points(self):
         return [
-            Point(f"race-{n:04d}", f"2026{n:010d}", math.exp(v), None, None, 15, _facts(version, s))
+            Point(f"race-{n:04d}", f"2026{n:010d}", math.exp(v), None, None, 15, synthetic_facts(version, s))
             for n, (v, version, s) in enumerate(self.races)
         ]
 
 
-def _facts(version, start):
+def synthetic_facts(version, start, settings="{}", settled=True):
+    """A made race's facts: one node of `version` on this machine's JVM, heap and cores, its node start named by
+    `start`, settled before its cells unless said otherwise (tests/report/history_test.py's histories too)."""
     return Facts(
         version=version,
         build=f"build-{version}",
@@ -158,12 +160,12 @@ def _facts(version, start):
         jvm="Debian 17.0.15",
         heap="1024 MB",
         processors="2",
-        settings="{}",
+        settings=settings,
         node_start=f"start-{start}",
         uptime_s=100.0,
         corpus="corpus",
         shape="1 node(s)",
-        settled=True,
+        settled=settled,
     )
 
 

@@ -16,6 +16,7 @@ from report.history.starts import first_race_rule, returned_runs
 from report.shared import uncertainty
 from report.studies.coverage_answer import COVERAGE_TIME
 from report.studies.widths import CROSSOVER
+from report.trend_eval import synthetic_facts
 
 BETWEEN_STARTS = 0.10  # log sd of a node start's level, one version (the real history: 0.095-0.114 over 4 cells)
 BETWEEN_RACES = 0.04  # log sd of a race around its start's level (the real history: 0.028-0.034 on the steady cells)
@@ -23,19 +24,7 @@ FIRST_RACE = 0.08  # the first race of a start, log excess (the real history: 0.
 
 
 def facts(version, start, settings="{}"):
-    return Facts(
-        version=version,
-        build=f"build-{version}",
-        rally="2.13.0",
-        jvm="jvm",
-        heap="1024 MB",
-        processors="2",
-        settings=settings,
-        node_start=f"start-{start}",
-        uptime_s=100.0,
-        corpus="corpus",
-        shape="1 node(s)",
-    )
+    return synthetic_facts(version, start, settings, settled=None)
 
 
 def history(rng, starts, races_per_start, level=lambda start, race: 0.0, version=lambda start: "8.17.2", settings=lambda race: "{}"):
