@@ -17,7 +17,6 @@ Where a series has no two starts of one configuration, the spread between starts
 the change says so (it may be a node start's, not the cluster's).
 """
 
-import contextvars
 import math
 from dataclasses import dataclass, field
 
@@ -28,7 +27,18 @@ from scipy import stats
 from report.history import host
 from report.history.bar import LEAST_SIDE, MAX_EXTRA_DF, largest_t, max_t_critical
 from report.history.drift import drift_runs
-from report.history.starts import configuration, first_races, returned_runs, start_levels, start_of
+from report.history.starts import (
+    JUDGING,
+    configuration,
+    first_races,
+    pooled_units,
+    returned_runs,
+    series_codes,
+    short_sides,
+    start_levels,
+    start_of,
+    units_in,
+)
 from report.shared import uncertainty
 
 # Otava's significance for a candidate (its max_pvalue): loose, since the verdict (_judged, calibrated for the largest t
@@ -120,43 +130,10 @@ def spread(points, cuts=()):
     # within segments first; when no segment holds two starts of one configuration (a cut at every version switch of
     # an alternated history), a configuration's starts across segments: wider if a step lies between them, never narrower
     for group in (configurations * (len(cuts) + 1) + segment, configurations):
-        found = _pooled_units(group, starts, logs, BASIS_STARTS)
+        found = Spread(*pooled_units(group, starts, logs), BASIS_STARTS)
         if found.df:
             return found
-    return _pooled_units(starts, np.arange(len(points)), logs, BASIS_RACES)
-
-
-# the series find() is judging and its series_codes: built once a find, not at each of its hundreds of spreads
-_JUDGING = contextvars.ContextVar("judging", default=(None, None))
-
-
-def series_codes(points):
-    """(log medians, each point's node start as a number, its configuration as a number): numpy arrays, one a point."""
-    judging, codes = _JUDGING.get()
-    if points is judging:
-        return codes
-    starts, configurations = {}, {}
-    logs = np.log(np.fromiter((p.median for p in points), dtype=float, count=len(points)))
-    start_codes = np.fromiter((starts.setdefault(start_of(p), len(starts)) for p in points), dtype=np.int64, count=len(points))
-    configuration_codes = np.fromiter(
-        (configurations.setdefault(configuration(p), len(configurations)) for p in points), dtype=np.int64, count=len(points)
-    )
-    return logs, start_codes, configuration_codes
-
-
-def _pooled_units(group, unit, logs, basis):
-    """pooled() over the groups (a number a point) of each unit's level (the mean log of its points in the group): the
-    spread in one pass of numpy, the same as start_levels per group (a third of a 5,000-race trend's time, in Python)."""
-    if not len(logs):
-        return Spread(None, 0, basis)
-    width = int(unit.max()) + 1
-    keys, inverse = np.unique(group.astype(np.int64) * width + unit, return_inverse=True)
-    levels = np.bincount(inverse, weights=logs) / np.bincount(inverse)
-    _, group_of_unit, counts = np.unique(keys // width, return_inverse=True, return_counts=True)
-    means = np.bincount(group_of_unit, weights=levels) / counts
-    kept = counts[group_of_unit] > 1
-    squares, df = float(np.sum(((levels - means[group_of_unit]) ** 2)[kept])), int(np.sum(counts[counts > 1] - 1))
-    return Spread(math.sqrt(squares / df) if df else None, df, basis)
+    return Spread(*pooled_units(starts, np.arange(len(points)), logs), BASIS_RACES)
 
 
 def level(points, unit_spread):
@@ -174,15 +151,6 @@ def units_of(points, unit_spread):
     if unit_spread.basis == BASIS_STARTS:
         return list(start_levels(points).values())
     return [math.log(p.median) for p in points]
-
-
-def _units_in(points, lo, hi, unit_spread):
-    """units_of(points[lo:hi]) from the series' codes (series_codes): its node starts' levels, or its races' logs."""
-    logs, starts, _ = series_codes(points)
-    if unit_spread.basis != BASIS_STARTS:
-        return list(logs[lo:hi])
-    _, inverse = np.unique(starts[lo:hi], return_inverse=True)
-    return list(np.bincount(inverse, weights=logs[lo:hi]) / np.bincount(inverse))
 
 
 def judge(before, after, unit_spread, floor=uncertainty.NOISE_FLOOR_MS, tail=0.975):
@@ -301,18 +269,6 @@ def error_rates(found, facts):
     return alpha / 2 / facts, alpha / 2 / count
 
 
-def short_sides(points):
-    """The places with one race before them, whose races after carry the evidence: in each node start, the race after
-    its first that counts (first_races), where LEAST_SIDE races or more that count follow it in the start (a step after
-    a node start's second race). One more place of that start's own search (its bar simulated with it: largest_t's
-    least_left), judged with the spread of the rest of the history (within_start_spread)."""
-    firsts, by_start = first_races(points), {}
-    for i, p in enumerate(points):
-        if p.facts.node_start and p.race_id not in firsts:
-            by_start.setdefault(p.facts.node_start, []).append(i)
-    return frozenset(counted[1] for counted in by_start.values() if len(counted) >= 1 + LEAST_SIDE)
-
-
 def searches_that_found(found, search_alpha, split=None):
     """The searches whose largest t over all their places is beyond what a search finds in noise, each at
     `search_alpha` (error_rates), of `found` (searches). A candidate of any other search is not judged: a history without a change then
@@ -385,7 +341,7 @@ def judge_cut(points, lo, cut, hi, segments, options):
         a, b = (_logs(side) for side in _start_sides(start_of(points[cut]), first_races(points), before, after))
     else:
         unit_spread = spread(points, segments)
-        a, b = _units_in(points, lo, cut, unit_spread), _units_in(points, cut, hi, unit_spread)
+        a, b = units_in(points, lo, cut, unit_spread.basis == BASIS_STARTS), units_in(points, cut, hi, unit_spread.basis == BASIS_STARTS)
     if unit_spread.sd is None or not a or not b:
         return ratio_verdict(a, b, unit_spread, math.inf, floor), None
     if cut in known or options.discrete:
@@ -489,15 +445,15 @@ def _beyond_noise(points, cuts, options):
 def find(cell, points, figure):
     """(changes, spread, outlier race ids) of one cell's series: every change beyond the noise, oldest first; a run of
     changes in one direction that a line explains is one drift, from the first segment's level to the last's."""
-    token = _JUDGING.set((points, series_codes(points)))
+    token = JUDGING.set((points, series_codes(points)))
     try:
         return _find(cell, points, figure)
     finally:
-        _JUDGING.reset(token)
+        JUDGING.reset(token)
 
 
 def _find(cell, points, figure):
-    known, short = frozenset(fact_cuts(points)), frozenset() if figure.discrete else short_sides(points)
+    known, short = frozenset(fact_cuts(points)), frozenset() if figure.discrete else short_sides(points, LEAST_SIDE)
     if figure.discrete:
         # a crossover width: one of the sweep's few widths, where a race's width moves by a whole step or not at all
         # (Otava's t-test weighs no such series): every move is a candidate, and a move of two races is an episode

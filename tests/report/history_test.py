@@ -12,7 +12,7 @@ from report.history import changes
 from report.history.analysis import CellAnalysis, SeriesAnalysis
 from report.history.races import Facts
 from report.history.series import Point
-from report.history.starts import first_race_rule, returned_runs
+from report.history.starts import first_race_rule, returned_runs, short_sides
 from report.shared import uncertainty
 from report.studies.coverage_answer import COVERAGE_TIME
 from report.studies.widths import CROSSOVER
@@ -261,14 +261,14 @@ def test_a_step_after_a_node_starts_second_race_is_named_settled_or_not():
     """A slowdown from a node start's third race (two plain races, then five at 1.5x): where the node settled before
     each race (its settle record), the first race counts and the step has two races before it, named in 94 of 100
     histories (bound: 90%); the same races without the record leave the first race out, one race before the step: a
-    short side (changes.short_sides), judged with the spread of the races after it, named in 93 (before short sides:
+    short side (starts.short_sides), judged with the spread of the races after it, named in 93 (before short sides:
     none, LEAST_SIDE)."""
     rng = np.random.default_rng(86)
     settled = [settled_node(rng, 7, 1.5, at=2) for _ in range(100)]
     unrecorded = [[Point(**{**p.__dict__, "facts": Facts(**{**p.facts.__dict__, "settled": None})}) for p in points] for points in settled]
     assert sum(found_at(points, 2) for points in settled) / 100 >= 0.90
     assert sum(found_at(points, 2) for points in unrecorded) / 100 >= 0.90
-    assert changes.short_sides(unrecorded[0]) == {2} and changes.short_sides(settled[0]) == {1}
+    assert short_sides(unrecorded[0], 2) == {2} and short_sides(settled[0], 2) == {1}
     assert first_race_rule(settled[0]) == (1, 0) and first_race_rule(unrecorded[0]) == (0, 1)
 
 

@@ -70,7 +70,7 @@ def test_the_morning_after_the_third_loaded_race_names_the_host_and_does_not_ale
 
 def test_without_the_host_record_the_same_races_are_a_slowdown_where_nothing_recorded_changed(tmp_path):
     """Without the record, the loaded stretch after the node start's second race (its first left out: one race before
-    the step) is found by the start's short side (changes.short_sides), named where it began as a slowdown with
+    the step) is found by the start's short side (starts.short_sides), named where it began as a slowdown with
     nothing recorded changed, and alerts: the host record is what names it the host's (the tests above). Before short
     sides it was not found at all (issue 85: "0 change(s)")."""
     home(tmp_path, keep=ORDER[:5], host=False)

@@ -108,7 +108,7 @@ QUIET_START = "5b2235be ba084c84 63b5a4f3 f1266200 d6fb2942 fa399e3f 7ce3b842 97
 def test_one_loaded_race_is_not_yet_a_change_and_two_are_beside_another_start(tmp_path):
     """A change needs two races after it (bar.LEAST_SIDE): the morning after the first loaded race nothing is named.
     After the second, the start alone (4 races that count, no settle record) is too short for its search, which weighs
-    its short side too (changes.short_sides: the price of naming a step after a start's second race, measured by make
+    its short side too (starts.short_sides: the price of naming a step after a start's second race, measured by make
     trend-eval); read with another node start's races, whose spread the search learns, it is named where it began."""
     home(tmp_path / "one", LOADED, keep=START_1[:4])
     status, printed = nightly(tmp_path / "one")

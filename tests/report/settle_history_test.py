@@ -44,7 +44,7 @@ def judged(tmp_path, shape, factor, settle=True):
 def test_a_slowdown_from_a_settled_starts_third_race_is_named_and_alerts(tmp_path):
     """The shape issue 85 found unnamed: two plain races, then slower ones, in one node start. With the settle record
     the first race counts and the step is named at its first race; without it, one race is left before the step and
-    the start's short side (changes.short_sides) names it there too (before short sides: nothing named, exit 0)."""
+    the start's short side (starts.short_sides) names it there too (before short sides: nothing named, exit 0)."""
     status, named, printed = judged(tmp_path / "settled", "one start, from its 3rd race", 1.5)
     assert status == trend.ALERT_EXIT and named, printed
     status, named, printed = judged(tmp_path / "unrecorded", "one start, from its 3rd race", 1.5, settle=False)
